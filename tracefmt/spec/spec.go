@@ -1,0 +1,321 @@
+// Package spec defines the mpitrace event kinds once, as data.
+//
+// The table below is the single source of truth for the binary layout of
+// every event: the Go reader and writer walk it, the C recorder's encoder
+// functions are generated from it (see gen.go and recorder/c/mpit_events.h),
+// and docs/format.md describes it. Kinds and fields are only ever appended;
+// a number, once used, is never reused or re-purposed. Each format version
+// reads a prefix of the table (see Versions).
+package spec
+
+// Kind identifies an event kind. It is the first varint of every event.
+type Kind uint8
+
+// Field identifies one scalar argument an event can carry. Every event keeps
+// its arguments in an array indexed by Field, so a field means the same thing
+// in every kind that has it.
+type Field uint8
+
+// Encoding is how one field is stored on disk.
+type Encoding uint8
+
+const (
+	// Uvarint is an unsigned LEB128 varint.
+	Uvarint Encoding = iota + 1
+	// Svarint is a zigzag-encoded signed varint.
+	Svarint
+)
+
+// List is the shape of the variable-length list an event may end with.
+type List uint8
+
+const (
+	// NoList: the event has only scalar fields.
+	NoList List = iota
+	// ListRanks is a count followed by that many world ranks, each stored as
+	// the zigzag difference from the previous one (the first from 0).
+	ListRanks
+	// ListReqs is a count followed by that many request ids (uvarint).
+	ListReqs
+	// ListCompletions is a count followed by that many completion records,
+	// each the fields CompletionFields in order.
+	ListCompletions
+)
+
+// Fields. Append only.
+const (
+	FieldNone Field = iota
+	// Gap is the time in nanoseconds from the end of the previous event of
+	// the same thread stream (or the block's base time) to this event's start.
+	Gap
+	// Dur is the event's duration in nanoseconds.
+	Dur
+	// Fn is the string id of the MPI function's name.
+	Fn
+	// Peer is a world rank: destination of a send, requested source of a
+	// receive or probe. Negative values are the sentinels AnySource and ProcNull.
+	Peer
+	// Tag is a message tag; AnyTag for a wildcard receive.
+	Tag
+	// Comm is the rank-local communicator index (CommWorld, CommSelf, or one
+	// defined by an earlier CommNew event); CommNull is 0.
+	Comm
+	// Bytes is count × MPI_Type_size of the call's (send or posted receive) buffer.
+	Bytes
+	// Req is the rank-unique request id (0: none). Ids are never reused
+	// within a rank, unlike MPI request handles.
+	Req
+	// Src is the source world rank read from the completed receive's status.
+	Src
+	// STag is the tag read from the completed receive's status.
+	STag
+	// SBytes is the number of bytes the status says were received.
+	SBytes
+	// RPeer is the requested source of the receive half of a Sendrecv.
+	RPeer
+	// RTag is the requested tag of the receive half of a Sendrecv.
+	RTag
+	// RBytes is the receive capacity (Sendrecv) or the bytes this rank
+	// receives in a collective.
+	RBytes
+	// Root is the world rank of a rooted collective's root, RootNone otherwise.
+	Root
+	// Flag is the outcome flag of a probe or test (1 true, 0 false).
+	Flag
+	// Parent is the communicator index a new communicator was derived from.
+	Parent
+	// GID is the communicator's global id: equal on every member, computed
+	// without communication from the parent's id and the creation sequence.
+	GID
+	// Remote is, for an intercommunicator, how many of the listed ranks (the
+	// last ones) form the remote group; 0 for an intracommunicator.
+	Remote
+	// Phase says which clock synchronisation this is (PhaseInit, PhaseFinalize).
+	Phase
+	// Offset is the nanoseconds to add to this rank's clock to get rank 0's.
+	Offset
+	// Err is the uncertainty of Offset in nanoseconds (half the best round trip).
+	Err
+	// Flags is a bit set whose meaning depends on the kind (see CompletionFlag).
+	Flags
+	// Count is a generic count (e.g. events dropped).
+	Count
+
+	NumFields // not a field: the number of fields
+)
+
+// Sentinel values of the rank-valued fields.
+const (
+	AnySource = -1 // MPI_ANY_SOURCE
+	ProcNull  = -2 // MPI_PROC_NULL
+	RootNone  = -3 // collective without a root
+	RootSelf  = -4 // MPI_ROOT (intercommunicator root side)
+	AnyTag    = -1 // MPI_ANY_TAG
+	Undefined = -5 // a rank that could not be translated to a world rank
+)
+
+// Rank-local communicator indices that every rank has.
+const (
+	CommNull  = 0
+	CommWorld = 1
+	CommSelf  = 2
+)
+
+// Clock synchronisation phases.
+const (
+	PhaseInit     = 0
+	PhaseFinalize = 1
+)
+
+// Completion flags (the Flags field of a completion record).
+const (
+	// CompletionCancelled: the status says the request was cancelled.
+	CompletionCancelled = 1 << 0
+	// CompletionPersistent: the request is persistent and stays allocated.
+	CompletionPersistent = 1 << 1
+	// CompletionError: the status carries an error code other than MPI_SUCCESS.
+	CompletionError = 1 << 2
+)
+
+// CompletionFields are the fields of one completion record, in order.
+var CompletionFields = []Field{Req, Src, STag, SBytes, Flags}
+
+// Kinds. Append only; experimental kinds go at 200 and above.
+const (
+	KindNone Kind = iota
+	Call
+	Send
+	Recv
+	Irecv
+	Sendrecv
+	Probe
+	Complete
+	Coll
+	CommNew
+	CommFree
+	Start
+	ReqFree
+	ClockSync
+
+	NumKinds // not a kind: one more than the highest kind
+)
+
+// FieldSpec describes one field: its name in the text form and its encoding.
+type FieldSpec struct {
+	Name string
+	Enc  Encoding
+	// Rank is true for fields holding a world rank (or a rank sentinel).
+	Rank bool
+	Doc  string
+}
+
+// Fields describes every field, indexed by Field.
+var Fields = [NumFields]FieldSpec{
+	Gap:    {Name: "gap", Enc: Svarint, Doc: "ns from the previous event's end (or block base) to this event's start"},
+	Dur:    {Name: "dur", Enc: Uvarint, Doc: "duration in ns"},
+	Fn:     {Name: "fn", Enc: Uvarint, Doc: "string id of the MPI function name"},
+	Peer:   {Name: "peer", Enc: Svarint, Rank: true, Doc: "destination or requested source, world rank"},
+	Tag:    {Name: "tag", Enc: Svarint, Doc: "tag (-1: MPI_ANY_TAG)"},
+	Comm:   {Name: "comm", Enc: Uvarint, Doc: "rank-local communicator index"},
+	Bytes:  {Name: "bytes", Enc: Uvarint, Doc: "count × MPI_Type_size"},
+	Req:    {Name: "req", Enc: Uvarint, Doc: "rank-unique request id, 0 for none"},
+	Src:    {Name: "src", Enc: Svarint, Rank: true, Doc: "status source, world rank"},
+	STag:   {Name: "stag", Enc: Svarint, Doc: "status tag"},
+	SBytes: {Name: "sbytes", Enc: Uvarint, Doc: "bytes received according to the status"},
+	RPeer:  {Name: "rpeer", Enc: Svarint, Rank: true, Doc: "requested source of Sendrecv's receive, world rank"},
+	RTag:   {Name: "rtag", Enc: Svarint, Doc: "requested tag of Sendrecv's receive"},
+	RBytes: {Name: "rbytes", Enc: Uvarint, Doc: "receive capacity (Sendrecv) or bytes received (collective)"},
+	Root:   {Name: "root", Enc: Svarint, Rank: true, Doc: "root world rank, or a root sentinel"},
+	Flag:   {Name: "flag", Enc: Uvarint, Doc: "outcome of a probe or test"},
+	Parent: {Name: "parent", Enc: Uvarint, Doc: "communicator index of the parent"},
+	GID:    {Name: "gid", Enc: Uvarint, Doc: "global communicator id, equal on all members"},
+	Remote: {Name: "remote", Enc: Uvarint, Doc: "size of the remote group of an intercommunicator"},
+	Phase:  {Name: "phase", Enc: Uvarint, Doc: "0 at MPI_Init, 1 at MPI_Finalize"},
+	Offset: {Name: "offset", Enc: Svarint, Doc: "ns to add to the local clock to get rank 0's"},
+	Err:    {Name: "err", Enc: Uvarint, Doc: "uncertainty of offset in ns"},
+	Flags:  {Name: "flags", Enc: Uvarint, Doc: "kind-specific bits"},
+	Count:  {Name: "count", Enc: Uvarint, Doc: "a count"},
+}
+
+// KindSpec describes one event kind.
+type KindSpec struct {
+	Name string
+	// Fields are the scalar fields in on-disk order.
+	Fields []Field
+	// List is the list that follows the scalar fields, if any.
+	List List
+	// IsCall is true when the event is one MPI call (it has Fn, Gap and Dur).
+	IsCall bool
+	// Since is the first format version that has this kind.
+	Since uint16
+	Doc   string
+}
+
+// callHead is the prefix of every call event.
+var callHead = []Field{Fn, Gap, Dur}
+
+func call(rest ...Field) []Field {
+	return append(append([]Field{}, callHead...), rest...)
+}
+
+// Kinds describes every event kind, indexed by Kind.
+var Kinds = [NumKinds]KindSpec{
+	Call: {Name: "Call", Fields: call(), IsCall: true, Since: 1,
+		Doc: "any MPI call without recorded arguments"},
+	Send: {Name: "Send", Fields: call(Peer, Tag, Comm, Bytes, Req), IsCall: true, Since: 1,
+		Doc: "Send, Ssend, Bsend, Rsend (req 0); their I-forms; their persistent *_init forms (request created, not started)"},
+	Recv: {Name: "Recv", Fields: call(Peer, Tag, Comm, Bytes, Src, STag, SBytes), IsCall: true, Since: 1,
+		Doc: "blocking receive (Recv, Mrecv) with its status"},
+	Irecv: {Name: "Irecv", Fields: call(Peer, Tag, Comm, Bytes, Req), IsCall: true, Since: 1,
+		Doc: "Irecv, Imrecv, Recv_init: a receive request"},
+	Sendrecv: {Name: "Sendrecv", Fields: call(Peer, Tag, Bytes, RPeer, RTag, RBytes, Comm, Src, STag, SBytes), IsCall: true, Since: 1,
+		Doc: "Sendrecv, Sendrecv_replace: a send and a receive with the receive's status"},
+	Probe: {Name: "Probe", Fields: call(Peer, Tag, Comm, Flag, Src, STag, SBytes), IsCall: true, Since: 1,
+		Doc: "Probe, Iprobe, Mprobe, Improbe with the status when flag is 1"},
+	Complete: {Name: "Complete", Fields: call(Flag), List: ListCompletions, IsCall: true, Since: 1,
+		Doc: "Wait/Test family: the requests this call completed, in the order of the request array, with statuses; flag is the Test flag (1 for Wait)"},
+	Coll: {Name: "Coll", Fields: call(Comm, Root, Bytes, RBytes, Req), IsCall: true, Since: 1,
+		Doc: "a collective (req 0 when blocking): bytes sent and received by this rank"},
+	CommNew: {Name: "CommNew", Fields: call(Parent, Comm, GID, Remote), List: ListRanks, IsCall: true, Since: 1,
+		Doc: "a communicator was created: its members in world ranks, in communicator rank order (local group, then remote group)"},
+	CommFree: {Name: "CommFree", Fields: call(Comm), IsCall: true, Since: 1,
+		Doc: "a communicator was freed or disconnected"},
+	Start: {Name: "Start", Fields: call(), List: ListReqs, IsCall: true, Since: 1,
+		Doc: "Start, Startall: persistent requests started"},
+	ReqFree: {Name: "ReqFree", Fields: call(Req), IsCall: true, Since: 1,
+		Doc: "Request_free or Cancel of a request"},
+	ClockSync: {Name: "ClockSync", Fields: []Field{Gap, Phase, Offset, Err}, Since: 1,
+		Doc: "this rank's clock offset to rank 0, measured by ping-pong"},
+}
+
+// Versions lists the format versions this build reads, oldest first.
+// Version v reads every kind whose Since is at most v.
+var Versions = []uint16{1}
+
+// Current is the version the writers produce.
+const Current uint16 = 1
+
+// Supported reports whether v is a version this build reads.
+func Supported(v uint16) bool {
+	for _, s := range Versions {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// KindByName returns the kind with the given text-form name.
+func KindByName(name string) (Kind, bool) {
+	for k := Kind(1); k < NumKinds; k++ {
+		if Kinds[k].Name == name {
+			return k, true
+		}
+	}
+	return KindNone, false
+}
+
+// FieldByName returns the field with the given text-form name.
+func FieldByName(name string) (Field, bool) {
+	for f := Field(1); f < NumFields; f++ {
+		if Fields[f].Name == name {
+			return f, true
+		}
+	}
+	return FieldNone, false
+}
+
+// Block types of the file framing.
+const (
+	BlockHeader  = 1 // key/value metadata of the rank
+	BlockStrings = 2 // string table entries
+	BlockEvents  = 3 // one thread's events
+	BlockEnd     = 4 // end-of-trace record
+)
+
+// Codecs of a block payload.
+const (
+	CodecNone = 0
+	CodecZstd = 1
+)
+
+// Framing constants.
+const (
+	// Magic starts every file; it is followed by a little-endian u16 version.
+	Magic = "mpitrace\x00"
+	// BlockSync starts every block (little-endian u32 "MBLK").
+	BlockSync uint32 = 0x4b4c424d
+	// BlockHeaderSize is the size of a block's frame header in bytes.
+	BlockHeaderSize = 20
+	// MaxBlockSize bounds a block's stored and raw payload sizes.
+	MaxBlockSize = 64 << 20
+)
+
+// End reasons (the reason field of the end record).
+const (
+	EndFinalize     = 1 // normal exit after MPI_Finalize
+	EndExit         = 2 // exit() without MPI_Finalize
+	EndAbort        = 3 // MPI_Abort
+	EndSignal       = 4 // fatal signal; the signal number follows
+	EndWriteFailure = 5 // recording stopped because the log could not be written
+)
