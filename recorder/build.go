@@ -1,0 +1,252 @@
+package recorder
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/mpitrace/mpitrace/recorder/wrap"
+)
+
+//go:embed c/mpit.h c/mpit_events.h c/mpit_runtime.c c/mpitrace.w
+var sources embed.FS
+
+// Version is the recorder's version, written into every log header.
+const Version = "0.1.0"
+
+// LibraryName is the file name of the built recorder.
+const LibraryName = "libmpitrace.so"
+
+// BuildOptions says which MPI to build the recorder for and where.
+type BuildOptions struct {
+	// MPICC is the MPI's C compiler wrapper, possibly with flags
+	// ("mpicc", "mpicc.mpich", "mpicc -DX"). Default "mpicc".
+	MPICC string
+	// CacheDir holds built libraries; default CacheDir().
+	CacheDir string
+	// Force rebuilds even when the cache has the library.
+	Force bool
+	// Log receives progress lines (nil: none).
+	Log io.Writer
+}
+
+// Library is a built recorder.
+type Library struct {
+	Path   string // the shared library
+	Dir    string // its cache directory (also holds the generated wrappers and build log)
+	Key    string // cache key: hash of the MPI header, compiler and sources
+	MPICC  string
+	Cached bool // true when the library came from the cache
+	// Functions is the number of MPI functions the recorder wraps.
+	Functions int
+}
+
+// CacheDir returns the default cache directory: $MPITRACE_CACHE, else
+// the user cache directory's mpitrace/recorder.
+func CacheDir() string {
+	if d := os.Getenv("MPITRACE_CACHE"); d != "" {
+		return d
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		d = os.TempDir()
+	}
+	return filepath.Join(d, "mpitrace", "recorder")
+}
+
+// SourceHash returns a hash of the embedded recorder sources.
+func SourceHash() string {
+	h := sha256.New()
+	names, _ := fs.Glob(sources, "c/*")
+	sort.Strings(names)
+	for _, n := range names {
+		b, _ := sources.ReadFile(n)
+		fmt.Fprintf(h, "%s %d\n", n, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Build returns the recorder library for the MPI of opts.MPICC, building it
+// into the cache when it is not there yet.
+func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
+	if opts.MPICC == "" {
+		opts.MPICC = "mpicc"
+	}
+	if opts.CacheDir == "" {
+		opts.CacheDir = CacheDir()
+	}
+	cc := strings.Fields(opts.MPICC)
+	if len(cc) == 0 {
+		return nil, fmt.Errorf("--mpicc is empty: name the MPI's C compiler wrapper, e.g. mpicc")
+	}
+	if _, err := exec.LookPath(cc[0]); err != nil {
+		return nil, fmt.Errorf("MPI compiler wrapper %q not found on PATH: install the MPI's development package (e.g. libopenmpi-dev or libmpich-dev) or pass --mpicc", cc[0])
+	}
+	header, err := wrap.Preprocess(ctx, opts.MPICC, nil)
+	if err != nil {
+		return nil, err
+	}
+	show := compilerIdentity(ctx, cc)
+	h := sha256.New()
+	fmt.Fprintf(h, "mpitrace recorder %s\ncompiler %s\nshow %s\nsources %s\n", Version, opts.MPICC, show, SourceHash())
+	// Line markers name the preprocessor's temporary input file: leave
+	// them out so the key depends on the header's content only.
+	for _, line := range strings.Split(header, "\n") {
+		if !strings.HasPrefix(line, "#") {
+			h.Write([]byte(line))
+			h.Write([]byte{'\n'})
+		}
+	}
+	key := hex.EncodeToString(h.Sum(nil))[:20]
+	dir := filepath.Join(opts.CacheDir, key)
+	lib := &Library{Path: filepath.Join(dir, LibraryName), Dir: dir, Key: key, MPICC: opts.MPICC}
+	if !opts.Force {
+		if st, err := os.Stat(lib.Path); err == nil && st.Mode().IsRegular() {
+			lib.Cached = true
+			return lib, nil
+		}
+	}
+	funcs, err := wrap.ParseHeaderExcluding(header, recorderExclusions())
+	if err != nil {
+		return nil, fmt.Errorf("reading the declarations of %s's mpi.h: %w", cc[0], err)
+	}
+	lib.Functions = len(funcs)
+	if opts.Log != nil {
+		fmt.Fprintf(opts.Log, "mpitrace: building the recorder for %s (%d MPI functions) in %s\n", opts.MPICC, len(funcs), dir)
+	}
+	if err := os.MkdirAll(opts.CacheDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the recorder cache: %w (set MPITRACE_CACHE to a writable directory)", err)
+	}
+	tmp, err := os.MkdirTemp(opts.CacheDir, key+".tmp")
+	if err != nil {
+		return nil, fmt.Errorf("creating the recorder cache: %w (set MPITRACE_CACHE to a writable directory)", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := writeSources(tmp); err != nil {
+		return nil, err
+	}
+	tmpl, _ := sources.ReadFile("c/mpitrace.w")
+	var gen bytes.Buffer
+	err = wrap.Generate(&gen, funcs, []wrap.Input{{Name: "mpitrace.w", Text: string(tmpl)}}, wrap.Options{SkipUnknown: true, NoDeprecationWarnings: true})
+	if err != nil {
+		return nil, fmt.Errorf("internal error: generating the recorder's wrappers: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "mpit_wrappers.c"), gen.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	args := append(append([]string{}, cc[1:]...),
+		"-O2", "-g", "-Wall", "-fPIC", "-shared", "-std=gnu11",
+		"-DMPIT_VERSION=\""+Version+"\"",
+		"-o", LibraryName, "mpit_runtime.c", "mpit_wrappers.c", "-lzstd", "-lpthread")
+	cmd := exec.CommandContext(ctx, cc[0], args...)
+	cmd.Dir = tmp
+	out, err := cmd.CombinedOutput()
+	_ = os.WriteFile(filepath.Join(tmp, "build.log"), append([]byte(cc[0]+" "+strings.Join(args, " ")+"\n"), out...), 0o644)
+	if err != nil {
+		failed := dir + ".failed"
+		_ = os.RemoveAll(failed)
+		if os.Rename(tmp, failed) != nil {
+			failed = tmp
+		}
+		return nil, compileError(cc[0], out, err, filepath.Join(failed, "build.log"))
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		// Another build finished first, or Force replaces an old one.
+		if opts.Force {
+			_ = os.RemoveAll(dir)
+			if err2 := os.Rename(tmp, dir); err2 == nil {
+				return lib, nil
+			}
+		}
+		if _, err2 := os.Stat(lib.Path); err2 == nil {
+			return lib, nil
+		}
+		return nil, fmt.Errorf("installing the recorder into %s: %w", dir, err)
+	}
+	return lib, nil
+}
+
+// recorderExclusions are the declarations the recorder does not wrap: only
+// the handle and status conversions (MPI_*_c2f, MPI_*_f2c, ...), which are
+// not MPI operations and which an MPI's own Fortran layer calls on every
+// Fortran call. Unlike wrap.py, the recorder intercepts MPI_T_* and
+// MPI_Comm_spawn*: it records every function of the header.
+func recorderExclusions() []wrap.Exclusion {
+	var ex []wrap.Exclusion
+	for _, e := range wrap.DefaultExclusions {
+		if e.Name == "conversion" {
+			ex = append(ex, e)
+		}
+	}
+	return ex
+}
+
+// compilerIdentity is what the compiler wrapper says it runs: the underlying
+// compiler and flags (`-show` for MPICH, `-showme` for Open MPI) and its
+// version, so a different MPI installation gets a different cache entry.
+func compilerIdentity(ctx context.Context, cc []string) string {
+	var parts []string
+	for _, flag := range []string{"-showme", "-show", "--version"} {
+		out, err := exec.CommandContext(ctx, cc[0], append(append([]string{}, cc[1:]...), flag)...).Output()
+		if err == nil {
+			parts = append(parts, strings.TrimSpace(string(out)))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func writeSources(dir string) error {
+	names, _ := fs.Glob(sources, "c/*")
+	for _, n := range names {
+		b, _ := sources.ReadFile(n)
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(n)), b, 0o644); err != nil {
+			return fmt.Errorf("writing the recorder sources: %w", err)
+		}
+	}
+	return nil
+}
+
+// compileError turns a compiler failure into one actionable message.
+func compileError(cc string, out []byte, err error, logPath string) error {
+	text := string(out)
+	switch {
+	case strings.Contains(text, "zstd.h"):
+		return fmt.Errorf("building the recorder with %s: zstd.h not found: install libzstd-dev (apt-get install libzstd-dev)", cc)
+	case strings.Contains(text, "cannot find -lzstd"):
+		return fmt.Errorf("building the recorder with %s: libzstd not found: install libzstd-dev (apt-get install libzstd-dev)", cc)
+	}
+	first := ""
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, "error") {
+			first = strings.TrimSpace(l)
+			break
+		}
+	}
+	if first == "" {
+		first = err.Error()
+	}
+	return fmt.Errorf("building the recorder with %s failed: %s (full log: %s)", cc, first, logPath)
+}
+
+// Sources returns the embedded recorder sources by base name (for tests and
+// for `mpitrace recorder build --emit`).
+func Sources() map[string][]byte {
+	m := map[string][]byte{}
+	names, _ := fs.Glob(sources, "c/*")
+	for _, n := range names {
+		b, _ := sources.ReadFile(n)
+		m[filepath.Base(n)] = b
+	}
+	return m
+}

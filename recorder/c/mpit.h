@@ -1,0 +1,263 @@
+/* mpitrace recorder: the runtime interface the generated PMPI wrappers use.
+ *
+ * Hot path: a wrapper calls mpit_begin() (a thread-local load, a reentry
+ * check and a table lookup), reads the clock around the PMPI call, and
+ * appends one varint-encoded event to the calling thread's buffer. Full
+ * buffers are compressed into self-contained blocks and written by
+ * mpit_flush_thread(). Everything else (files, tables, signals) is cold. */
+#ifndef MPIT_H
+#define MPIT_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "mpit_events.h"
+
+#if defined(__GNUC__)
+#define MPIT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MPIT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MPIT_HIDDEN __attribute__((visibility("hidden")))
+#define MPIT_TLS __thread __attribute__((tls_model("initial-exec")))
+#else
+#define MPIT_LIKELY(x) (x)
+#define MPIT_UNLIKELY(x) (x)
+#define MPIT_HIDDEN
+#define MPIT_TLS __thread
+#endif
+
+/* Reserved room in front of a thread buffer's events for the block's frame
+ * header and its events-block header (thread, seq, count, base). */
+#define MPIT_BLOCK_PREFIX (MPIT_BLOCK_HEADER_SIZE + 4 * 10)
+
+/* One recording thread's buffer. Only its owner appends; a signal handler
+ * may read `len` (published with release stores) to flush what is complete. */
+typedef struct mpit_tb {
+    uint8_t *buf;          /* MPIT_BLOCK_PREFIX bytes, then the events */
+    size_t cap;            /* bytes available for events */
+    size_t limit;          /* flush when len reaches this */
+    volatile size_t len;   /* bytes of complete events */
+    volatile uint32_t count; /* events in the buffer */
+    uint64_t seq;          /* stream index of the buffer's first event */
+    uint64_t base;         /* time the first event's gap is relative to */
+    uint64_t last_end;     /* end time of the last appended event */
+    uint32_t thread;       /* recorder thread index */
+    int depth;             /* reentry guard: >0 inside a recorded call */
+    volatile int flushing; /* a flush of this buffer is under way */
+    void *zctx;            /* this thread's compression context */
+    uint8_t *zbuf;         /* compression output */
+    size_t zcap;
+    struct mpit_tb *next;  /* all buffers, for the final and signal flushes */
+} mpit_tb;
+
+/* Communicator record: never freed, so requests can point at it. */
+typedef struct mpit_comm {
+    uint64_t idx;     /* rank-local index written in events */
+    uint64_t gid;     /* global id, equal on all members */
+    uint64_t seq;     /* creation calls made on this communicator so far */
+    int size;         /* local group size */
+    int rsize;        /* remote group size (intercommunicators), else 0 */
+    int myrank;       /* this process's rank in the local group */
+    int *members;     /* world ranks of the local group (NULL: identity) */
+    int *remote;      /* world ranks of the remote group */
+    struct mpit_cgseq *cg; /* per-group counters for MPI_Comm_create_group */
+} mpit_comm;
+
+extern MPIT_HIDDEN MPIT_TLS mpit_tb *mpit_self;
+extern MPIT_HIDDEN volatile int mpit_on;          /* recording enabled */
+/* Per function: 0 not recorded, 1 recorded, 2 recorded but its name is
+ * not yet queued for the log's string table. */
+extern MPIT_HIDDEN unsigned char *mpit_fn_on;
+extern MPIT_HIDDEN mpit_comm mpit_comm_world, mpit_comm_self;
+
+MPIT_HIDDEN mpit_tb *mpit_tb_create(void);
+MPIT_HIDDEN void mpit_flush_thread(mpit_tb *tb);
+MPIT_HIDDEN void mpit_reserve_slow(mpit_tb *tb, size_t need);
+MPIT_HIDDEN void mpit_announce(int fn);
+
+static inline uint64_t mpit_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* mpit_begin returns the calling thread's buffer when this call of function
+ * fn is to be recorded, NULL when it is to pass straight through (recording
+ * off, function excluded, or nested inside another recorded MPI call). */
+static inline mpit_tb *mpit_begin(int fn) {
+    mpit_tb *tb = mpit_self;
+    if (MPIT_UNLIKELY(tb == NULL)) {
+        if (!mpit_on) return NULL;
+        tb = mpit_tb_create();
+        if (tb == NULL) return NULL;
+    }
+    if (tb->depth || !mpit_on) return NULL;
+    unsigned char on = mpit_fn_on[fn];
+    if (MPIT_UNLIKELY(on != 1)) {
+        if (!on) return NULL;
+        mpit_announce(fn);
+    }
+    tb->depth = 1;
+    return tb;
+}
+
+/* mpit_reserve makes room for `need` more bytes of events. */
+static inline uint8_t *mpit_reserve(mpit_tb *tb, size_t need) {
+    if (MPIT_UNLIKELY(tb->len + need > tb->cap)) mpit_reserve_slow(tb, need);
+    return tb->buf + MPIT_BLOCK_PREFIX + tb->len;
+}
+
+/* mpit_commit publishes the event that ends at p and leaves the call. */
+static inline void mpit_commit(mpit_tb *tb, uint8_t *p, uint64_t end) {
+    tb->last_end = end;
+    __atomic_store_n(&tb->len, (size_t)(p - (tb->buf + MPIT_BLOCK_PREFIX)), __ATOMIC_RELEASE);
+    tb->count++;
+    tb->depth = 0;
+    if (MPIT_UNLIKELY(tb->len >= tb->limit)) mpit_flush_thread(tb);
+}
+
+/* mpit_abandon leaves a call whose event could not be built. */
+static inline void mpit_abandon(mpit_tb *tb) { tb->depth = 0; }
+
+#define MPIT_GAP(tb, t0) ((int64_t)((t0) - (tb)->last_end))
+
+/* The generic event: a call without arguments. */
+static inline void mpit_call(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1) {
+    uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_CALL);
+    p = mpit_put_call(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0);
+    mpit_commit(tb, p, t1);
+}
+
+/* ---- argument helpers used by the wrappers (mpit_runtime.c) ---- */
+
+MPIT_HIDDEN mpit_comm *mpit_comm_of(MPI_Comm comm);
+MPIT_HIDDEN int64_t mpit_peer(const mpit_comm *c, int rank); /* p2p peer → world rank */
+MPIT_HIDDEN int64_t mpit_root(const mpit_comm *c, int root); /* collective root → world rank */
+MPIT_HIDDEN uint64_t mpit_bytes(int64_t count, MPI_Datatype type);
+MPIT_HIDDEN int mpit_in_place(const void *buf);
+
+/* Requests. Kinds of requests the recorder tracks. */
+enum { MPIT_REQ_SEND = 1, MPIT_REQ_RECV = 2, MPIT_REQ_COLL = 3, MPIT_REQ_OTHER = 4 };
+MPIT_HIDDEN uint64_t mpit_req_new(MPI_Request req, int kind, int persistent, mpit_comm *comm);
+
+/* ---- recorders for the argument-carrying families (mpit_runtime.c) ---- */
+
+MPIT_HIDDEN void mpit_rec_send(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t count,
+                               MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                               MPI_Request *req, int persistent);
+MPIT_HIDDEN void mpit_rec_recv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t count,
+                               MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                               const MPI_Status *st);
+MPIT_HIDDEN void mpit_rec_irecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t count,
+                                MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                                MPI_Request *req, int persistent);
+MPIT_HIDDEN void mpit_rec_sendrecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1,
+                                   int64_t scount, MPI_Datatype stype, int dest, int stag,
+                                   int64_t rcount, MPI_Datatype rtype, int source, int rtag,
+                                   MPI_Comm comm, const MPI_Status *st);
+MPIT_HIDDEN void mpit_rec_probe(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int source,
+                                int tag, MPI_Comm comm, int flag, const MPI_Status *st,
+                                MPI_Message *msg);
+MPIT_HIDDEN void mpit_rec_mrecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t count,
+                                MPI_Datatype type, MPI_Message msg, const MPI_Status *st,
+                                MPI_Request *req);
+MPIT_HIDDEN void mpit_rec_coll(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, MPI_Comm comm,
+                               int root, uint64_t sbytes, uint64_t rbytes, MPI_Request *req);
+MPIT_HIDDEN void mpit_rec_commnew(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1,
+                                  MPI_Comm parent, MPI_Comm *newcomm, int how, int64_t key);
+MPIT_HIDDEN mpit_comm *mpit_comm_forget(MPI_Comm handle);
+MPIT_HIDDEN void mpit_rec_commfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, mpit_comm *c);
+MPIT_HIDDEN void mpit_rec_start(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int n,
+                                const MPI_Request *reqs);
+MPIT_HIDDEN void mpit_rec_reqfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1,
+                                  MPI_Request req);
+
+/* Completion: the wrapper copies the request handles before the PMPI call
+ * (it nulls completed ones) and passes the statuses the call filled. The
+ * completed requests are given as indices into the copied array. */
+MPIT_HIDDEN void mpit_rec_complete(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int flag,
+                                   const MPI_Request *before, const int *idx, int nidx,
+                                   const MPI_Status *st, int status_by_request);
+
+/* How a communicator was created (mpit_rec_commnew's `how`). */
+enum {
+    MPIT_NEW_COLLECTIVE = 0, /* collective over the parent: dup, split, create, cart, graph */
+    MPIT_NEW_GROUP = 1,      /* MPI_Comm_create_group: collective over the group (key: tag) */
+    MPIT_NEW_INTER = 2,      /* intercommunicator creation: both sides agree */
+};
+
+/* Completion helpers for the Wait/Test family; `ret` is the PMPI result. */
+MPIT_HIDDEN void mpit_rec_all(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int flag, int n,
+                              const MPI_Request *before, const MPI_Status *st);
+MPIT_HIDDEN void mpit_rec_some(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int n,
+                               const MPI_Request *before, int outcount, const int *indices,
+                               const MPI_Status *st);
+MPIT_HIDDEN void mpit_rec_one(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int flag,
+                              const MPI_Request *before, int index, const MPI_Status *st);
+
+/* mpit_rec_coll's root when the collective has none. */
+#define MPIT_NO_ROOT (-99999)
+
+/* MPIT_BEGIN opens a wrapper: tb_ is the buffer when the call is recorded. */
+#define MPIT_BEGIN(fn)                     \
+    mpit_tb *tb_ = mpit_begin(fn);         \
+    uint64_t t0_ = tb_ ? mpit_now() : 0
+
+/* Lifecycle hooks. */
+MPIT_HIDDEN void mpit_after_init(int provided_or_minus1);
+MPIT_HIDDEN void mpit_before_finalize(void);
+MPIT_HIDDEN void mpit_after_finalize(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1);
+MPIT_HIDDEN void mpit_before_abort(int errorcode);
+MPIT_HIDDEN void mpit_clock_event(mpit_tb *tb, int phase);
+
+/* Statuses: wrappers give PMPI a status the recorder can read even when the
+ * application passed MPI_STATUS(ES)_IGNORE. Small arrays live on the stack. */
+#define MPIT_STACK_REQS 32
+MPIT_HIDDEN MPI_Status *mpit_status_array(int n, MPI_Status *stackbuf);
+MPIT_HIDDEN MPI_Request *mpit_req_array(int n, MPI_Request *stackbuf);
+MPIT_HIDDEN void mpit_free_array(void *p, void *stackbuf);
+
+/* MPIT_ARR passes a count array of either int or MPI_Count elements. */
+#define MPIT_ARR(a) (const void *)(a), sizeof(*(a))
+
+/* Collectives: each computes this rank's bytes sent and received from the
+ * call's own arguments (MPI_IN_PLACE and the root's role included) and
+ * appends a Coll event; req is NULL for the blocking forms. */
+MPIT_HIDDEN void mpit_rec_bcast(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t count,
+                                MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req);
+MPIT_HIDDEN void mpit_rec_gather(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, const void *sbuf,
+                                 int64_t scount, MPI_Datatype stype, int64_t rcount, MPI_Datatype rtype,
+                                 const void *rcounts, size_t relem, int root, MPI_Comm comm,
+                                 MPI_Request *req);
+MPIT_HIDDEN void mpit_rec_scatter(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t scount,
+                                  const void *scounts, size_t selem, MPI_Datatype stype,
+                                  const void *rbuf, int64_t rcount, MPI_Datatype rtype, int root,
+                                  MPI_Comm comm, MPI_Request *req);
+MPIT_HIDDEN void mpit_rec_allgather(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, const void *sbuf,
+                                    int64_t scount, MPI_Datatype stype, int64_t rcount,
+                                    const void *rcounts, size_t relem, MPI_Datatype rtype,
+                                    MPI_Comm comm, MPI_Request *req);
+MPIT_HIDDEN void mpit_rec_alltoall(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, const void *sbuf,
+                                   int64_t scount, const void *scounts, size_t selem,
+                                   const MPI_Datatype *stypes, MPI_Datatype stype, int64_t rcount,
+                                   const void *rcounts, size_t relem, const MPI_Datatype *rtypes,
+                                   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req);
+MPIT_HIDDEN void mpit_rec_reduce(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t count,
+                                 MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req);
+MPIT_HIDDEN void mpit_rec_reduce_scatter(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1,
+                                         int64_t rcount, const void *rcounts, size_t relem,
+                                         MPI_Datatype type, MPI_Comm comm, MPI_Request *req);
+
+/* MPIT_RECORD ends a recorded wrapper: on success `rec` (which may use
+ * t1_) appends the argument-carrying event, on failure a plain Call. */
+#define MPIT_RECORD(ret, fn, rec)                  \
+    do {                                           \
+        uint64_t t1_ = mpit_now();                 \
+        if ((ret) == MPI_SUCCESS)                  \
+            rec;                                   \
+        else                                       \
+            mpit_call(tb_, fn, t0_, t1_);          \
+    } while (0)
+
+#endif
