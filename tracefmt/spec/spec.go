@@ -2,7 +2,7 @@
 //
 // The table below is the single source of truth for the binary layout of
 // every event: the Go reader and writer walk it, the C recorder's encoder
-// functions are generated from it (see gen.go and recorder/c/mpit_events.h),
+// functions are generated from it (CHeader, written to recorder/c/mpit_events.h),
 // and docs/format.md describes it. Kinds and fields are only ever appended;
 // a number, once used, is never reused or re-purposed. Each format version
 // reads a prefix of the table (see Versions).
@@ -46,7 +46,8 @@ const (
 const (
 	FieldNone Field = iota
 	// Gap is the time in nanoseconds from the end of the previous event of
-	// the same thread stream (or the block's base time) to this event's start.
+	// the same block (for the block's first event, from the block's base
+	// time) to this event's start.
 	Gap
 	// Dur is the event's duration in nanoseconds.
 	Dur

@@ -1,0 +1,327 @@
+package tracefmt
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ManifestName is the manifest's file name in a trace directory.
+const ManifestName = "manifest.json"
+
+// RankFileName returns the file name of a rank's log: rank-NNNNN.mpit.
+func RankFileName(rank int) string { return fmt.Sprintf("rank-%05d.mpit", rank) }
+
+var rankFileRE = regexp.MustCompile(`^rank-([0-9]{5,})\.mpit$`)
+
+// Manifest describes a recording; mpitrace record writes it next to the rank
+// files (WriteManifest) and readers use it when present.
+type Manifest struct {
+	RunID           string    `json:"run_id"`
+	Command         []string  `json:"command"`          // the launcher command line, e.g. mpirun -np 4 ./app
+	Launcher        string    `json:"launcher"`         // mpirun, mpiexec, srun
+	MPICompiler     string    `json:"mpi_compiler"`     // the MPI compiler wrapper used to build the recorder
+	MPILibrary      string    `json:"mpi_library"`      // MPI_Get_library_version
+	RecorderLibrary string    `json:"recorder_library"` // path of the recorder shared library
+	StartTime       time.Time `json:"start_time"`       // RFC 3339
+	EndTime         time.Time `json:"end_time"`         // RFC 3339
+	ExitStatus      int       `json:"exit_status"`
+	WorldSize       int       `json:"world_size"`
+	FormatVersion   int       `json:"format_version"`
+	MpitraceVersion string    `json:"mpitrace_version"`
+}
+
+// ReadManifest reads dir/manifest.json.
+func ReadManifest(dir string) (*Manifest, error) {
+	path := filepath.Join(dir, ManifestName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &m, nil
+}
+
+// WriteManifest writes m to dir/manifest.json, atomically (a temporary file
+// renamed into place).
+func WriteManifest(dir string, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".manifest-*.json")
+	if err != nil {
+		return err
+	}
+	_ = tmp.Chmod(0o644)
+	_, werr := tmp.Write(append(b, '\n'))
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, ManifestName))
+}
+
+// RankFile is one usable rank file of a trace directory.
+type RankFile struct {
+	Rank   int
+	Path   string
+	Header Header
+}
+
+// Trace is a trace directory: its rank files, checked to belong to one
+// recording, and its manifest.
+type Trace struct {
+	Dir      string
+	Manifest *Manifest // nil when the directory has none
+	RunID    string
+	Size     int        // world size
+	Files    []RankFile // the usable rank files, by rank
+
+	mu        sync.Mutex
+	dirDiags  Diagnostics
+	rankDiags map[int]*Diagnostics // from the last ForEachRank, by rank
+}
+
+// OpenDir opens a trace directory: it finds the rank-*.mpit files, reads
+// manifest.json if present, and checks every file's header. It fails when
+// the files cannot belong together — two run ids (the error names a file of
+// each), two world sizes, two files for one rank, a manifest of another run
+// — and for a file that is not an mpitrace file or has an unsupported
+// version. Other damage is a diagnostic: a rank file whose header cannot be
+// read (unreadable_rank, error), a rank of 0..size-1 without a file
+// (missing_rank, data loss), a file named for another rank (file_name_rank,
+// warning).
+func OpenDir(dir string) (*Trace, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	t := &Trace{Dir: dir}
+	var names []string
+	for _, e := range ents {
+		if rankFileRE.MatchString(e.Name()) && !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	m, merr := ReadManifest(dir)
+	switch {
+	case merr == nil:
+		t.Manifest = m
+	case errors.Is(merr, os.ErrNotExist):
+	default:
+		t.dirDiags.Add(Diagnostic{Severity: Warning, Code: CodeBadManifest, Rank: -1, File: filepath.Join(dir, ManifestName), Block: -1, Offset: -1,
+			Message: fmt.Sprintf("cannot read the manifest: %v", errors.Unwrap(merr))})
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%s: no rank-*.mpit files: not a trace directory (record one with mpitrace record)", dir)
+	}
+	byRank := make(map[int]*RankFile)
+	var first *RankFile
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		h, err := ReadHeader(path)
+		if err != nil {
+			if errors.Is(err, ErrNotMpitrace) || errors.As(err, new(*VersionError)) {
+				return nil, err
+			}
+			t.dirDiags.Add(Diagnostic{Severity: Error, Code: CodeUnreadableRank, Rank: -1, File: path, Block: -1, Offset: -1,
+				Message: fmt.Sprintf("rank file skipped: %v", err)})
+			continue
+		}
+		rf := &RankFile{Rank: h.Rank, Path: path, Header: h}
+		if first == nil {
+			first = rf
+		} else {
+			if h.RunID != first.Header.RunID {
+				return nil, fmt.Errorf("%s: files of two recordings: %s has run id %q, %s has run id %q; keep one run per directory",
+					dir, first.Path, first.Header.RunID, path, h.RunID)
+			}
+			if h.Size != first.Header.Size {
+				return nil, fmt.Errorf("%s: %s says the world has %d ranks, %s says %d", dir, first.Path, first.Header.Size, path, h.Size)
+			}
+		}
+		if other, ok := byRank[h.Rank]; ok {
+			return nil, fmt.Errorf("%s: two files for rank %d: %s and %s", dir, h.Rank, other.Path, path)
+		}
+		byRank[h.Rank] = rf
+		if sub := rankFileRE.FindStringSubmatch(name); sub != nil {
+			if n, err := strconv.Atoi(sub[1]); err == nil && n != h.Rank {
+				t.dirDiags.Add(Diagnostic{Severity: Warning, Code: CodeFileNameRank, Rank: h.Rank, File: path, Block: -1, Offset: -1,
+					Message: fmt.Sprintf("the file is named for rank %d but its header says rank %d; the header is used", n, h.Rank)})
+			}
+		}
+	}
+	if first == nil {
+		return nil, fmt.Errorf("%s: none of the %d rank files has a readable header (%s)", dir, len(names), t.dirDiags.Summary())
+	}
+	t.RunID = first.Header.RunID
+	t.Size = first.Header.Size
+	if m := t.Manifest; m != nil {
+		if m.RunID != "" && m.RunID != t.RunID {
+			return nil, fmt.Errorf("%s: %s is from run %q but %s is from run %q; keep one run per directory",
+				dir, ManifestName, m.RunID, first.Path, t.RunID)
+		}
+		if m.WorldSize != 0 && m.WorldSize != t.Size {
+			return nil, fmt.Errorf("%s: %s says the world has %d ranks, %s says %d", dir, ManifestName, m.WorldSize, first.Path, t.Size)
+		}
+	}
+	var missing []int
+	for r := 0; r < t.Size; r++ {
+		if rf, ok := byRank[r]; ok {
+			t.Files = append(t.Files, *rf)
+		} else {
+			missing = append(missing, r)
+		}
+	}
+	const maxListed = 32
+	for i, r := range missing {
+		if i == maxListed {
+			t.dirDiags.Add(Diagnostic{Severity: DataLoss, Code: CodeMissingRank, Rank: -1, File: dir, Block: -1, Offset: -1,
+				Message: fmt.Sprintf("%d more ranks have no usable file (%s)", len(missing)-maxListed, rankRanges(missing[maxListed:]))})
+			break
+		}
+		t.dirDiags.Add(Diagnostic{Severity: DataLoss, Code: CodeMissingRank, Rank: r, File: filepath.Join(dir, RankFileName(r)), Block: -1, Offset: -1,
+			Message: fmt.Sprintf("no usable file for rank %d of %d", r, t.Size)})
+	}
+	return t, nil
+}
+
+// rankRanges formats sorted ranks as "3, 5-9".
+func rankRanges(rs []int) string {
+	var parts []string
+	for i := 0; i < len(rs); {
+		j := i
+		for j+1 < len(rs) && rs[j+1] == rs[j]+1 {
+			j++
+		}
+		if i == j {
+			parts = append(parts, strconv.Itoa(rs[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", rs[i], rs[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Rank returns the file of a rank.
+func (t *Trace) Rank(rank int) (*RankFile, bool) {
+	i, ok := slices.BinarySearchFunc(t.Files, rank, func(f RankFile, r int) int { return f.Rank - r })
+	if !ok {
+		return nil, false
+	}
+	return &t.Files[i], true
+}
+
+// OpenRank opens the reader of one rank. Its diagnostics are not added to
+// the trace's (ForEachRank does that).
+func (t *Trace) OpenRank(rank int) (*RankReader, error) {
+	f, ok := t.Rank(rank)
+	if !ok {
+		return nil, fmt.Errorf("%s: no usable file for rank %d (the world has %d ranks)", t.Dir, rank, t.Size)
+	}
+	return OpenRank(f.Path)
+}
+
+// ForEachRank opens every usable rank file and calls fn with its reader, on
+// up to workers goroutines at once (GOMAXPROCS when workers <= 0); each
+// reader is closed after fn returns. fn is called concurrently for different
+// ranks, in no particular order, and must not keep the reader.
+//
+// After the first error (from opening a rank or from fn) no further rank is
+// started; the error returned is the one of the lowest rank that failed.
+// Each rank's diagnostics are added to the trace's (Diagnostics), replacing
+// those of an earlier ForEachRank.
+func (t *Trace) ForEachRank(workers int, fn func(r *RankReader) error) error {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, len(t.Files))
+	type result struct {
+		diags *Diagnostics
+		err   error
+	}
+	results := make([]result, len(t.Files))
+	var (
+		next   int
+		failed bool
+		mu     sync.Mutex
+		wg     sync.WaitGroup
+	)
+	take := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed || next >= len(t.Files) {
+			return -1
+		}
+		next++
+		return next - 1
+	}
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := take(); i >= 0; i = take() {
+				res := &results[i]
+				r, err := OpenRank(t.Files[i].Path)
+				if err == nil {
+					err = fn(r)
+					// A copy: a pointer into r would keep r's buffers alive.
+					d := *r.Diagnostics()
+					res.diags = &d
+					if cerr := r.Close(); err == nil {
+						err = cerr
+					}
+				}
+				if err != nil {
+					res.err = err
+					mu.Lock()
+					failed = true
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.rankDiags = make(map[int]*Diagnostics)
+	var firstErr error
+	for i, res := range results {
+		if res.diags != nil {
+			t.rankDiags[t.Files[i].Rank] = res.diags
+		}
+		if res.err != nil && firstErr == nil {
+			firstErr = res.err
+		}
+	}
+	return firstErr
+}
+
+// Diagnostics returns the directory's diagnostics (from OpenDir) followed by
+// every rank's from the last ForEachRank, in rank order.
+func (t *Trace) Diagnostics() *Diagnostics {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var d Diagnostics
+	d.Merge(&t.dirDiags)
+	for _, f := range t.Files {
+		d.Merge(t.rankDiags[f.Rank])
+	}
+	return &d
+}

@@ -1,0 +1,287 @@
+package tracefmt_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
+	"github.com/mpitrace/mpitrace/tracefmt/testgen"
+)
+
+// ring builds a ring exchange of size ranks with iters iterations.
+func ring(size, iters int) *testgen.Builder {
+	b := testgen.New(size)
+	for it := 0; it < iters; it++ {
+		for r := 0; r < size; r++ {
+			rk := b.Rank(r)
+			next, prev := int64((r+1)%size), int64((r+size-1)%size)
+			rq := rk.Irecv(prev, 7, 4096)
+			sq := rk.Compute(2000).Isend(next, 7, 4096)
+			rk.Waitall(rq, sq)
+			rk.Allreduce(8)
+		}
+	}
+	return b
+}
+
+func writeRing(t *testing.T, size, iters int) string {
+	dir := t.TempDir()
+	if err := ring(size, iters).WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestOpenDir(t *testing.T) {
+	dir := writeRing(t, 4, 10)
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Size != 4 || tr.RunID != "testgen-run" || len(tr.Files) != 4 || tr.Manifest == nil || tr.Manifest.WorldSize != 4 {
+		t.Fatalf("trace %+v", tr)
+	}
+	if d := tr.Diagnostics(); d.Len() != 0 {
+		t.Fatal(d.Summary())
+	}
+	for i, f := range tr.Files {
+		if f.Rank != i || f.Header.Rank != i || filepath.Base(f.Path) != tracefmt.RankFileName(i) {
+			t.Errorf("file %d: %+v", i, f)
+		}
+	}
+	r, err := tr.OpenRank(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	d, err := tracefmt.Validate(r)
+	if err != nil || d.Len() != 0 {
+		t.Fatalf("validate: %v %s", err, d.Summary())
+	}
+	if _, err := tr.OpenRank(9); err == nil {
+		t.Error("rank 9 opened")
+	}
+}
+
+func TestForEachRank(t *testing.T) {
+	dir := writeRing(t, 8, 200)
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total, validated atomic.Int64
+	err = tr.ForEachRank(0, func(r *tracefmt.RankReader) error {
+		v := tracefmt.NewValidator(r.Header(), r.Strings(), r.Name())
+		n := 0
+		for r.Next() {
+			v.Event(r.Event())
+			n++
+		}
+		if v.Finish().Len() != 0 {
+			t.Errorf("rank %d: %s", r.Rank(), v.Finish().Summary())
+		}
+		validated.Add(1)
+		total.Add(int64(n))
+		return r.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total.Load() != 8*200*4 || validated.Load() != 8 {
+		t.Errorf("%d events over %d ranks", total.Load(), validated.Load())
+	}
+	// An error stops the walk and is returned; with one worker, ranks run in
+	// order, so rank 3's error is the one returned.
+	var calls atomic.Int64
+	err = tr.ForEachRank(1, func(r *tracefmt.RankReader) error {
+		calls.Add(1)
+		if r.Rank() >= 3 {
+			return errors.New("stop at " + r.Name())
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "rank-00003") || calls.Load() != 4 {
+		t.Errorf("err %v after %d calls", err, calls.Load())
+	}
+}
+
+func TestOpenDirRunIDMix(t *testing.T) {
+	dir := writeRing(t, 2, 1)
+	other := testgen.New(2)
+	other.RunID = "another-run"
+	other.Rank(1).Barrier()
+	data, err := other.Bytes(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, tracefmt.RankFileName(1)), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tracefmt.OpenDir(dir)
+	if err == nil {
+		t.Fatal("mixed run ids accepted")
+	}
+	for _, want := range []string{"rank-00000.mpit", "rank-00001.mpit", `"testgen-run"`, `"another-run"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+func TestOpenDirProblems(t *testing.T) {
+	t.Run("missing rank", func(t *testing.T) {
+		dir := writeRing(t, 4, 1)
+		os.Remove(filepath.Join(dir, tracefmt.RankFileName(2)))
+		tr, err := tracefmt.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := tr.Diagnostics()
+		if d.CountCode(tracefmt.CodeMissingRank) != 1 || d.Count(tracefmt.DataLoss) != 1 || len(tr.Files) != 3 {
+			t.Fatalf("%s", d.Summary())
+		}
+		if x := d.All()[0]; x.Rank != 2 || !strings.Contains(x.Message, "rank 2 of 4") {
+			t.Errorf("%v", x)
+		}
+	})
+	t.Run("duplicate rank", func(t *testing.T) {
+		dir := writeRing(t, 2, 1)
+		data, _ := os.ReadFile(filepath.Join(dir, tracefmt.RankFileName(0)))
+		os.WriteFile(filepath.Join(dir, "rank-00007.mpit"), data, 0o644)
+		_, err := tracefmt.OpenDir(dir)
+		if err == nil || !strings.Contains(err.Error(), "two files for rank 0") || !strings.Contains(err.Error(), "rank-00007.mpit") {
+			t.Errorf("err %v", err)
+		}
+	})
+	t.Run("world size mismatch", func(t *testing.T) {
+		dir := writeRing(t, 2, 1)
+		b := testgen.New(3)
+		data, _ := b.Bytes(2)
+		os.WriteFile(filepath.Join(dir, tracefmt.RankFileName(2)), data, 0o644)
+		_, err := tracefmt.OpenDir(dir)
+		if err == nil || !strings.Contains(err.Error(), "says the world has 2 ranks") {
+			t.Errorf("err %v", err)
+		}
+	})
+	t.Run("manifest of another run", func(t *testing.T) {
+		dir := writeRing(t, 2, 1)
+		m, _ := tracefmt.ReadManifest(dir)
+		m.RunID = "old"
+		tracefmt.WriteManifest(dir, m)
+		_, err := tracefmt.OpenDir(dir)
+		if err == nil || !strings.Contains(err.Error(), `manifest.json is from run "old"`) {
+			t.Errorf("err %v", err)
+		}
+	})
+	t.Run("bad manifest and renamed file", func(t *testing.T) {
+		dir := writeRing(t, 2, 1)
+		os.WriteFile(filepath.Join(dir, tracefmt.ManifestName), []byte("{"), 0o644)
+		os.Rename(filepath.Join(dir, tracefmt.RankFileName(1)), filepath.Join(dir, "rank-00005.mpit"))
+		tr, err := tracefmt.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := tr.Diagnostics()
+		if d.CountCode(tracefmt.CodeBadManifest) != 1 || d.CountCode(tracefmt.CodeFileNameRank) != 1 || len(tr.Files) != 2 {
+			t.Errorf("%s", d.Summary())
+		}
+	})
+	t.Run("unreadable rank", func(t *testing.T) {
+		dir := writeRing(t, 3, 1)
+		path := filepath.Join(dir, tracefmt.RankFileName(1))
+		data, _ := os.ReadFile(path)
+		os.WriteFile(path, data[:15], 0o644) // magic, version, a partial frame
+		tr, err := tracefmt.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := tr.Diagnostics()
+		if d.CountCode(tracefmt.CodeUnreadableRank) != 1 || d.CountCode(tracefmt.CodeMissingRank) != 1 || d.Count(tracefmt.Error) != 1 {
+			t.Errorf("%s", d.Summary())
+		}
+	})
+	t.Run("not mpitrace", func(t *testing.T) {
+		dir := writeRing(t, 2, 1)
+		os.WriteFile(filepath.Join(dir, tracefmt.RankFileName(1)), []byte("hello"), 0o644)
+		_, err := tracefmt.OpenDir(dir)
+		if !errors.Is(err, tracefmt.ErrNotMpitrace) || !strings.Contains(err.Error(), "rank-00001.mpit: not an mpitrace file?") {
+			t.Errorf("err %v", err)
+		}
+	})
+	t.Run("empty directory", func(t *testing.T) {
+		_, err := tracefmt.OpenDir(t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), "no rank-*.mpit files") {
+			t.Errorf("err %v", err)
+		}
+	})
+	t.Run("rank diagnostics collected", func(t *testing.T) {
+		b := ring(3, 2)
+		b.Rank(1).NoEnd()
+		b.Rank(2).Dropped(4)
+		dir := t.TempDir()
+		if err := b.WriteDir(dir); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := tracefmt.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.ForEachRank(2, func(r *tracefmt.RankReader) error {
+			for r.Next() {
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		d := tr.Diagnostics()
+		if d.CountCode(tracefmt.CodeMissingEnd) != 1 || d.CountCode(tracefmt.CodeDroppedEvents) != 1 {
+			t.Errorf("%s", d.Summary())
+		}
+		if all := d.All(); all[0].Rank != 1 || all[1].Rank != 2 {
+			t.Errorf("not in rank order: %v", all)
+		}
+	})
+}
+
+func TestTestgenTimesAndRequests(t *testing.T) {
+	b := testgen.New(2)
+	b.Options.Compression = tracefmt.NoCompression
+	r0 := b.Rank(0)
+	q := r0.Isend(1, 3, 10)
+	r0.Compute(10_000).Wait(q)
+	c := r0.CommNew("MPI_Comm_split", spec.CommWorld, 77, 0, 1)
+	r0.On(c).Barrier()
+	r0.Thread(1).Call("MPI_Wtime")
+	r0.ClockSync(spec.PhaseInit, -40, 3)
+	data, err := b.Bytes(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := tracefmt.NewRankReader(strings.NewReader(string(data)), "r0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := tracefmt.ReadAll(rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := rd.Events
+	if len(ev) != 6 {
+		t.Fatalf("%d events", len(ev))
+	}
+	if ev[0].Start != b.Start || ev[0].End != b.Start+1000 || ev[1].Start != ev[0].End+10_000 || ev[1].Completions[0].Req != q {
+		t.Errorf("times %+v", ev[:2])
+	}
+	if ev[2].Comm() != 3 || ev[3].Comm() != 3 || rd.Strings.Name(ev[5].Fn()) != "MPI_Wtime" || ev[5].Thread != 1 || ev[4].Kind != spec.ClockSync || ev[4].Start != ev[5].Start {
+		t.Errorf("events %+v", ev)
+	}
+	d, _ := tracefmt.Validate(rd.Source())
+	if d.Len() != 0 {
+		t.Error(d.Summary())
+	}
+}

@@ -1,0 +1,91 @@
+package tracefmt
+
+import (
+	"io"
+)
+
+// Source is a stream of one rank's events with its header, strings and end
+// record: what WriteText and Validate consume. *RankReader is a Source, and
+// so is RankData.Source.
+type Source interface {
+	Header() *Header
+	Strings() *Strings
+	// End returns the end record, nil when there is none.
+	End() *End
+	Next() bool
+	// Event returns the current event, valid until the next call to Next.
+	Event() *Event
+	Err() error
+}
+
+// RankData is a whole rank held in memory: what ParseText produces, what a
+// Writer can reproduce, and a convenient form for small tests. Large traces
+// should be streamed with a RankReader instead.
+type RankData struct {
+	Header  Header
+	Strings Strings
+	Events  []Event
+	End     *End // nil: no end record
+}
+
+// ReadAll reads the rest of src into memory.
+func ReadAll(src Source) (*RankData, error) {
+	d := &RankData{Header: *src.Header()}
+	d.Header.Meta = append([]KeyValue(nil), d.Header.Meta...)
+	strs := src.Strings()
+	for _, id := range strs.IDs() {
+		d.Strings.Define(id, strs.Name(id))
+	}
+	if e := src.End(); e != nil {
+		ec := *e
+		d.End = &ec
+	}
+	for src.Next() {
+		d.Events = append(d.Events, src.Event().Clone())
+	}
+	return d, src.Err()
+}
+
+// WriteBinary writes d as a rank file.
+func (d *RankData) WriteBinary(w io.Writer, opts *WriterOptions) error {
+	wr, err := NewWriter(w, &d.Header, opts)
+	if err != nil {
+		return err
+	}
+	for _, id := range d.Strings.IDs() {
+		if err := wr.DefineString(id, d.Strings.Name(id)); err != nil {
+			return err
+		}
+	}
+	for i := range d.Events {
+		if err := wr.WriteEvent(&d.Events[i]); err != nil {
+			return err
+		}
+	}
+	return wr.CloseWithEnd(d.End)
+}
+
+// Source returns an iterator over d's events.
+func (d *RankData) Source() Source { return &dataSource{d: d, i: -1} }
+
+type dataSource struct {
+	d *RankData
+	i int
+}
+
+func (s *dataSource) Header() *Header   { return &s.d.Header }
+func (s *dataSource) Strings() *Strings { return &s.d.Strings }
+func (s *dataSource) End() *End         { return s.d.End }
+func (s *dataSource) Err() error        { return nil }
+func (s *dataSource) Next() bool {
+	if s.i < len(s.d.Events) {
+		s.i++
+	}
+	return s.i < len(s.d.Events)
+}
+func (s *dataSource) Event() *Event {
+	if s.i < 0 || s.i >= len(s.d.Events) {
+		return nil
+	}
+	return &s.d.Events[s.i]
+}

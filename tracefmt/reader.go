@@ -1,0 +1,870 @@
+package tracefmt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"slices"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
+)
+
+// ReaderOptions configure a RankReader. The zero value is the default.
+type ReaderOptions struct {
+	// MaxBlockSize bounds every block's stored and raw sizes: a frame
+	// claiming more is treated as corrupt. 0 means spec.MaxBlockSize, which
+	// is also the largest value honoured. Fuzzing lowers it to keep memory
+	// small.
+	MaxBlockSize int
+}
+
+// RankReader decodes one rank file. See the package documentation for the
+// two passes. Opening the file runs the first pass, so Header, Strings, End
+// and most Diagnostics are known before the first event. Events are then
+// read with Next and Event:
+//
+//	r, err := tracefmt.OpenRank(path)
+//	if err != nil { ... }
+//	defer r.Close()
+//	for r.Next() {
+//		ev := r.Event()
+//		...
+//	}
+//	if err := r.Err(); err != nil { ... }   // I/O errors only
+//	for _, d := range r.Diagnostics().All() { ... }
+//
+// Events come in per-rank order: a single thread's events in file order;
+// several threads' streams merged by start time, ties broken by thread
+// index. Damaged input never stops the reader: what cannot be used is
+// skipped and reported as a Diagnostic. A RankReader is not safe for
+// concurrent use; decode different ranks in different goroutines.
+type RankReader struct {
+	name     string
+	ra       io.ReaderAt
+	size     int64
+	closer   io.Closer
+	maxBlock int
+
+	version     uint16
+	kinds       [spec.NumKinds]*kindInfo // the kinds of this version; nil: not in it
+	header      Header
+	hdrOK       bool
+	hdrErr      string
+	strings     Strings
+	stringsFull bool
+	end         *End
+	afterEnd    bool
+	diags       Diagnostics
+
+	blocks  []eventsBlock
+	threads []int
+	cursors []*cursor
+	heap    []*cursor
+	cur     *cursor
+	started bool
+	err     error
+
+	dec     *zstd.Decoder
+	sdec    *zstd.Decoder
+	cbuf    []byte
+	scanBuf []byte // for findSync
+	pfx     [maxEventsPrefix]byte
+	budget  int64
+}
+
+// eventsBlock is the first pass's record of one events block.
+type eventsBlock struct {
+	index      int   // block index in the file
+	off        int64 // offset of the frame
+	f          frame
+	thread     int
+	seq, count uint64
+	base       int64
+	prefix     int // length of the thread..base prefix in the raw payload
+}
+
+// OpenRank opens and scans a rank file. Close releases it.
+func OpenRank(path string) (*RankReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r, err := newRankReader(f, st.Size(), path, ReaderOptions{})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.closer = f
+	return r, nil
+}
+
+// NewRankReader scans a rank file read from r; name (a path) is used in
+// errors and diagnostics. When r is an io.ReaderAt whose size is known (it
+// has a Size method, like *bytes.Reader and *io.SectionReader, or is an
+// io.Seeker) blocks are read from it on demand; any other reader is read into
+// memory first.
+func NewRankReader(r io.Reader, name string) (*RankReader, error) {
+	return NewRankReaderWith(r, name, ReaderOptions{})
+}
+
+// NewRankReaderWith is NewRankReader with options.
+func NewRankReaderWith(r io.Reader, name string, o ReaderOptions) (*RankReader, error) {
+	if ra, ok := r.(io.ReaderAt); ok {
+		if size, ok := sizeOf(r); ok {
+			return newRankReader(ra, size, name, o)
+		}
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return newRankReader(bytes.NewReader(data), int64(len(data)), name, o)
+}
+
+func sizeOf(r io.Reader) (int64, bool) {
+	switch v := r.(type) {
+	case interface{ Size() int64 }:
+		return v.Size(), true
+	case *os.File:
+		st, err := v.Stat()
+		if err != nil || !st.Mode().IsRegular() {
+			return 0, false
+		}
+		return st.Size(), true
+	case io.Seeker:
+		cur, err := v.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return 0, false
+		}
+		end, err := v.Seek(0, io.SeekEnd)
+		if _, err2 := v.Seek(cur, io.SeekStart); err != nil || err2 != nil {
+			return 0, false
+		}
+		return end, true
+	}
+	return 0, false
+}
+
+func newRankReader(ra io.ReaderAt, size int64, name string, o ReaderOptions) (*RankReader, error) {
+	r := &RankReader{name: name, ra: ra, size: size, maxBlock: spec.MaxBlockSize, header: Header{Rank: -1}}
+	if o.MaxBlockSize > 0 && o.MaxBlockSize < spec.MaxBlockSize {
+		r.maxBlock = o.MaxBlockSize
+	}
+	if err := r.readFileHeader(); err != nil {
+		return nil, err
+	}
+	r.dec = decoderPool.Get().(*zstd.Decoder)
+	r.sdec = streamDecoderPool.Get().(*zstd.Decoder)
+	if err := r.scan(false); err != nil {
+		r.release()
+		return nil, err
+	}
+	if !r.hdrOK {
+		r.release()
+		return nil, r.missingHeader()
+	}
+	r.finishScan()
+	return r, nil
+}
+
+// ReadHeader reads only the header of a rank file: the magic, the version
+// and the first valid header block. It is much cheaper than OpenRank.
+func ReadHeader(path string) (Header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Header{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Header{}, err
+	}
+	return readHeader(f, st.Size(), path, ReaderOptions{})
+}
+
+// readHeader is ReadHeader on any io.ReaderAt.
+func readHeader(ra io.ReaderAt, size int64, name string, o ReaderOptions) (Header, error) {
+	r := &RankReader{name: name, ra: ra, size: size, maxBlock: spec.MaxBlockSize, header: Header{Rank: -1}}
+	if o.MaxBlockSize > 0 && o.MaxBlockSize < spec.MaxBlockSize {
+		r.maxBlock = o.MaxBlockSize
+	}
+	if err := r.readFileHeader(); err != nil {
+		return Header{}, err
+	}
+	r.dec = decoderPool.Get().(*zstd.Decoder)
+	defer r.release()
+	if err := r.scan(true); err != nil {
+		return Header{}, err
+	}
+	if !r.hdrOK {
+		return Header{}, r.missingHeader()
+	}
+	return r.header, nil
+}
+
+func (r *RankReader) missingHeader() error {
+	if r.hdrErr != "" {
+		return brokenf("%s: no usable header block: %s", r.name, r.hdrErr)
+	}
+	return brokenf("%s: no header block (the file holds no complete block)", r.name)
+}
+
+// release returns the zstd decoders to their pools.
+func (r *RankReader) release() {
+	if r.dec != nil {
+		decoderPool.Put(r.dec)
+		r.dec = nil
+	}
+	if r.sdec != nil {
+		r.sdec.Reset(nil)
+		streamDecoderPool.Put(r.sdec)
+		r.sdec = nil
+	}
+}
+
+// Close releases the reader's resources and closes the file OpenRank opened.
+func (r *RankReader) Close() error {
+	r.release()
+	r.cursors, r.heap, r.cur = nil, nil, nil
+	r.cbuf, r.scanBuf, r.blocks = nil, nil, nil
+	if r.closer != nil {
+		err := r.closer.Close()
+		r.closer = nil
+		return err
+	}
+	return nil
+}
+
+// Name returns the file name given when opening.
+func (r *RankReader) Name() string { return r.name }
+
+// Rank returns the world rank from the header.
+func (r *RankReader) Rank() int { return r.header.Rank }
+
+// Version returns the file's format version.
+func (r *RankReader) Version() uint16 { return r.version }
+
+// Header returns the header block.
+func (r *RankReader) Header() *Header { return &r.header }
+
+// Strings returns the string table (all strings blocks of the file).
+func (r *RankReader) Strings() *Strings { return &r.strings }
+
+// End returns the end record, or nil when the file has none.
+func (r *RankReader) End() *End { return r.end }
+
+// Threads returns the thread indices that have events blocks, sorted.
+func (r *RankReader) Threads() []int { return r.threads }
+
+// Diagnostics returns the problems found so far: by the first pass when the
+// reader is opened, and by Next as blocks are decoded.
+func (r *RankReader) Diagnostics() *Diagnostics { return &r.diags }
+
+// Err returns the I/O error that stopped Next, if any. Damaged data is never
+// an error here; it is a diagnostic.
+func (r *RankReader) Err() error { return r.err }
+
+// Event returns the current event, valid until the next call to Next; nil
+// before the first call to Next or after Next returned false.
+func (r *RankReader) Event() *Event {
+	if r.cur == nil {
+		return nil
+	}
+	return &r.cur.ev
+}
+
+func (r *RankReader) diag(sev Severity, code string, block int, off int64, format string, args ...any) {
+	r.diags.Add(Diagnostic{Severity: sev, Code: code, Rank: r.header.Rank, File: r.name, Block: block, Offset: off,
+		Message: fmt.Sprintf(format, args...)})
+}
+
+// readAt reads len(p) bytes at off.
+func (r *RankReader) readAt(p []byte, off int64) error {
+	n, err := r.ra.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("%s: reading %d bytes at offset %d: %w", r.name, len(p), off, err)
+}
+
+func (r *RankReader) readFileHeader() error {
+	var b [fileHeaderSize]byte
+	n, err := r.ra.ReadAt(b[:], 0)
+	if err != nil && err != io.EOF && n < len(b) {
+		return fmt.Errorf("%s: %w", r.name, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: empty file: %w", r.name, ErrNotMpitrace)
+	}
+	if n < len(spec.Magic) || string(b[:len(spec.Magic)]) != spec.Magic {
+		return fmt.Errorf("%s: %w", r.name, ErrNotMpitrace)
+	}
+	if n < fileHeaderSize {
+		return brokenf("%s: the file ends inside its format version", r.name)
+	}
+	r.version = binary.LittleEndian.Uint16(b[len(spec.Magic):])
+	if !spec.Supported(r.version) {
+		return &VersionError{File: r.name, Version: r.version}
+	}
+	r.header.Version = r.version
+	for k := range kindTab {
+		if kindTab[k].ok && kindTab[k].since <= r.version {
+			r.kinds[k] = &kindTab[k]
+		}
+	}
+	return nil
+}
+
+var syncBytes = binary.LittleEndian.AppendUint32(nil, spec.BlockSync)
+
+// findSync returns the offset of the next block sync marker at or after
+// from, or -1. The bytes scanned are charged to the damage budget.
+func (r *RankReader) findSync(from int64) (int64, error) {
+	const chunk = 64 << 10
+	if r.scanBuf == nil {
+		r.scanBuf = make([]byte, chunk+len(syncBytes)-1)
+	}
+	buf := r.scanBuf
+	for off := from; off < r.size; off += chunk {
+		n := min(int64(len(buf)), r.size-off)
+		if err := r.readAt(buf[:n], off); err != nil {
+			return -1, err
+		}
+		if i := bytes.Index(buf[:n], syncBytes); i >= 0 {
+			r.budget -= int64(i)
+			return off + int64(i), nil
+		}
+		r.budget -= min(chunk, n)
+	}
+	return -1, nil
+}
+
+// syncAt reports whether a block sync marker is at off.
+func (r *RankReader) syncAt(off int64) bool {
+	var b [4]byte
+	return off+4 <= r.size && r.readAt(b[:], off) == nil && bytes.Equal(b[:], syncBytes)
+}
+
+var blockTypeNames = []string{spec.BlockHeader: "header", spec.BlockStrings: "strings", spec.BlockEvents: "events", spec.BlockEnd: "end"}
+
+func blockTypeName(t uint8) string {
+	if int(t) < len(blockTypeNames) && blockTypeNames[t] != "" {
+		return blockTypeNames[t]
+	}
+	return fmt.Sprintf("type-%d", t)
+}
+
+// scan is the first pass: it walks the block frames, checks the CRCs,
+// decodes the header, strings and end blocks and indexes the events blocks.
+// Damage is reported as diagnostics; only I/O errors are returned. With
+// headerOnly it stops at the first valid header block.
+func (r *RankReader) scan(headerOnly bool) error {
+	pos := int64(fileHeaderSize)
+	idx := 0
+	r.budget = 4*r.size + 1<<20
+	var hb [spec.BlockHeaderSize]byte
+	// resync continues at the next sync marker after from; it reports
+	// whether there is one.
+	resync := func(from int64) (bool, error) {
+		next, err := r.findSync(from)
+		if err != nil {
+			return false, err
+		}
+		if r.budget < 0 {
+			r.diag(Error, CodeUnrecognisedBytes, -1, from, "too much damage: the rest of the file (%d bytes) is not read", r.size-from)
+			return false, nil
+		}
+		if next < 0 {
+			r.diag(DataLoss, CodeUnrecognisedBytes, -1, from, "%d bytes at the end of the file are not a block; skipped", r.size-from)
+			return false, nil
+		}
+		pos = next
+		return true, nil
+	}
+	for pos < r.size {
+		if r.size-pos < spec.BlockHeaderSize {
+			r.diag(DataLoss, CodeTruncatedBlock, idx, pos, "the file ends %d bytes into a block frame: the rank stopped while writing it; every block before it is read", r.size-pos)
+			break
+		}
+		if err := r.readAt(hb[:], pos); err != nil {
+			return err
+		}
+		f, ok := parseFrame(hb[:])
+		if !ok {
+			start := pos
+			more, err := resync(pos)
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+			r.diag(DataLoss, CodeUnrecognisedBytes, -1, start, "%d bytes that are not a block skipped (resuming at the block sync marker at offset %d)", pos-start, pos)
+			continue
+		}
+		if err := f.check(r.maxBlock); err != nil {
+			r.diag(DataLoss, CodeBadFrame, idx, pos, "bad block frame: %v; looking for the next block", err)
+			idx++
+			if more, err := resync(pos + 1); err != nil {
+				return err
+			} else if !more {
+				break
+			}
+			continue
+		}
+		end := pos + spec.BlockHeaderSize + int64(f.stored)
+		if end > r.size {
+			next, err := r.findSync(pos + spec.BlockHeaderSize)
+			if err != nil {
+				return err
+			}
+			if next >= 0 && r.budget >= 0 {
+				r.diag(DataLoss, CodeBadFrame, idx, pos, "%s block's stored size %d runs past the end of the file, yet a block follows at offset %d: the size is damaged; resuming there", blockTypeName(f.typ), f.stored, next)
+				idx++
+				pos = next
+				continue
+			}
+			r.diag(DataLoss, CodeTruncatedBlock, idx, pos, "truncated %s block: the file ends %d bytes into its %d-byte payload (the rank stopped while writing it); every block before it is read", blockTypeName(f.typ), r.size-pos-spec.BlockHeaderSize, f.stored)
+			break
+		}
+		if headerOnly && f.typ != spec.BlockHeader {
+			idx++
+			pos = end
+			continue
+		}
+		payload, err := r.readPayload(pos, f)
+		if err != nil {
+			return err
+		}
+		if crc := crc32.Update(crcStart(hb[:]), castagnoli, payload); crc != f.crc {
+			r.budget -= int64(f.stored)
+			if end == r.size || r.syncAt(end) {
+				r.diag(DataLoss, CodeCRCMismatch, idx, pos, "%s block checksum mismatch (frame says %08x, payload gives %08x): block skipped", blockTypeName(f.typ), f.crc, crc)
+				idx++
+				pos = end
+				continue
+			}
+			r.diag(DataLoss, CodeCRCMismatch, idx, pos, "%s block checksum mismatch (frame says %08x, payload gives %08x) and no block follows it: its frame is damaged; looking for the next block", blockTypeName(f.typ), f.crc, crc)
+			idx++
+			if more, err := resync(pos + 1); err != nil {
+				return err
+			} else if !more {
+				break
+			}
+			continue
+		}
+		r.block(idx, pos, f, payload)
+		idx++
+		pos = end
+		if headerOnly && r.hdrOK {
+			return nil
+		}
+	}
+	return nil
+}
+
+// readPayload reads a block's stored payload into the reader's scratch.
+func (r *RankReader) readPayload(off int64, f frame) ([]byte, error) {
+	n := int(f.stored)
+	if cap(r.cbuf) < n {
+		r.cbuf = make([]byte, n)
+	}
+	p := r.cbuf[:n]
+	return p, r.readAt(p, off+spec.BlockHeaderSize)
+}
+
+// rawPayload decompresses a small block's payload.
+func (r *RankReader) rawPayload(f frame, payload []byte) ([]byte, error) {
+	if f.codec == spec.CodecNone {
+		return payload, nil
+	}
+	return decompress(r.dec, payload, int(f.raw), nil)
+}
+
+// block handles one checked block of the first pass.
+func (r *RankReader) block(idx int, off int64, f frame, payload []byte) {
+	if r.end != nil && !r.afterEnd && f.typ != spec.BlockEnd {
+		r.afterEnd = true
+		r.diag(Warning, CodeDataAfterEnd, idx, off, "%s block after the end record (the end record is the recorder's last write)", blockTypeName(f.typ))
+	}
+	if f.typ == spec.BlockEvents {
+		r.indexEvents(idx, off, f, payload)
+		return
+	}
+	raw, err := r.rawPayload(f, payload)
+	if err != nil {
+		r.diag(DataLoss, CodeUndecodableBlock, idx, off, "decompressing %s block: %v", blockTypeName(f.typ), err)
+		return
+	}
+	pr := &payloadReader{b: raw}
+	switch f.typ {
+	case spec.BlockHeader:
+		if r.hdrOK {
+			r.diag(Warning, CodeDuplicateHeader, idx, off, "second header block ignored")
+			return
+		}
+		n := pr.count("header.count", 2)
+		h := Header{Version: r.version, Meta: make([]KeyValue, 0, n)}
+		for i := 0; i < n && pr.err == nil; i++ {
+			k := pr.str(fmt.Sprintf("header[%d].key", i))
+			v := pr.str(fmt.Sprintf("header[%d].value", i))
+			h.Meta = append(h.Meta, KeyValue{k, v})
+		}
+		if pr.err != nil {
+			r.hdrErr = fmt.Sprintf("block %d at offset %d: decoding %s: %v", idx, off, pr.what, pr.err)
+			r.diag(Error, CodeUndecodableBlock, idx, off, "decoding %s: %v", pr.what, pr.err)
+			return
+		}
+		if err := h.parseMeta(); err != nil {
+			r.hdrErr = fmt.Sprintf("block %d at offset %d: %v", idx, off, err)
+			r.diag(Error, CodeUndecodableBlock, idx, off, "invalid header: %v", err)
+			return
+		}
+		r.header = h
+		r.hdrOK = true
+	case spec.BlockStrings:
+		n := pr.count("strings.count", 2)
+		for i := 0; i < n && pr.err == nil; i++ {
+			id := pr.uvarint(fmt.Sprintf("strings[%d].id", i))
+			s := pr.str(fmt.Sprintf("strings[%d].string", i))
+			if pr.err != nil {
+				break
+			}
+			if r.strings.bytes+len(s) > maxStringBytes {
+				if !r.stringsFull {
+					r.stringsFull = true
+					r.diag(DataLoss, CodeStringTableFull, idx, off, "string table exceeds %d bytes; further strings ignored", maxStringBytes)
+				}
+				continue
+			}
+			if err := r.strings.Define(id, s); err != nil {
+				r.diag(Warning, CodeDuplicateString, idx, off, "%v; the first definition is kept", err)
+			}
+		}
+		if pr.err != nil {
+			r.diag(DataLoss, CodeUndecodableBlock, idx, off, "decoding %s: %v; the block's remaining strings are lost", pr.what, pr.err)
+		}
+	case spec.BlockEnd:
+		if r.end != nil {
+			r.diag(Warning, CodeDuplicateEnd, idx, off, "second end record ignored")
+			return
+		}
+		var e End
+		e.Reason = pr.uvarint("end.reason")
+		e.Signal = pr.uvarint("end.signal")
+		e.Events = pr.uvarint("end.events")
+		e.Blocks = pr.uvarint("end.blocks")
+		e.Time = int64(pr.uvarint("end.time"))
+		e.Dropped = pr.uvarint("end.dropped")
+		if pr.err != nil {
+			r.diag(DataLoss, CodeUndecodableBlock, idx, off, "decoding %s: %v", pr.what, pr.err)
+			return
+		}
+		r.end = &e
+	}
+}
+
+// maxStringBytes bounds the total size of a rank's string table.
+const maxStringBytes = spec.MaxBlockSize
+
+// indexEvents reads the prefix of an events block (thread, seq, count, base)
+// and records the block for the second pass.
+func (r *RankReader) indexEvents(idx int, off int64, f frame, payload []byte) {
+	n := min(int(f.raw), maxEventsPrefix)
+	var pfx []byte
+	if f.codec == spec.CodecNone {
+		pfx = payload[:n]
+	} else {
+		var h zstd.Header
+		err := h.Decode(payload)
+		if err == nil && h.HasFCS && h.FrameContentSize != uint64(f.raw) {
+			err = fmt.Errorf("zstd frame holds %d bytes, the block frame says %d", h.FrameContentSize, f.raw)
+		}
+		if err == nil {
+			err = r.sdec.Reset(bytes.NewReader(payload))
+		}
+		if err == nil {
+			_, err = io.ReadFull(r.sdec, r.pfx[:n])
+		}
+		if err != nil {
+			r.diag(DataLoss, CodeUndecodableBlock, idx, off, "decompressing events block: %v; block skipped", err)
+			return
+		}
+		pfx = r.pfx[:n]
+	}
+	b := eventsBlock{index: idx, off: off, f: f}
+	pr := &payloadReader{b: pfx}
+	thread := pr.uvarint("events.thread")
+	b.seq = pr.uvarint("events.seq")
+	b.count = pr.uvarint("events.count")
+	b.base = int64(pr.uvarint("events.base"))
+	if pr.err != nil {
+		r.diag(DataLoss, CodeUndecodableBlock, idx, off, "decoding %s: %v; block skipped", pr.what, pr.err)
+		return
+	}
+	b.prefix = pr.p
+	switch {
+	case thread > math.MaxInt32:
+		r.diag(DataLoss, CodeUndecodableBlock, idx, off, "decoding events.thread: thread index %d out of range; block skipped", thread)
+		return
+	case b.count > uint64(int(f.raw)-b.prefix)/uint64(minEventSize):
+		r.diag(DataLoss, CodeUndecodableBlock, idx, off, "decoding events.count: %d events cannot fit in %d bytes; block skipped", b.count, int(f.raw)-b.prefix)
+		return
+	case b.seq > math.MaxUint64-b.count:
+		r.diag(DataLoss, CodeUndecodableBlock, idx, off, "decoding events.seq: seq %d + count %d overflows; block skipped", b.seq, b.count)
+		return
+	}
+	b.thread = int(thread)
+	r.blocks = append(r.blocks, b)
+}
+
+// finishScan checks what the first pass found as a whole (sequence numbers,
+// end record) and prepares the per-thread cursors.
+func (r *RankReader) finishScan() {
+	// Diagnostics found before the header know no rank yet.
+	for i := range r.diags.list {
+		if r.diags.list[i].Rank < 0 {
+			r.diags.list[i].Rank = r.header.Rank
+		}
+	}
+	byThread := make(map[int][]int)
+	for i := range r.blocks {
+		t := r.blocks[i].thread
+		if _, ok := byThread[t]; !ok {
+			r.threads = append(r.threads, t)
+		}
+		byThread[t] = append(byThread[t], i)
+	}
+	slices.Sort(r.threads)
+	var counted uint64
+	for _, t := range r.threads {
+		var expect uint64
+		for _, bi := range byThread[t] {
+			b := &r.blocks[bi]
+			switch {
+			case b.seq > expect:
+				r.diag(DataLoss, CodeSeqGap, b.index, b.off, "thread %d: %s lost before this block (it starts at seq %d, the thread's previous block ended at %d)", t, nEvents(b.seq-expect), b.seq, expect)
+			case b.seq < expect:
+				r.diag(Warning, CodeSeqOverlap, b.index, b.off, "thread %d: block starts at seq %d, before the end (%d) of the thread's previous block", t, b.seq, expect)
+			}
+			expect = b.seq + b.count
+		}
+		counted += expect
+		r.cursors = append(r.cursors, &cursor{r: r, thread: t, blocks: byThread[t], ev: Event{Thread: t}})
+	}
+	if r.end == nil {
+		r.diag(DataLoss, CodeMissingEnd, -1, -1, "no end record: the rank stopped before its final flush (killed, or still running); every complete block is read")
+		return
+	}
+	e := r.end
+	if e.Dropped > 0 {
+		r.diag(DataLoss, CodeDroppedEvents, -1, -1, "the recorder dropped %s (counted in its end record)", nEvents(e.Dropped))
+	}
+	switch e.Reason {
+	case spec.EndFinalize:
+	case spec.EndSignal:
+		r.diag(Warning, CodeAbnormalEnd, -1, -1, "the rank ended on signal %d", e.Signal)
+	default:
+		r.diag(Warning, CodeAbnormalEnd, -1, -1, "the rank ended by %s, not after MPI_Finalize", e.ReasonString())
+	}
+	switch {
+	case e.Events > counted:
+		r.diag(DataLoss, CodeEventsMissing, -1, -1, "the end record counts %d events, the file's blocks account for %d: %s lost", e.Events, counted, nEvents(e.Events-counted))
+	case e.Events < counted:
+		r.diag(Warning, CodeEventCountHigh, -1, -1, "the end record counts %d events, but the file's blocks account for %d", e.Events, counted)
+	}
+}
+
+// cursor decodes one thread's events, one block at a time.
+type cursor struct {
+	r       *RankReader
+	thread  int
+	blocks  []int // indices into r.blocks, file order
+	bi      int   // next block to load
+	blk     *eventsBlock
+	buf     []byte // raw payload of the current block
+	pos     int
+	left    uint64 // events left in the current block
+	n       uint64 // events decoded from the current block
+	prevEnd int64
+	ev      Event
+}
+
+// load decodes the thread's next usable block; false at the end.
+func (c *cursor) load() bool {
+	r := c.r
+	for c.bi < len(c.blocks) {
+		b := &r.blocks[c.blocks[c.bi]]
+		c.bi++
+		var payload []byte
+		if b.f.codec == spec.CodecNone {
+			if cap(c.buf) < int(b.f.stored) {
+				c.buf = make([]byte, b.f.stored)
+			}
+			payload = c.buf[:b.f.stored]
+			if err := r.readAt(payload, b.off+spec.BlockHeaderSize); err != nil {
+				r.err = err
+				return false
+			}
+		} else {
+			var err error
+			if payload, err = r.readPayload(b.off, b.f); err != nil {
+				r.err = err
+				return false
+			}
+		}
+		var hb [spec.BlockHeaderSize]byte
+		if err := r.readAt(hb[:], b.off); err != nil {
+			r.err = err
+			return false
+		}
+		if crc := crc32.Update(crcStart(hb[:]), castagnoli, payload); crc != b.f.crc {
+			r.diag(DataLoss, CodeCRCMismatch, b.index, b.off, "events block checksum mismatch on the second read (the file changed while being read?): %s lost", nEvents(b.count))
+			continue
+		}
+		if b.f.codec == spec.CodecNone {
+			c.buf = payload
+		} else {
+			out, err := decompress(r.dec, payload, int(b.f.raw), c.buf)
+			c.buf = out
+			if err != nil {
+				r.diag(DataLoss, CodeUndecodableBlock, b.index, b.off, "decompressing events block: %v; thread %d: %s lost", err, c.thread, nEvents(b.count))
+				continue
+			}
+		}
+		c.blk = b
+		c.pos = b.prefix
+		c.left = b.count
+		c.n = 0
+		c.prevEnd = b.base
+		return true
+	}
+	c.blk = nil
+	return false
+}
+
+// next advances to the thread's next event; false at the end of its
+// stream. It handles the common case, another event in the current block;
+// nextSlow the rest.
+func (c *cursor) next() bool {
+	if c.left > 1 && c.decodeEvent() == nil {
+		c.left--
+		c.n++
+		return true
+	}
+	return c.nextSlow()
+}
+
+// nextSlow is next at the end of a block, or after a decoding error.
+func (c *cursor) nextSlow() bool {
+	for {
+		if c.left > 0 {
+			err := c.decodeEvent()
+			if err == nil {
+				c.left--
+				c.n++
+				if c.left == 0 && c.pos != len(c.buf) {
+					c.r.diag(Warning, CodeTrailingBytes, c.blk.index, c.blk.off, "thread %d: %d bytes after the block's %d events", c.thread, len(c.buf)-c.pos, c.blk.count)
+				}
+				return true
+			}
+			c.r.diag(DataLoss, CodeUndecodableBlock, c.blk.index, c.blk.off, "%v; thread %d: the block's remaining %s lost", err, c.thread, nEvents(c.left))
+			c.left = 0
+		}
+		if !c.load() {
+			return false
+		}
+	}
+}
+
+// Next advances to the next event of the rank; it returns false at the end
+// or on an I/O error (see Err).
+func (r *RankReader) Next() bool {
+	if r.err != nil {
+		r.cur = nil
+		return false
+	}
+	if len(r.cursors) == 1 {
+		c := r.cursors[0]
+		if !c.next() {
+			r.cur = nil
+			return false
+		}
+		r.cur = c
+		return true
+	}
+	if !r.started {
+		r.started = true
+		for _, c := range r.cursors {
+			if c.next() {
+				r.heap = append(r.heap, c)
+			}
+		}
+		for i := len(r.heap)/2 - 1; i >= 0; i-- {
+			r.siftDown(i)
+		}
+	} else if len(r.heap) > 0 {
+		if r.heap[0].next() {
+			r.siftDown(0)
+		} else {
+			last := len(r.heap) - 1
+			r.heap[0] = r.heap[last]
+			r.heap = r.heap[:last]
+			r.siftDown(0)
+		}
+	}
+	if r.err != nil || len(r.heap) == 0 {
+		r.cur = nil
+		return false
+	}
+	r.cur = r.heap[0]
+	return true
+}
+
+func cursorLess(a, b *cursor) bool {
+	return a.ev.Start < b.ev.Start || (a.ev.Start == b.ev.Start && a.thread < b.thread)
+}
+
+func (r *RankReader) siftDown(i int) {
+	h := r.heap
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if rr := l + 1; rr < len(h) && cursorLess(h[rr], h[l]) {
+			m = rr
+		}
+		if !cursorLess(h[m], h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+var errUnknownKind = errors.New("unknown event kind")
+
+// nEvents formats a count of events: "1 event", "5 events".
+func nEvents(n uint64) string {
+	if n == 1 {
+		return "1 event"
+	}
+	return fmt.Sprintf("%d events", n)
+}

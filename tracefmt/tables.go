@@ -1,0 +1,152 @@
+package tracefmt
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
+)
+
+// signedBit marks a field code whose field is zigzag encoded. The low bits of
+// a code are the spec.Field.
+const signedBit = 0x80
+
+// kindInfo is spec.Kinds[k] flattened for the decoder's and encoder's hot
+// loops. It is derived once from the spec table and never changed.
+type kindInfo struct {
+	ok      bool
+	name    string
+	fields  []spec.Field
+	codes   []uint8 // field | signedBit, in on-disk order
+	hasDur  bool
+	list    spec.List
+	minSize int // smallest encoding of an event of this kind, kind included
+	since   uint16
+}
+
+var (
+	kindTab [spec.NumKinds]kindInfo
+	// clearTab[a][b] are the fields of kind a that kind b does not have:
+	// what an Event must clear when its kind changes from a to b.
+	clearTab  [spec.NumKinds][spec.NumKinds][]spec.Field
+	compCodes []uint8 // codes of spec.CompletionFields
+	// minEventSize is the smallest encoded event of any kind.
+	minEventSize int
+)
+
+func fieldCode(f spec.Field) uint8 {
+	if int(f) >= signedBit || f == spec.FieldNone || f >= spec.NumFields {
+		panic(fmt.Sprintf("internal error: tracefmt: field %d out of range", f))
+	}
+	c := uint8(f)
+	if spec.Fields[f].Enc == spec.Svarint {
+		c |= signedBit
+	}
+	return c
+}
+
+func init() {
+	minEventSize = 1 << 30
+	for k := spec.Kind(1); k < spec.NumKinds; k++ {
+		ks := &spec.Kinds[k]
+		if ks.Name == "" {
+			continue
+		}
+		ki := &kindTab[k]
+		ki.ok = true
+		ki.name = ks.Name
+		ki.fields = ks.Fields
+		ki.list = ks.List
+		ki.since = ks.Since
+		for _, f := range ks.Fields {
+			ki.codes = append(ki.codes, fieldCode(f))
+			if f == spec.Dur {
+				ki.hasDur = true
+			}
+		}
+		ki.minSize = 1 + len(ks.Fields)
+		if ks.List != spec.NoList {
+			ki.minSize++
+		}
+		minEventSize = min(minEventSize, ki.minSize)
+	}
+	for a := range kindTab {
+		for b := range kindTab {
+			for _, f := range kindTab[a].fields {
+				if !slices.Contains(kindTab[b].fields, f) {
+					clearTab[a][b] = append(clearTab[a][b], f)
+				}
+			}
+		}
+	}
+	for _, f := range spec.CompletionFields {
+		switch f {
+		case spec.Req, spec.Src, spec.STag, spec.SBytes, spec.Flags:
+		default:
+			panic(fmt.Sprintf("internal error: tracefmt: completion field %s has no Completion member", spec.Fields[f].Name))
+		}
+		compCodes = append(compCodes, fieldCode(f))
+	}
+}
+
+// kindName returns the text-form name of k, or "kind N" for an unknown kind.
+func kindName(k uint64) string {
+	if k < uint64(spec.NumKinds) && kindTab[k].ok {
+		return kindTab[k].name
+	}
+	return fmt.Sprintf("kind %d", k)
+}
+
+// listName is the text-form name of a list.
+func listName(l spec.List) string {
+	switch l {
+	case spec.ListRanks:
+		return "ranks"
+	case spec.ListReqs:
+		return "reqs"
+	case spec.ListCompletions:
+		return "completions"
+	}
+	return ""
+}
+
+// listElemMin is the smallest encoding of one element of a list.
+func listElemMin(l spec.List) int {
+	if l == spec.ListCompletions {
+		return len(compCodes)
+	}
+	return 1
+}
+
+// setCompletion stores the value of field f in c.
+func setCompletion(c *Completion, f spec.Field, v int64) {
+	switch f {
+	case spec.Req:
+		c.Req = uint64(v)
+	case spec.Src:
+		c.Src = v
+	case spec.STag:
+		c.Tag = v
+	case spec.SBytes:
+		c.Bytes = uint64(v)
+	case spec.Flags:
+		c.Flags = uint64(v)
+	}
+}
+
+// getCompletion returns the value of field f of c.
+func getCompletion(c *Completion, f spec.Field) int64 {
+	switch f {
+	case spec.Req:
+		return int64(c.Req)
+	case spec.Src:
+		return c.Src
+	case spec.STag:
+		return c.Tag
+	case spec.SBytes:
+		return int64(c.Bytes)
+	case spec.Flags:
+		return int64(c.Flags)
+	}
+	return 0
+}

@@ -1,0 +1,165 @@
+package tracefmt
+
+import (
+	"fmt"
+
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
+)
+
+// Validator checks the cross-references of one rank's decoded events, the
+// checks decoding deliberately does not make:
+//
+//   - a communicator index (fields comm and parent) used before a CommNew
+//     defines it, or after CommFree (undefined_comm, error); a CommNew for an
+//     index in use (comm_redefined, warning);
+//   - a request completed, started or freed that was never created by a
+//     Send, Irecv or Coll (unknown_request, warning: its creation may have
+//     been lost, or the request came from a call the recorder does not
+//     describe), or created twice while live (request_reused, warning);
+//   - an fn id not in the string table (unknown_fn, error);
+//   - a duration above math.MaxInt64, i.e. negative (negative_duration, error);
+//   - a start before the previous event's start in the same thread
+//     (non_monotonic_start, warning);
+//   - a rank value outside -5..size-1 (bad_rank, error).
+//
+// It is a single-pass consumer: call Event for every event of the rank in
+// order, then Finish. Messages start with "invalid:".
+type Validator struct {
+	rank  int
+	file  string
+	size  int
+	strs  *Strings
+	comms map[uint64]bool // live communicator indices defined by CommNew
+	reqs  map[uint64]bool // live requests; true for persistent ones
+	last  map[int]int64   // per thread: start of the previous event
+	n     uint64          // events seen
+	diags Diagnostics
+}
+
+// NewValidator returns a validator for a rank with the given header and
+// string table; file names the rank in diagnostics.
+func NewValidator(h *Header, strs *Strings, file string) *Validator {
+	return &Validator{rank: h.Rank, file: file, size: h.Size, strs: strs,
+		comms: make(map[uint64]bool), reqs: make(map[uint64]bool), last: make(map[int]int64)}
+}
+
+// Validate reads the rest of src and returns the problems found.
+func Validate(src Source) (*Diagnostics, error) {
+	file := ""
+	if r, ok := src.(*RankReader); ok {
+		file = r.Name()
+	}
+	v := NewValidator(src.Header(), src.Strings(), file)
+	for src.Next() {
+		v.Event(src.Event())
+	}
+	return v.Finish(), src.Err()
+}
+
+func (v *Validator) report(sev Severity, code string, ev *Event, format string, args ...any) {
+	v.diags.Add(Diagnostic{Severity: sev, Code: code, Rank: v.rank, File: v.file, Block: -1, Offset: -1,
+		Message: fmt.Sprintf("invalid: event %d (t=%d thr=%d %s): ", v.n, ev.Start, ev.Thread, ev.Name()) + fmt.Sprintf(format, args...)})
+}
+
+func commBuiltin(c uint64) bool { return c <= spec.CommSelf }
+
+// Event checks one event.
+func (v *Validator) Event(ev *Event) {
+	defer func() { v.n++ }()
+	if ev.Kind >= spec.NumKinds || !kindTab[ev.Kind].ok {
+		return
+	}
+	ki := &kindTab[ev.Kind]
+	ks := &spec.Kinds[ev.Kind]
+	if ks.IsCall {
+		if _, ok := v.strs.Lookup(ev.Fn()); !ok {
+			v.report(Error, CodeUnknownFn, ev, "fn id %d is not in the string table", ev.Fn())
+		}
+	}
+	if ki.hasDur && ev.Dur() < 0 {
+		v.report(Error, CodeNegativeDuration, ev, "duration %d (stored as %d) is negative", ev.Dur(), uint64(ev.Dur()))
+	}
+	if last, ok := v.last[ev.Thread]; ok && ev.Start < last {
+		v.report(Warning, CodeNonMonotonicStart, ev, "starts %d ns before the thread's previous event", last-ev.Start)
+	}
+	v.last[ev.Thread] = ev.Start
+
+	for _, f := range ki.fields {
+		val := ev.F[f]
+		switch {
+		case spec.Fields[f].Rank:
+			v.checkRank(ev, spec.Fields[f].Name, val)
+		case f == spec.Parent || (f == spec.Comm && ev.Kind != spec.CommNew):
+			c := uint64(val)
+			if !commBuiltin(c) && !v.comms[c] {
+				v.report(Error, CodeUndefinedComm, ev, "%s %d used before a CommNew defines it (or after CommFree)", spec.Fields[f].Name, c)
+			}
+		}
+	}
+	for i, r := range ev.Ranks {
+		v.checkRank(ev, fmt.Sprintf("ranks[%d]", i), r)
+	}
+	for i := range ev.Completions {
+		v.checkRank(ev, fmt.Sprintf("completions[%d].src", i), ev.Completions[i].Src)
+	}
+
+	switch ev.Kind {
+	case spec.CommNew:
+		c := ev.Comm()
+		if commBuiltin(c) && c != spec.CommNull || v.comms[c] {
+			v.report(Warning, CodeCommRedefined, ev, "comm %d is already defined", c)
+		}
+		if c != spec.CommNull {
+			v.comms[c] = true
+		}
+	case spec.CommFree:
+		delete(v.comms, ev.Comm())
+	}
+
+	switch ev.Kind {
+	case spec.Send, spec.Irecv, spec.Coll:
+		if r := ev.Req(); r != 0 {
+			if _, live := v.reqs[r]; live {
+				v.report(Warning, CodeRequestReused, ev, "request %d created again while still live", r)
+			}
+			v.reqs[r] = false
+		}
+	case spec.Complete:
+		for i := range ev.Completions {
+			c := &ev.Completions[i]
+			if c.Req == 0 {
+				continue
+			}
+			if _, live := v.reqs[c.Req]; !live {
+				v.report(Warning, CodeUnknownRequest, ev, "completes request %d, which was never created (or already completed)", c.Req)
+				continue
+			}
+			if c.Flags&spec.CompletionPersistent == 0 {
+				delete(v.reqs, c.Req)
+			} else {
+				v.reqs[c.Req] = true
+			}
+		}
+	case spec.Start:
+		for _, r := range ev.Reqs {
+			if _, live := v.reqs[r]; !live && r != 0 {
+				v.report(Warning, CodeUnknownRequest, ev, "starts request %d, which was never created", r)
+			}
+		}
+	case spec.ReqFree:
+		if r := ev.Req(); r != 0 {
+			if _, live := v.reqs[r]; !live {
+				v.report(Warning, CodeUnknownRequest, ev, "frees request %d, which was never created (or already completed)", r)
+			}
+		}
+	}
+}
+
+func (v *Validator) checkRank(ev *Event, name string, r int64) {
+	if r < spec.Undefined || (v.size > 0 && r >= int64(v.size)) {
+		v.report(Error, CodeBadRank, ev, "%s %d is not a world rank of a %d-rank run nor a sentinel", name, r, v.size)
+	}
+}
+
+// Finish returns the diagnostics.
+func (v *Validator) Finish() *Diagnostics { return &v.diags }
