@@ -628,24 +628,48 @@ static slot *tab_find(table *t, uint64_t key) {
     }
 }
 
-static slot *tab_put(table *t, uint64_t key) {
-    if ((t->n + 1) * 2 > t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 256;
-        slot *ns = calloc(cap, sizeof *ns);
-        if (!ns) return NULL;
-        for (size_t j = 0; j < t->cap; j++) {
-            if (!t->s[j].used) continue;
-            size_t i = hash_key(t->s[j].key) & (cap - 1);
-            while (ns[i].used) i = (i + 1) & (cap - 1);
-            ns[i] = t->s[j];
-        }
-        free(t->s);
-        t->s = ns;
-        t->cap = cap;
+/* tab_put_grow doubles the table, keeping each key's probe order. */
+static int tab_put_grow(table *t) {
+    size_t cap = t->cap ? t->cap * 2 : 256;
+    slot *ns = calloc(cap, sizeof *ns);
+    if (!ns) return 0;
+    /* Re-insert in probe order from each cluster's start so equal keys keep
+     * their relative order: walk from an empty slot around the table. */
+    size_t start = 0;
+    while (start < t->cap && t->s[start].used) start++;
+    for (size_t k = 0; k < t->cap; k++) {
+        size_t j = (start + k) & (t->cap - 1);
+        if (!t->s[j].used) continue;
+        size_t i = hash_key(t->s[j].key) & (cap - 1);
+        while (ns[i].used) i = (i + 1) & (cap - 1);
+        ns[i] = t->s[j];
     }
+    free(t->s);
+    t->s = ns;
+    t->cap = cap;
+    return 1;
+}
+
+static slot *tab_put(table *t, uint64_t key) {
+    if ((t->n + 1) * 2 > t->cap && !tab_put_grow(t)) return NULL;
     size_t i = hash_key(key) & (t->cap - 1);
     while (t->s[i].used && t->s[i].key != key) i = (i + 1) & (t->cap - 1);
     if (!t->s[i].used) t->n++;
+    t->s[i].used = 1;
+    t->s[i].key = key;
+    return &t->s[i];
+}
+
+/* tab_add inserts a slot even when the key is present: equal keys stay in
+ * insertion order along the probe sequence (backward-shift deletion keeps
+ * it), so tab_find returns the oldest. MPICH hands out one shared handle
+ * for sends that completed at once, so several live requests can have the
+ * same handle. */
+static slot *tab_add(table *t, uint64_t key) {
+    if ((t->n + 1) * 2 > t->cap && !tab_put_grow(t)) return NULL;
+    size_t i = hash_key(key) & (t->cap - 1);
+    while (t->s[i].used) i = (i + 1) & (t->cap - 1);
+    t->n++;
     t->s[i].used = 1;
     t->s[i].key = key;
     return &t->s[i];
@@ -922,7 +946,7 @@ MPIT_HIDDEN uint64_t mpit_req_new(MPI_Request req, int kind, int persistent, mpi
     if (req == MPI_REQUEST_NULL) return 0;
     pthread_mutex_lock(&reqs.mu);
     uint64_t id = ++G.next_req;
-    slot *s = tab_put(&reqs, KEY(req));
+    slot *s = tab_add(&reqs, KEY(req));
     if (s) {
         s->id = id;
         s->ptr = comm;
