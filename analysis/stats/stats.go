@@ -1,0 +1,232 @@
+// Package stats computes an mpiP-like profile of a trace: for every MPI
+// function, per rank and over all ranks, the number of calls, the time spent
+// in them (total, mean, min, max) and the bytes they moved.
+//
+// It is a single-pass consumer: call Rank for each rank's events (ranks may
+// be consumed concurrently, each by its own RankStats), then Merge them.
+//
+// Bytes are attributed to the call that moved them, as recorded: a send's
+// bytes to the send (Send, Isend, ...), a receive's bytes to the call that
+// returned its status (Recv, or the Wait/Test that completed an Irecv), a
+// collective's bytes sent and received by the rank to the collective.
+package stats
+
+import (
+	"sort"
+
+	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
+)
+
+// Func is the profile of one MPI function.
+type Func struct {
+	Name     string `json:"name"`
+	Calls    int64  `json:"calls"`
+	TotalNs  int64  `json:"total_ns"`
+	MinNs    int64  `json:"min_ns"`
+	MaxNs    int64  `json:"max_ns"`
+	Sent     uint64 `json:"bytes_sent"`
+	Received uint64 `json:"bytes_received"`
+}
+
+// MeanNs is the mean time per call.
+func (f *Func) MeanNs() float64 {
+	if f.Calls == 0 {
+		return 0
+	}
+	return float64(f.TotalNs) / float64(f.Calls)
+}
+
+func (f *Func) add(dur int64) {
+	if f.Calls == 0 || dur < f.MinNs {
+		f.MinNs = dur
+	}
+	if dur > f.MaxNs {
+		f.MaxNs = dur
+	}
+	f.Calls++
+	f.TotalNs += dur
+}
+
+func (f *Func) merge(g *Func) {
+	if g.Calls == 0 {
+		return
+	}
+	if f.Calls == 0 || g.MinNs < f.MinNs {
+		f.MinNs = g.MinNs
+	}
+	if g.MaxNs > f.MaxNs {
+		f.MaxNs = g.MaxNs
+	}
+	f.Calls += g.Calls
+	f.TotalNs += g.TotalNs
+	f.Sent += g.Sent
+	f.Received += g.Received
+}
+
+// Rank is the profile of one rank.
+type Rank struct {
+	Rank int `json:"rank"`
+	// AppNs is the time from the end of MPI_Init (or the first event) to the
+	// start of MPI_Finalize (or the last event's end).
+	AppNs int64 `json:"app_ns"`
+	// MPINs is the time spent in recorded MPI calls within AppNs.
+	MPINs  int64   `json:"mpi_ns"`
+	Calls  int64   `json:"calls"`
+	Funcs  []*Func `json:"functions"` // by total time, descending
+	byName map[string]*Func
+}
+
+// MPIPercent is the share of the application time spent in MPI.
+func (r *Rank) MPIPercent() float64 {
+	if r.AppNs <= 0 {
+		return 0
+	}
+	return 100 * float64(r.MPINs) / float64(r.AppNs)
+}
+
+// Profile is the whole trace's profile.
+type Profile struct {
+	Ranks []*Rank `json:"ranks"` // by rank
+	// All aggregates every rank: calls, times and bytes summed, min and max
+	// over all calls.
+	All []*Func `json:"aggregate"`
+	// AppNs is the longest rank's application time.
+	AppNs int64 `json:"app_ns"`
+	MPINs int64 `json:"mpi_ns"` // summed over ranks
+}
+
+// MPIPercent is the share of the summed application time spent in MPI.
+func (p *Profile) MPIPercent() float64 {
+	var app int64
+	for _, r := range p.Ranks {
+		app += r.AppNs
+	}
+	if app <= 0 {
+		return 0
+	}
+	return 100 * float64(p.MPINs) / float64(app)
+}
+
+// RankOf profiles one rank's events, read to the end from r.
+func RankOf(r *tracefmt.RankReader) (*Rank, error) {
+	rs := &Rank{Rank: r.Rank(), byName: map[string]*Func{}}
+	names := r.Strings()
+	byID := map[uint64]*Func{}
+	var first, last, initEnd, finStart int64 = -1, -1, -1, -1
+	for r.Next() {
+		ev := r.Event()
+		ks := &spec.Kinds[ev.Kind]
+		if ev.Kind >= spec.NumKinds || !ks.IsCall {
+			continue
+		}
+		if first < 0 {
+			first = ev.Start
+		}
+		if ev.End > last {
+			last = ev.End
+		}
+		id := ev.Fn()
+		f := byID[id]
+		if f == nil {
+			name, ok := names.Lookup(id)
+			if !ok {
+				name = "unknown function"
+			}
+			f = rs.byName[name]
+			if f == nil {
+				f = &Func{Name: name}
+				rs.byName[name] = f
+			}
+			byID[id] = f
+		}
+		dur := ev.End - ev.Start
+		f.add(dur)
+		rs.Calls++
+		switch f.Name {
+		case "MPI_Init", "MPI_Init_thread":
+			initEnd = ev.End
+		case "MPI_Finalize":
+			finStart = ev.Start
+		}
+		switch ev.Kind {
+		case spec.Send:
+			f.Sent += ev.Bytes()
+		case spec.Recv:
+			f.Received += ev.SBytes()
+		case spec.Sendrecv:
+			f.Sent += ev.Bytes()
+			f.Received += ev.SBytes()
+		case spec.Complete:
+			for _, c := range ev.Completions {
+				f.Received += c.Bytes
+			}
+		case spec.Coll:
+			f.Sent += ev.Bytes()
+			f.Received += ev.RBytes()
+		}
+		rs.MPINs += dur
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	start, end := first, last
+	if initEnd >= 0 {
+		start = initEnd
+	}
+	if finStart >= 0 {
+		end = finStart
+	}
+	if end > start {
+		rs.AppNs = end - start
+	}
+	// Init and Finalize lie outside the application time.
+	for _, name := range []string{"MPI_Init", "MPI_Init_thread", "MPI_Finalize"} {
+		if f := rs.byName[name]; f != nil {
+			rs.MPINs -= f.TotalNs
+		}
+	}
+	if rs.MPINs < 0 {
+		rs.MPINs = 0
+	}
+	rs.Funcs = sortFuncs(rs.byName)
+	return rs, nil
+}
+
+// Merge builds the profile of the given ranks (in any order).
+func Merge(ranks []*Rank) *Profile {
+	p := &Profile{Ranks: append([]*Rank(nil), ranks...)}
+	sort.Slice(p.Ranks, func(i, j int) bool { return p.Ranks[i].Rank < p.Ranks[j].Rank })
+	all := map[string]*Func{}
+	for _, r := range p.Ranks {
+		for _, f := range r.Funcs {
+			a := all[f.Name]
+			if a == nil {
+				a = &Func{Name: f.Name}
+				all[f.Name] = a
+			}
+			a.merge(f)
+		}
+		if r.AppNs > p.AppNs {
+			p.AppNs = r.AppNs
+		}
+		p.MPINs += r.MPINs
+	}
+	p.All = sortFuncs(all)
+	return p
+}
+
+// sortFuncs orders by total time, descending, then by name: deterministic.
+func sortFuncs(m map[string]*Func) []*Func {
+	fs := make([]*Func, 0, len(m))
+	for _, f := range m {
+		fs = append(fs, f)
+	}
+	sort.Slice(fs, func(i, j int) bool {
+		if fs[i].TotalNs != fs[j].TotalNs {
+			return fs[i].TotalNs > fs[j].TotalNs
+		}
+		return fs[i].Name < fs[j].Name
+	})
+	return fs
+}

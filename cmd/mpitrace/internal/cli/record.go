@@ -1,0 +1,392 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpitrace/mpitrace/recorder"
+	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
+)
+
+type recordOptions struct {
+	Out       string
+	Force     bool
+	MPICC     string
+	Include   string
+	Exclude   string
+	Buffer    string
+	ClockSync int
+	Argv      []string
+}
+
+func newRecordCmd(s *Streams, runF func(context.Context, *recordOptions) error) *cobra.Command {
+	opts := &recordOptions{}
+	cmd := &cobra.Command{
+		Use:   "record [flags] -- LAUNCHER [ARGS...]",
+		Short: "Run an MPI program with the recorder and keep one log per rank",
+		Long: `Run an MPI program with the mpitrace recorder preloaded into every rank.
+
+The recorder intercepts every MPI function of the MPI's mpi.h (through PMPI)
+and writes one compressed log per rank into the output directory, plus a
+manifest.json describing the run. The recorder is built on first use for the
+MPI the program uses, and cached (see 'mpitrace recorder build').
+
+The launcher's own mechanism passes the recorder to the ranks: -x for Open
+MPI's mpirun, -genv for MPICH's mpiexec, --export for srun; a command that is
+not a launcher (a singleton MPI program, a script) gets it through its
+environment. mpitrace exits with the launcher's exit status, and never mixes
+or overwrites an earlier recording.`,
+		Example: `  mpitrace record -- mpirun -np 4 ./app input.dat
+  mpitrace record --out run2 -- mpirun.mpich -np 4 ./app
+  mpitrace record --exclude 'MPI_Wtime,MPI_Comm_rank' -- mpirun -np 64 ./app`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return flagErrorf("record needs the command to run after --, e.g. mpitrace record -- mpirun -np 4 ./app")
+			}
+			if cmd.ArgsLenAtDash() != 0 {
+				return flagErrorf("put the command to run after --, e.g. mpitrace record -- %s", strings.Join(args, " "))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Argv = args
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runRecord(cmd.Context(), opts, s)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&opts.Out, "out", "o", "traces", "output `directory` for the rank logs")
+	f.BoolVar(&opts.Force, "force", false, "replace the recording already in the output directory")
+	f.StringVar(&opts.MPICC, "mpicc", os.Getenv("MPITRACE_MPICC"), "MPI C compiler `wrapper` to build the recorder with (default: the application's MPI)")
+	f.StringVar(&opts.Include, "include", "", "record only these MPI functions (comma-separated, a trailing * matches a prefix)")
+	f.StringVar(&opts.Exclude, "exclude", "", "do not record these MPI functions (comma-separated, a trailing * matches a prefix)")
+	f.StringVar(&opts.Buffer, "buffer", "", "event buffer per thread before a block is written, e.g. 256k, 1M")
+	f.IntVar(&opts.ClockSync, "clocksync", -1, "ping-pong rounds per rank for the clock offsets at MPI_Init and MPI_Finalize (0 disables)")
+	return cmd
+}
+
+func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
+	if opts.Buffer != "" {
+		if _, err := parseSize(opts.Buffer); err != nil {
+			return flagErrorf("--buffer %q: %v", opts.Buffer, err)
+		}
+	}
+	start := time.Now()
+	launch := recorder.DetectLaunch(ctx, opts.Argv, opts.MPICC)
+	if launch.Warning != "" {
+		fmt.Fprintf(s.Err, "mpitrace: warning: %s\n", launch.Warning)
+	}
+	outDir, err := filepath.Abs(opts.Out)
+	if err != nil {
+		return err
+	}
+	if err := prepareOutDir(opts.Out, opts.Force); err != nil {
+		var unw *unwritableError
+		if !errors.As(err, &unw) {
+			return err
+		}
+		// Recording is impossible, the run is not: say so once and run.
+		fmt.Fprintf(s.Err, "mpitrace: %s; the application runs without recording\n", err)
+		return runChild(ctx, opts.Argv, nil, s)
+	}
+	var log *os.File
+	if s.ErrTTY {
+		log = os.Stderr
+	}
+	bopts := recorder.BuildOptions{MPICC: launch.MPICC}
+	if log != nil {
+		bopts.Log = log
+	}
+	lib, err := recorder.Build(ctx, bopts)
+	if err != nil {
+		return err
+	}
+	stateDir, err := os.MkdirTemp("", "mpitrace-run-")
+	if err != nil {
+		return fmt.Errorf("creating a temporary directory: %w", err)
+	}
+	defer os.RemoveAll(stateDir)
+	runID := newRunID()
+	env := recordEnv(opts, lib.Path, outDir, runID, stateDir)
+	argv, childEnv := launch.Command(opts.Argv, env)
+	runErr := runChild(ctx, argv, childEnv, s)
+	status := 0
+	var ec *ExitCodeError
+	if errors.As(runErr, &ec) {
+		status = ec.Code
+	} else if runErr != nil {
+		return runErr
+	}
+	m := tracefmt.Manifest{
+		RunID:           runID,
+		Command:         opts.Argv,
+		Launcher:        string(launch.Kind),
+		MPICompiler:     lib.MPICC,
+		RecorderLibrary: lib.Path,
+		StartTime:       start.UTC(),
+		EndTime:         time.Now().UTC(),
+		ExitStatus:      status,
+		FormatVersion:   int(spec.Current),
+		MpitraceVersion: Version,
+	}
+	ranks, size := summarizeRanks(outDir)
+	m.WorldSize = size
+	m.MPILibrary = mpiLibraryOf(outDir)
+	if err := tracefmt.WriteManifest(outDir, &m); err != nil {
+		fmt.Fprintf(s.Err, "mpitrace: writing %s: %v\n", filepath.Join(opts.Out, "manifest.json"), err)
+	}
+	if s.ErrTTY {
+		fmt.Fprintf(s.Err, "mpitrace: %d rank logs in %s (%s); next: mpitrace stats %s\n",
+			ranks, opts.Out, humanBytes(dirSize(outDir)), opts.Out)
+	}
+	if ranks == 0 {
+		fmt.Fprintf(s.Err, "mpitrace: no rank logs were written to %s: did the program call MPI_Init? (is it linked against %s?)\n",
+			opts.Out, flavorName(launch.Flavor))
+	}
+	return runErr
+}
+
+func flavorName(f recorder.Flavor) string {
+	if f == recorder.FlavorUnknown {
+		return "the MPI of " + "mpicc"
+	}
+	return string(f)
+}
+
+// recordEnv is the environment every rank gets.
+func recordEnv(opts *recordOptions, lib, outDir, runID, stateDir string) []string {
+	preload := lib
+	if old := os.Getenv("LD_PRELOAD"); old != "" {
+		preload += ":" + old
+	}
+	vars := map[string]string{}
+	for _, e := range os.Environ() {
+		if strings.HasPrefix(e, "MPITRACE_") {
+			k, v, _ := strings.Cut(e, "=")
+			vars[k] = v
+		}
+	}
+	delete(vars, "MPITRACE_MPICC")
+	delete(vars, "MPITRACE_CACHE")
+	vars["MPITRACE_DIR"] = outDir
+	vars["MPITRACE_RUN_ID"] = runID
+	vars["MPITRACE_STATE_DIR"] = stateDir
+	if opts.Include != "" {
+		vars["MPITRACE_INCLUDE"] = opts.Include
+	}
+	if opts.Exclude != "" {
+		vars["MPITRACE_EXCLUDE"] = opts.Exclude
+	}
+	if opts.Buffer != "" {
+		vars["MPITRACE_BUFFER"] = opts.Buffer
+	}
+	if opts.ClockSync >= 0 {
+		vars["MPITRACE_CLOCKSYNC"] = strconv.Itoa(opts.ClockSync)
+	}
+	env := []string{"LD_PRELOAD=" + preload}
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+vars[k])
+	}
+	return env
+}
+
+// runChild runs argv with the standard streams, passing on SIGINT and
+// SIGTERM, and returns an *ExitCodeError carrying a non-zero status.
+func runChild(ctx context.Context, argv []string, extraEnv []string, s *Streams) error {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin = s.In
+	cmd.Stdout = s.Out
+	cmd.Stderr = s.Err
+	cmd.Env = append(os.Environ(), extraEnv...)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		var ee *exec.Error
+		if errors.As(err, &ee) {
+			return &ExitCodeError{Code: 127, Err: fmt.Errorf("cannot run %s: %v", argv[0], ee.Err)}
+		}
+		return &ExitCodeError{Code: 126, Err: fmt.Errorf("cannot run %s: %v", argv[0], err)}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case sig := <-sigs:
+			_ = cmd.Process.Signal(sig)
+		case <-ctx.Done():
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		case err := <-done:
+			if err == nil {
+				return nil
+			}
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					return &ExitCodeError{Code: 128 + int(ws.Signal())}
+				}
+				return &ExitCodeError{Code: ee.ExitCode()}
+			}
+			return err
+		}
+	}
+}
+
+type unwritableError struct {
+	dir string
+	err error
+}
+
+func (e *unwritableError) Error() string {
+	return fmt.Sprintf("cannot write to %s: %v", e.dir, e.err)
+}
+
+// prepareOutDir makes sure dir exists, is writable, and holds no earlier
+// recording (removing it with force).
+func prepareOutDir(dir string, force bool) error {
+	entries, err := os.ReadDir(dir)
+	if err == nil {
+		var old []string
+		for _, e := range entries {
+			if e.Name() == tracefmt.ManifestName || isRankFile(e.Name()) {
+				old = append(old, e.Name())
+			}
+		}
+		if len(old) > 0 && !force {
+			return fmt.Errorf("%s already holds a recording (%d files); record into another directory with --out, or replace it with --force", dir, len(old))
+		}
+		for _, n := range old {
+			if err := os.Remove(filepath.Join(dir, n)); err != nil {
+				return fmt.Errorf("--force: removing the old recording: %w", err)
+			}
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return &unwritableError{dir, err}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return &unwritableError{dir, unwrapPathError(err)}
+	}
+	probe, err := os.CreateTemp(dir, ".mpitrace-probe-")
+	if err != nil {
+		return &unwritableError{dir, unwrapPathError(err)}
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func newRunID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return strconv.FormatInt(time.Now().UnixNano(), 16)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// summarizeRanks counts the rank logs and reads the world size from one.
+func summarizeRanks(dir string) (n, size int) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if isRankFile(e.Name()) {
+			n++
+			if size == 0 {
+				if h, err := tracefmt.ReadHeader(filepath.Join(dir, e.Name())); err == nil {
+					size = h.Size
+				}
+			}
+		}
+	}
+	return n, size
+}
+
+func mpiLibraryOf(dir string) string {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if isRankFile(e.Name()) {
+			if h, err := tracefmt.ReadHeader(filepath.Join(dir, e.Name())); err == nil {
+				return h.MPILibrary
+			}
+		}
+	}
+	return ""
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			n += info.Size()
+		}
+	}
+	return n
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// parseSize reads 4096, 256k, 1M.
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	t := strings.ToLower(strings.TrimSpace(s))
+	switch {
+	case strings.HasSuffix(t, "k"):
+		mult, t = 1024, strings.TrimSuffix(t, "k")
+	case strings.HasSuffix(t, "m"):
+		mult, t = 1<<20, strings.TrimSuffix(t, "m")
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("expected a size such as 262144, 256k or 1M")
+	}
+	v *= mult
+	if v < 4096 || v > 16<<20 {
+		return 0, fmt.Errorf("must be between 4k and 16M")
+	}
+	return v, nil
+}
+
+// isRankFile reports whether name is a rank log's file name.
+func isRankFile(name string) bool {
+	ok, _ := filepath.Match("rank-*.mpit", name)
+	return ok
+}

@@ -1,0 +1,119 @@
+// Package cli implements the mpitrace commands. Each command is a thin
+// cobra layer: parse flags into an options struct, call the packages that
+// do the work, print.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is the mpitrace version.
+const Version = "0.1.0"
+
+// Streams are a command's standard streams.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+	// ErrTTY is true when Err is a terminal: progress goes there only then.
+	ErrTTY bool
+}
+
+func systemStreams() *Streams {
+	return &Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTTY: isTerminal(os.Stderr)}
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// Main runs mpitrace with the given arguments and returns the exit status.
+func Main(args []string) int {
+	return run(context.Background(), args, systemStreams())
+}
+
+func run(ctx context.Context, args []string, s *Streams) int {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
+	defer stop()
+	root := newRootCmd(s)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ec *ExitCodeError
+	if errors.As(err, &ec) {
+		if ec.Err != nil {
+			fmt.Fprintf(s.Err, "mpitrace: %s\n", ec.Err)
+		}
+		return ec.Code
+	}
+	fmt.Fprintf(s.Err, "mpitrace: %s\n", err)
+	var fe *FlagError
+	if errors.As(err, &fe) || isCobraUsageError(err) {
+		if cmd != nil {
+			fmt.Fprintf(s.Err, "usage: %s\nRun '%s --help' for more.\n", cmd.UseLine(), cmd.CommandPath())
+		}
+		return ExitUsage
+	}
+	return exitCode(err)
+}
+
+// isCobraUsageError recognises cobra's own flag and argument errors.
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown flag", "unknown shorthand flag", "unknown command", "flag needs an argument",
+		"invalid argument", "accepts ", "requires at least", "requires at most", "bad flag syntax", "if any flags in the group"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func newRootCmd(s *Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mpitrace",
+		Short: "Record MPI programs and find their critical path",
+		Long: `mpitrace records what every rank of an MPI program does into compact
+per-rank logs, and analyses them offline.
+
+  mpitrace record -- mpirun -np 4 ./app     record a run into traces/
+  mpitrace stats traces/                    per-function time and bytes (mpiP-like)
+  mpitrace dump traces/ --rank 0            the events, one per line
+
+Commands that read traces take the trace directory as their argument and
+default to traces/.`,
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &FlagError{Err: err} })
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(
+		newRecordCmd(s, nil),
+		newRecorderCmd(s),
+		newDumpCmd(s, nil),
+		newStatsCmd(s, nil),
+	)
+	return root
+}
+
+// traceDirArg returns the trace directory argument, traces/ by default.
+func traceDirArg(args []string) string {
+	if len(args) > 0 {
+		return args[0]
+	}
+	return "traces"
+}

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpitrace/mpitrace/analysis/stats"
+	"github.com/mpitrace/mpitrace/tracefmt"
+)
+
+type statsOptions struct {
+	Dir     string
+	JSON    bool
+	PerRank bool
+	Top     int
+	traceFlags
+}
+
+func newStatsCmd(s *Streams, runF func(context.Context, *statsOptions) error) *cobra.Command {
+	opts := &statsOptions{}
+	cmd := &cobra.Command{
+		Use:   "stats [TRACEDIR]",
+		Short: "Per-function MPI time and bytes, per rank and over all ranks (mpiP-like)",
+		Long: `Profile a trace like mpiP: for every MPI function, the number of calls,
+the time spent in them (total, mean, min, max) and the bytes sent and
+received, over all ranks and per rank; and per rank the application time
+(MPI_Init to MPI_Finalize) and the share of it spent in MPI.
+
+Bytes are counted where they were moved: a send's bytes at the send, a
+receive's at the call that returned its status (Recv, or the Wait/Test that
+completed an Irecv), a collective's at the collective (bytes this rank sent
+and received). Functions are sorted by total time.`,
+		Example: `  mpitrace stats traces/
+  mpitrace stats traces/ --per-rank --top 10
+  mpitrace stats traces/ --json | jq '.aggregate[0]'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Dir = traceDirArg(args)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runStats(opts, s)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&opts.JSON, "json", false, "print the profile as JSON")
+	f.BoolVar(&opts.PerRank, "per-rank", false, "add a function table for every rank")
+	f.IntVar(&opts.Top, "top", 0, "show at most this many functions per table (0: all)")
+	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
+	return cmd
+}
+
+func runStats(opts *statsOptions, s *Streams) error {
+	if opts.Top < 0 {
+		return flagErrorf("--top must be 0 or more")
+	}
+	t, err := openTrace(opts.Dir)
+	if err != nil {
+		return err
+	}
+	var (
+		mu    sync.Mutex
+		ranks []*stats.Rank
+	)
+	err = t.ForEachRank(0, func(r *tracefmt.RankReader) error {
+		rs, err := stats.RankOf(r)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		ranks = append(ranks, rs)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p := stats.Merge(ranks)
+	if opts.JSON {
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(p); err != nil {
+			return err
+		}
+	} else if err := stats.WriteText(s.Out, p, stats.TextOptions{PerRank: opts.PerRank, Top: opts.Top}); err != nil {
+		return err
+	}
+	return reportDiagnostics(s, t.Diagnostics(), &opts.traceFlags)
+}
