@@ -44,6 +44,8 @@ typedef struct mpit_tb {
     uint64_t last_end;     /* end time of the last appended event */
     uint32_t thread;       /* recorder thread index */
     int depth;             /* reentry guard: >0 inside a recorded call */
+    int cur_fn;            /* the recorded call under way, until its event is appended */
+    uint64_t cur_t0;       /* and its start */
     volatile int flushing; /* a flush of this buffer is under way */
     void *zctx;            /* this thread's compression context */
     uint8_t *zbuf;         /* compression output */
@@ -99,11 +101,13 @@ static inline mpit_tb *mpit_begin(int fn) {
         mpit_announce(fn);
     }
     tb->depth = 1;
+    tb->cur_fn = fn;
     return tb;
 }
 
 /* mpit_reserve makes room for `need` more bytes of events. */
 static inline uint8_t *mpit_reserve(mpit_tb *tb, size_t need) {
+    tb->cur_fn = 0; /* the call returned: its event is being appended */
     if (MPIT_UNLIKELY(tb->len + need > tb->cap)) mpit_reserve_slow(tb, need);
     return tb->buf + MPIT_BLOCK_PREFIX + tb->len;
 }
@@ -202,7 +206,7 @@ MPIT_HIDDEN void mpit_rec_one(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int
 /* MPIT_BEGIN opens a wrapper: tb_ is the buffer when the call is recorded. */
 #define MPIT_BEGIN(fn)                     \
     mpit_tb *tb_ = mpit_begin(fn);         \
-    uint64_t t0_ = tb_ ? mpit_now() : 0
+    uint64_t t0_ = tb_ ? (tb_->cur_t0 = mpit_now()) : 0
 
 /* Lifecycle hooks. */
 MPIT_HIDDEN void mpit_after_init(int provided_or_minus1);

@@ -69,9 +69,16 @@ static void mpit_final_flush(int reason, int sig);
 
 static void mpit_warn_once(const char *tag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void mpit_warn_once(const char *tag, const char *fmt, ...) {
+    /* `record` gives a directory for the markers; by hand, ranks share the
+     * run id (rank 0 broadcasts it) and the markers go to $TMPDIR. */
+    char marker[4200] = "";
     if (G.state_dir[0]) {
-        char marker[4200];
         snprintf(marker, sizeof marker, "%s/warned-%s", G.state_dir, tag);
+    } else if (G.run_id[0]) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(marker, sizeof marker, "%s/mpitrace-%s-warned-%s", tmp && *tmp ? tmp : "/tmp", G.run_id, tag);
+    }
+    if (marker[0]) {
         int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0 && errno == EEXIST) return; /* another rank said it */
         if (fd >= 0) close(fd);
@@ -509,12 +516,40 @@ static void mpit_final_flush(int reason, int sig) {
     if (reason == MPIT_END_SIGNAL) {
         /* Stop recording, then write every thread's buffer without locks. */
         mpit_on = 0;
+        if (G.ended) {
+            /* Killed after the final flush (e.g. after MPI_Finalize, while
+             * the launcher stops the job): the log is complete as it is. */
+            int pending = 0;
+            for (mpit_tb *tb = G.threads; tb; tb = tb->next) pending |= tb->count != 0 || (tb->depth && tb->cur_fn);
+            if (!pending) {
+                G.signalled = 1;
+                return;
+            }
+        }
         G.signalled = 1;
         if (pthread_mutex_trylock(&G.io) != 0) {
             /* Another thread is writing a block; give it a moment. */
             for (int i = 0; i < 1000 && pthread_mutex_trylock(&G.io) != 0; i++) {
                 struct timespec ts = {0, 100000};
                 nanosleep(&ts, NULL);
+            }
+        }
+        /* A call under way (e.g. a rank stopped inside MPI_Recv) is
+         * recorded as a plain call that ends now. */
+        uint64_t now = mpit_now();
+        for (mpit_tb *tb = G.threads; tb; tb = tb->next) {
+            int fn = tb->cur_fn;
+            if (tb->depth && fn > 0 && fn <= mpit_fn_count && tb->len + MPIT_MAXSIZE_CALL <= tb->cap) {
+                if (mpit_fn_on[fn] == 2 && pending_names) { /* name not queued yet */
+                    pending_names[npending++] = fn;
+                    mpit_fn_on[fn] = 1;
+                }
+                uint8_t *p = tb->buf + MPIT_BLOCK_PREFIX + tb->len;
+                p = mpit_put_call(p, (uint64_t)fn, MPIT_GAP(tb, tb->cur_t0), now - tb->cur_t0);
+                tb->last_end = now;
+                tb->len = (size_t)(p - (tb->buf + MPIT_BLOCK_PREFIX));
+                tb->count++;
+                tb->cur_fn = 0;
             }
         }
         write_names(0);

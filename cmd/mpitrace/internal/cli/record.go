@@ -127,6 +127,10 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 	env := recordEnv(opts, lib.Path, outDir, runID, stateDir)
 	argv, childEnv := launch.Command(opts.Argv, env)
 	runErr := runChild(ctx, argv, childEnv, s)
+	var notStarted *startError
+	if errors.As(runErr, &notStarted) {
+		return runErr
+	}
 	status := 0
 	var ec *ExitCodeError
 	if errors.As(runErr, &ec) {
@@ -149,8 +153,10 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 	ranks, size := summarizeRanks(outDir)
 	m.WorldSize = size
 	m.MPILibrary = mpiLibraryOf(outDir)
-	if err := tracefmt.WriteManifest(outDir, &m); err != nil {
-		fmt.Fprintf(s.Err, "mpitrace: writing %s: %v\n", filepath.Join(opts.Out, "manifest.json"), err)
+	if err := tracefmt.WriteManifest(outDir, &m); err != nil && !recorderWarned(stateDir) {
+		// (When the ranks already said the directory cannot be written,
+		// once is enough.)
+		fmt.Fprintf(s.Err, "mpitrace: writing %s: %v\n", filepath.Join(opts.Out, tracefmt.ManifestName), unwrapPathError(err))
 	}
 	if s.ErrTTY {
 		fmt.Fprintf(s.Err, "mpitrace: %d rank logs in %s (%s); next: mpitrace stats %s\n",
@@ -213,8 +219,9 @@ func recordEnv(opts *recordOptions, lib, outDir, runID, stateDir string) []strin
 }
 
 // runChild runs argv with the standard streams, passing on SIGINT and
-// SIGTERM, and returns an *ExitCodeError carrying a non-zero status.
-func runChild(ctx context.Context, argv []string, extraEnv []string, s *Streams) error {
+// SIGTERM (mpitrace's own cancellation on SIGTERM is this same signal), and
+// returns an *ExitCodeError carrying a non-zero status.
+func runChild(_ context.Context, argv []string, extraEnv []string, s *Streams) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin = s.In
 	cmd.Stdout = s.Out
@@ -224,20 +231,24 @@ func runChild(ctx context.Context, argv []string, extraEnv []string, s *Streams)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
+		// The shell's statuses: 127 not found, 126 not executable.
+		code := 126
 		var ee *exec.Error
 		if errors.As(err, &ee) {
-			return &ExitCodeError{Code: 127, Err: fmt.Errorf("cannot run %s: %v", argv[0], ee.Err)}
+			code, err = 127, ee.Err
+		} else if errors.Is(err, os.ErrNotExist) {
+			code = 127
 		}
-		return &ExitCodeError{Code: 126, Err: fmt.Errorf("cannot run %s: %v", argv[0], err)}
+		return &startError{ExitCodeError{Code: code, Err: fmt.Errorf("cannot run %s: %v", argv[0], unwrapPathError(err))}}
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	for {
 		select {
 		case sig := <-sigs:
+			// Each signal is passed on once: a launcher takes a second
+			// SIGTERM as "kill now", without letting the ranks flush.
 			_ = cmd.Process.Signal(sig)
-		case <-ctx.Done():
-			_ = cmd.Process.Signal(syscall.SIGTERM)
 		case err := <-done:
 			if err == nil {
 				return nil
@@ -253,6 +264,11 @@ func runChild(ctx context.Context, argv []string, extraEnv []string, s *Streams)
 		}
 	}
 }
+
+// startError: the command could not be started at all.
+type startError struct{ ExitCodeError }
+
+func (e *startError) Unwrap() error { return &e.ExitCodeError }
 
 type unwritableError struct {
 	dir string
@@ -389,4 +405,11 @@ func parseSize(s string) (int64, error) {
 func isRankFile(name string) bool {
 	ok, _ := filepath.Match("rank-*.mpit", name)
 	return ok
+}
+
+// recorderWarned reports whether a rank's recorder printed a warning of its
+// own (it leaves a marker in the run's state directory).
+func recorderWarned(stateDir string) bool {
+	m, _ := filepath.Glob(filepath.Join(stateDir, "warned-*"))
+	return len(m) > 0
 }

@@ -1,0 +1,255 @@
+package main_test
+
+// Helpers of the end-to-end tests: the mpitrace binary, the two MPI
+// installations, compiling fixture programs, running commands, and reading
+// a recorded trace back into events per rank.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
+)
+
+var (
+	mpitraceBin string // built once by TestMain
+	workDir     string // scratch space shared by the tests of this run
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mpitrace-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	workDir = dir
+	mpitraceBin = filepath.Join(dir, "mpitrace")
+	if out, err := exec.Command("go", "build", "-o", mpitraceBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building mpitrace: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	// A cache of this run's own: the tests build the recorder as a user would.
+	os.Setenv("MPITRACE_CACHE", filepath.Join(dir, "cache"))
+	os.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
+	os.Setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// mpiImpl is one MPI installation.
+type mpiImpl struct {
+	name   string
+	cc     string   // C compiler wrapper
+	run    string   // launcher
+	flags  []string // launcher flags every run needs
+	fortCC string   // Fortran compiler wrapper
+}
+
+var mpis = []mpiImpl{
+	{name: "openmpi", cc: "mpicc.openmpi", run: "mpirun.openmpi", flags: []string{"--oversubscribe"}, fortCC: "mpif90.openmpi"},
+	{name: "mpich", cc: "mpicc.mpich", run: "mpirun.mpich", fortCC: "mpif90.mpich"},
+}
+
+func (m mpiImpl) require(t *testing.T) {
+	t.Helper()
+	for _, p := range []string{m.cc, m.run} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Fatalf("%s is not installed: run 'make deps' (apt-get install openmpi-bin libopenmpi-dev mpich libmpich-dev)", p)
+		}
+	}
+}
+
+// launch is the launcher command line for np ranks of argv.
+func (m mpiImpl) launch(np int, argv ...string) []string {
+	out := append([]string{m.run}, m.flags...)
+	out = append(out, "-np", strconv.Itoa(np))
+	return append(out, argv...)
+}
+
+var (
+	compileMu sync.Mutex
+	compiled  = map[string]string{}
+)
+
+// compile builds fixtures/programs/NAME.c with m's compiler, once per run.
+func (m mpiImpl) compile(t *testing.T, name string) string {
+	t.Helper()
+	compileMu.Lock()
+	defer compileMu.Unlock()
+	key := m.name + "/" + name
+	if p, ok := compiled[key]; ok {
+		return p
+	}
+	src, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "programs", name+".c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(workDir, "bin", m.name, name)
+	os.MkdirAll(filepath.Dir(out), 0o755)
+	if b, err := exec.Command(m.cc, "-O1", "-o", out, src).CombinedOutput(); err != nil {
+		t.Fatalf("compiling %s with %s: %v\n%s", name, m.cc, err, b)
+	}
+	compiled[key] = out
+	return out
+}
+
+// result of a command.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs argv in dir and returns its output and exit status (128+N for
+// signal N).
+func run(t *testing.T, dir string, argv ...string) result {
+	t.Helper()
+	return runEnv(t, dir, nil, argv...)
+}
+
+// runTimeout bounds every command of the end-to-end tests: a hung MPI run
+// fails the test instead of the CI job.
+const runTimeout = 3 * time.Minute
+
+// runEnv is run with extra environment variables.
+func runEnv(t *testing.T, dir string, env []string, argv ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.WaitDelay = 10 * time.Second
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.code = 128 + int(ws.Signal())
+		} else {
+			r.code = ee.ExitCode()
+		}
+	default:
+		t.Fatalf("running %v: %v", argv, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("%v did not finish within %v\nstderr:\n%s", argv, runTimeout, r.stderr)
+	}
+	return r
+}
+
+// record runs `mpitrace record --out out [flags] -- argv...`.
+func record(t *testing.T, out string, flags []string, argv ...string) result {
+	t.Helper()
+	args := append([]string{mpitraceBin, "record", "--out", out}, flags...)
+	args = append(args, "--")
+	return run(t, filepath.Dir(out), append(args, argv...)...)
+}
+
+// call is one recorded MPI call, with its function's name.
+type call struct {
+	fn string
+	tracefmt.Event
+}
+
+func (c *call) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", c.Name(), c.fn)
+	for _, f := range spec.Kinds[c.Kind].Fields {
+		if f == spec.Fn || f == spec.Gap || f == spec.Dur {
+			continue
+		}
+		fmt.Fprintf(&b, " %s=%d", spec.Fields[f].Name, c.F[f])
+	}
+	switch {
+	case len(c.Completions) > 0:
+		fmt.Fprintf(&b, " completions=%v", c.Completions)
+	case len(c.Ranks) > 0:
+		fmt.Fprintf(&b, " ranks=%v", c.Ranks)
+	case len(c.Reqs) > 0:
+		fmt.Fprintf(&b, " reqs=%v", c.Reqs)
+	}
+	return b.String()
+}
+
+// rankLog is what a rank's log holds.
+type rankLog struct {
+	rank   int
+	header tracefmt.Header
+	calls  []call           // every MPI call, in order
+	clocks []tracefmt.Event // ClockSync events
+	end    *tracefmt.End
+	diags  *tracefmt.Diagnostics
+}
+
+// readTrace reads every rank of a trace directory.
+func readTrace(t *testing.T, dir string) (*tracefmt.Trace, []*rankLog) {
+	t.Helper()
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatalf("opening %s: %v", dir, err)
+	}
+	var logs []*rankLog
+	for _, f := range tr.Files {
+		r, err := tr.OpenRank(f.Rank)
+		if err != nil {
+			t.Fatalf("rank %d: %v", f.Rank, err)
+		}
+		l := &rankLog{rank: f.Rank, header: *r.Header()}
+		for r.Next() {
+			ev := r.Event()
+			if ev.Kind == spec.ClockSync {
+				l.clocks = append(l.clocks, ev.Clone())
+				continue
+			}
+			name, ok := r.Strings().Lookup(ev.Fn())
+			if !ok {
+				t.Fatalf("rank %d: event %s has fn id %d without a name", f.Rank, ev.Name(), ev.Fn())
+			}
+			l.calls = append(l.calls, call{fn: name, Event: ev.Clone()})
+		}
+		if err := r.Err(); err != nil {
+			t.Fatalf("rank %d: reading: %v", f.Rank, err)
+		}
+		l.end = r.End()
+		d := *r.Diagnostics()
+		l.diags = &d
+		r.Close()
+		logs = append(logs, l)
+	}
+	return tr, logs
+}
+
+// diagCodes lists a diagnostics table's codes, sorted, with duplicates.
+func diagCodes(d *tracefmt.Diagnostics) []string {
+	var codes []string
+	for _, x := range d.All() {
+		codes = append(codes, x.Code)
+	}
+	sort.Strings(codes)
+	return codes
+}
+
+// sortedLines sorts a program's output lines: ranks print in any order.
+func sortedLines(s string) []string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	sort.Strings(lines)
+	return lines
+}
