@@ -9,6 +9,7 @@
 // bytes to the send (Send, Isend, ...), a receive's bytes to the call that
 // returned its status (Recv, or the Wait/Test that completed an Irecv), a
 // collective's bytes sent and received by the rank to the collective.
+// Sends to MPI_PROC_NULL move nothing and count no bytes.
 package stats
 
 import (
@@ -151,11 +152,15 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 		}
 		switch ev.Kind {
 		case spec.Send:
-			f.Sent += ev.Bytes()
+			if ev.Peer() != spec.ProcNull { // a send to MPI_PROC_NULL moves nothing
+				f.Sent += ev.Bytes()
+			}
 		case spec.Recv:
 			f.Received += ev.SBytes()
 		case spec.Sendrecv:
-			f.Sent += ev.Bytes()
+			if ev.Peer() != spec.ProcNull {
+				f.Sent += ev.Bytes()
+			}
 			f.Received += ev.SBytes()
 		case spec.Complete:
 			for _, c := range ev.Completions {

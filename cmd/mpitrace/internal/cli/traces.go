@@ -31,14 +31,7 @@ func openTrace(dir string) (*tracefmt.Trace, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory: name the trace directory that holds the rank-*.mpit files", dir)
 	}
-	t, err := tracefmt.OpenDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	if len(t.Files) == 0 {
-		return nil, fmt.Errorf("%s holds no rank logs (rank-*.mpit): is it a trace directory?", dir)
-	}
-	return t, nil
+	return tracefmt.OpenDir(dir)
 }
 
 // reportDiagnostics prints the trace's diagnostics on stderr, one line each,

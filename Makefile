@@ -1,0 +1,57 @@
+# mpitrace — `make demo` and `make test` work on a fresh Debian machine.
+#
+#   make deps    install what is missing (Debian packages, Go modules)
+#   make build   bin/mpitrace
+#   make demo    record the bundled stencil example on 4 ranks and analyse it
+#   make test    everything CI checks (.ci/run calls it)
+#   make bench   the performance figures of docs/performance.md
+
+GO ?= go
+NP ?= 4
+DEB_PACKAGES := openmpi-bin libopenmpi-dev mpich libmpich-dev libzstd-dev graphviz gfortran cmake
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# Open MPI refuses to run as root unless told; CI machines run as root.
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+
+.PHONY: all deps build demo test lint bench clean
+
+all: build
+
+deps:
+	@command -v $(GO) >/dev/null || { echo "make: Go is not installed: install Go 1.26 from https://go.dev/dl and put it on PATH"; exit 1; }
+	@missing=""; for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "make: installing Debian packages:$$missing"; \
+		$(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	fi
+	@$(GO) mod download
+
+build: deps
+	$(GO) build -o bin/mpitrace ./cmd/mpitrace
+
+demo: build
+	@mkdir -p demo
+	mpicc.openmpi -O2 -o demo/stencil fixtures/programs/stencil.c -lm
+	bin/mpitrace record --force --out demo/traces -- mpirun.openmpi --oversubscribe -np $(NP) demo/stencil 200 20000
+	bin/mpitrace stats demo/traces --top 8
+
+lint: deps
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+test: lint
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race ./tracefmt/... ./analysis/... ./cmd/mpitrace/internal/...
+
+bench: build
+	$(GO) run ./bench/overhead -n 5000000 -rounds 7
+	$(GO) run ./bench/tracesize
+	$(GO) test -run '^$$' -bench BenchmarkReader -benchtime 3x ./tracefmt
+
+clean:
+	rm -rf bin demo
