@@ -68,9 +68,13 @@ typedef struct mpit_comm {
 
 extern MPIT_HIDDEN MPIT_TLS mpit_tb *mpit_self;
 extern MPIT_HIDDEN volatile int mpit_on;          /* recording enabled */
-/* Per function: 0 not recorded, 1 recorded, 2 recorded but its name is
- * not yet queued for the log's string table. */
-extern MPIT_HIDDEN unsigned char *mpit_fn_on;
+/* Per function: its id in this rank's log (the string id of its name), 0
+ * when the function is not recorded, MPIT_FN_UNNAMED when it is recorded but
+ * has not been called yet. Ids are given in the order of first use, so the
+ * functions a program calls most often get one-byte ids. */
+#define MPIT_FN_UNNAMED 0xffff
+extern MPIT_HIDDEN uint16_t *mpit_fn_id;
+#define MPIT_LOGID(fn) ((uint64_t)mpit_fn_id[fn])
 extern MPIT_HIDDEN mpit_comm mpit_comm_world, mpit_comm_self;
 
 MPIT_HIDDEN mpit_tb *mpit_tb_create(void);
@@ -95,9 +99,9 @@ static inline mpit_tb *mpit_begin(int fn) {
         if (tb == NULL) return NULL;
     }
     if (tb->depth || !mpit_on) return NULL;
-    unsigned char on = mpit_fn_on[fn];
-    if (MPIT_UNLIKELY(on != 1)) {
-        if (!on) return NULL;
+    uint16_t id = mpit_fn_id[fn];
+    if (MPIT_UNLIKELY(id == 0 || id == MPIT_FN_UNNAMED)) {
+        if (!id) return NULL;
         mpit_announce(fn);
     }
     tb->depth = 1;
@@ -129,7 +133,7 @@ static inline void mpit_abandon(mpit_tb *tb) { tb->depth = 0; }
 /* The generic event: a call without arguments. */
 static inline void mpit_call(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1) {
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_CALL);
-    p = mpit_put_call(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0);
+    p = mpit_put_call(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0);
     mpit_commit(tb, p, t1);
 }
 

@@ -27,8 +27,8 @@ extern const int mpit_fn_count;
 
 MPIT_HIDDEN MPIT_TLS mpit_tb *mpit_self;
 MPIT_HIDDEN volatile int mpit_on;
-static unsigned char mpit_fn_none[1];
-MPIT_HIDDEN unsigned char *mpit_fn_on = mpit_fn_none;
+static uint16_t mpit_fn_none[1];
+MPIT_HIDDEN uint16_t *mpit_fn_id = mpit_fn_none;
 MPIT_HIDDEN mpit_comm mpit_comm_world, mpit_comm_self;
 
 /* ------------------------------------------------------------------ */
@@ -271,12 +271,20 @@ static int *pending_names;  /* function ids waiting for a strings block */
 static int npending;
 static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
 
+static uint16_t next_logid;
+
+/* name_fn gives fn its log id and queues its name; callers hold names_mu
+ * (or are the signal handler). */
+static void name_fn(int fn) {
+    if (mpit_fn_id[fn] == MPIT_FN_UNNAMED && pending_names) {
+        pending_names[npending++] = fn;
+        mpit_fn_id[fn] = ++next_logid;
+    }
+}
+
 MPIT_HIDDEN void mpit_announce(int fn) {
     pthread_mutex_lock(&names_mu);
-    if (mpit_fn_on[fn] == 2 && pending_names) {
-        pending_names[npending++] = fn;
-        mpit_fn_on[fn] = 1;
-    }
+    name_fn(fn);
     pthread_mutex_unlock(&names_mu);
 }
 
@@ -291,7 +299,7 @@ static void write_names(int locked) {
             bb_start(&s);
             bb_u(&s, (uint64_t)npending);
             for (int i = 0; i < npending; i++) {
-                bb_u(&s, (uint64_t)pending_names[i]);
+                bb_u(&s, MPIT_LOGID(pending_names[i]));
                 bb_str(&s, mpit_fn_names[pending_names[i]]);
             }
             write_plain(&s, MPIT_BLOCK_STRINGS);
@@ -303,7 +311,7 @@ static void write_names(int locked) {
                 size_t n = strlen(name);
                 if (n > 256) n = 256;
                 p = mpit_put_u(p, 1);
-                p = mpit_put_u(p, (uint64_t)pending_names[i]);
+                p = mpit_put_u(p, MPIT_LOGID(pending_names[i]));
                 p = mpit_put_u(p, n);
                 memcpy(p, name, n);
                 p += n;
@@ -540,12 +548,9 @@ static void mpit_final_flush(int reason, int sig) {
         for (mpit_tb *tb = G.threads; tb; tb = tb->next) {
             int fn = tb->cur_fn;
             if (tb->depth && fn > 0 && fn <= mpit_fn_count && tb->len + MPIT_MAXSIZE_CALL <= tb->cap) {
-                if (mpit_fn_on[fn] == 2 && pending_names) { /* name not queued yet */
-                    pending_names[npending++] = fn;
-                    mpit_fn_on[fn] = 1;
-                }
+                name_fn(fn);
                 uint8_t *p = tb->buf + MPIT_BLOCK_PREFIX + tb->len;
-                p = mpit_put_call(p, (uint64_t)fn, MPIT_GAP(tb, tb->cur_t0), now - tb->cur_t0);
+                p = mpit_put_call(p, MPIT_LOGID(fn), MPIT_GAP(tb, tb->cur_t0), now - tb->cur_t0);
                 tb->last_end = now;
                 tb->len = (size_t)(p - (tb->buf + MPIT_BLOCK_PREFIX));
                 tb->count++;
@@ -803,7 +808,7 @@ static void put_commnew(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, const mpi
     int n = c ? c->size : 0, r = c ? c->rsize : 0;
     uint8_t *p = reserve_list(tb, MPIT_MAXSIZE_COMMNEW + 10 + 10 * (size_t)(n + r));
     if (!p) return;
-    p = mpit_put_commnew(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0, parent ? parent->idx : 0,
+    p = mpit_put_commnew(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, parent ? parent->idx : 0,
                          c ? c->idx : MPIT_COMM_NULL, c ? c->gid : 0, (uint64_t)r);
     p = mpit_put_u(p, (uint64_t)(n + r));
     int64_t prev = 0;
@@ -929,7 +934,7 @@ MPIT_HIDDEN mpit_comm *mpit_comm_forget(MPI_Comm handle) {
 
 MPIT_HIDDEN void mpit_rec_commfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, mpit_comm *c) {
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_COMMFREE);
-    p = mpit_put_commfree(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0, c ? c->idx : 0);
+    p = mpit_put_commfree(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, c ? c->idx : 0);
     mpit_commit(tb, p, t1);
 }
 
@@ -1064,7 +1069,7 @@ MPIT_HIDDEN void mpit_rec_send(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, in
     uint64_t bytes = mpit_bytes(count, type);
     uint64_t id = req ? mpit_req_new(*req, MPIT_REQ_SEND, persistent, c) : 0;
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_SEND);
-    p = mpit_put_send(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, dest), tag, c ? c->idx : 0,
+    p = mpit_put_send(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, dest), tag, c ? c->idx : 0,
                       bytes, id);
     mpit_commit(tb, p, t1);
 }
@@ -1073,7 +1078,7 @@ MPIT_HIDDEN void mpit_rec_recv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, in
                                MPI_Datatype type, int source, int tag, MPI_Comm comm, const MPI_Status *st) {
     mpit_comm *c = mpit_comm_of(comm);
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_RECV);
-    p = mpit_put_recv(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, source), tag_of(tag),
+    p = mpit_put_recv(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, source), tag_of(tag),
                       c ? c->idx : 0, mpit_bytes(count, type), status_source(c, st), status_tag(st),
                       status_bytes(st));
     mpit_commit(tb, p, t1);
@@ -1085,7 +1090,7 @@ MPIT_HIDDEN void mpit_rec_irecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
     mpit_comm *c = mpit_comm_of(comm);
     uint64_t id = req ? mpit_req_new(*req, MPIT_REQ_RECV, persistent, c) : 0;
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_IRECV);
-    p = mpit_put_irecv(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, source), tag_of(tag),
+    p = mpit_put_irecv(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, source), tag_of(tag),
                        c ? c->idx : 0, mpit_bytes(count, type), id);
     mpit_commit(tb, p, t1);
 }
@@ -1095,7 +1100,7 @@ MPIT_HIDDEN void mpit_rec_sendrecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1
                                    int source, int rtag, MPI_Comm comm, const MPI_Status *st) {
     mpit_comm *c = mpit_comm_of(comm);
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_SENDRECV);
-    p = mpit_put_sendrecv(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, dest), stag,
+    p = mpit_put_sendrecv(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, dest), stag,
                           mpit_bytes(scount, stype), mpit_peer(c, source), tag_of(rtag),
                           mpit_bytes(rcount, rtype), c ? c->idx : 0, status_source(c, st), status_tag(st),
                           status_bytes(st));
@@ -1112,7 +1117,7 @@ MPIT_HIDDEN void mpit_rec_probe(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
         pthread_mutex_unlock(&msgs.mu);
     }
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_PROBE);
-    p = mpit_put_probe(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, source), tag_of(tag),
+    p = mpit_put_probe(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, source), tag_of(tag),
                        c ? c->idx : 0, (uint64_t)(flag != 0), flag ? status_source(c, st) : 0,
                        flag ? status_tag(st) : 0, flag ? status_bytes(st) : 0);
     mpit_commit(tb, p, t1);
@@ -1139,11 +1144,11 @@ MPIT_HIDDEN void mpit_rec_mrecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
          * completion; the request is a receive on the message's comm. */
         uint64_t id = mpit_req_new(*req, MPIT_REQ_RECV, 0, c);
         p = mpit_reserve(tb, MPIT_MAXSIZE_IRECV);
-        p = mpit_put_irecv(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0, src, MPIT_ANY_TAG, c ? c->idx : 0,
+        p = mpit_put_irecv(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, src, MPIT_ANY_TAG, c ? c->idx : 0,
                            mpit_bytes(count, type), id);
     } else {
         p = mpit_reserve(tb, MPIT_MAXSIZE_RECV);
-        p = mpit_put_recv(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0, st ? status_source(c, st) : src,
+        p = mpit_put_recv(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, st ? status_source(c, st) : src,
                           st ? status_tag(st) : MPIT_ANY_TAG, c ? c->idx : 0, mpit_bytes(count, type),
                           st ? status_source(c, st) : src, st ? status_tag(st) : MPIT_ANY_TAG,
                           st ? status_bytes(st) : 0);
@@ -1155,7 +1160,7 @@ MPIT_HIDDEN void mpit_rec_start(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
     if (n < 0) n = 0;
     uint8_t *p = reserve_list(tb, MPIT_MAXSIZE_START + 10 + 10 * (size_t)n);
     if (!p) return;
-    p = mpit_put_start(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0);
+    p = mpit_put_start(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0);
     p = mpit_put_u(p, (uint64_t)n);
     for (int i = 0; i < n; i++) p = mpit_put_u(p, req_lookup(rq[i], 0));
     mpit_commit(tb, p, t1);
@@ -1164,7 +1169,7 @@ MPIT_HIDDEN void mpit_rec_start(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
 MPIT_HIDDEN void mpit_rec_reqfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, MPI_Request req) {
     uint64_t id = req_lookup(req, 1);
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_REQFREE);
-    p = mpit_put_reqfree(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0, id);
+    p = mpit_put_reqfree(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, id);
     mpit_commit(tb, p, t1);
 }
 
@@ -1174,7 +1179,7 @@ MPIT_HIDDEN void mpit_rec_complete(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1
     if (nidx < 0) nidx = 0;
     uint8_t *p = reserve_list(tb, MPIT_MAXSIZE_COMPLETE + 10 + 50 * (size_t)nidx);
     if (!p) return;
-    p = mpit_put_complete(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0, (uint64_t)(flag != 0));
+    p = mpit_put_complete(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, (uint64_t)(flag != 0));
     p = mpit_put_u(p, (uint64_t)nidx);
     for (int k = 0; k < nidx; k++) {
         int i = idx[k];
@@ -1212,7 +1217,7 @@ MPIT_HIDDEN void mpit_rec_coll(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, MP
     uint64_t id = req ? mpit_req_new(*req, MPIT_REQ_COLL, 0, c) : 0;
     int64_t r = root == MPIT_NO_ROOT ? MPIT_ROOT_NONE : mpit_root(c, root);
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_COLL);
-    p = mpit_put_coll(p, (uint64_t)fn, MPIT_GAP(tb, t0), t1 - t0, c ? c->idx : 0, r, sbytes, rbytes, id);
+    p = mpit_put_coll(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, c ? c->idx : 0, r, sbytes, rbytes, id);
     mpit_commit(tb, p, t1);
 }
 
@@ -1470,19 +1475,17 @@ __attribute__((constructor)) static void mpit_load(void) {
     G.clocksync = (int)env_long("MPITRACE_CLOCKSYNC", 10, 0, 1000);
     G.next_comm = MPIT_COMM_SELF + 1;
     const char *inc = getenv("MPITRACE_INCLUDE"), *exc = getenv("MPITRACE_EXCLUDE");
-    unsigned char *on = calloc((size_t)mpit_fn_count + 1, 1);
+    uint16_t *on = calloc((size_t)mpit_fn_count + 1, sizeof *on);
     if (!on) return;
     for (int i = 1; i <= mpit_fn_count; i++) {
         const char *n = mpit_fn_names[i];
-        on[i] = (!inc || !*inc || listed(inc, n)) && !(exc && listed(exc, n)) ? 2 : 0;
-    }
-    /* MPI_Init and MPI_Finalize anchor the task graph: always recorded. */
-    for (int i = 1; i <= mpit_fn_count; i++) {
-        const char *n = mpit_fn_names[i];
-        if (!strcmp(n, "MPI_Init") || !strcmp(n, "MPI_Init_thread") || !strcmp(n, "MPI_Finalize")) on[i] = 2;
+        int rec = (!inc || !*inc || listed(inc, n)) && !(exc && listed(exc, n));
+        /* MPI_Init and MPI_Finalize anchor the task graph: always recorded. */
+        rec |= !strcmp(n, "MPI_Init") || !strcmp(n, "MPI_Init_thread") || !strcmp(n, "MPI_Finalize");
+        on[i] = rec ? MPIT_FN_UNNAMED : 0;
     }
     pending_names = calloc((size_t)mpit_fn_count + 1, sizeof(int));
-    mpit_fn_on = on;
+    mpit_fn_id = on;
     snprintf(G.options, sizeof G.options, "buffer=%zu zstd_level=%d clocksync=%d include=%s exclude=%s", G.bufsize,
              G.zlevel, G.clocksync, inc ? inc : "", exc ? exc : "");
     v = getenv("MPITRACE_ENABLE");
