@@ -88,6 +88,13 @@ func run(mpicc, mpirun string, n, rounds int) error {
 				dir := filepath.Join(work, fmt.Sprintf("traces-%s-%d", mode, r))
 				return append(env("LD_PRELOAD", lib.Path), env("MPITRACE_DIR", dir)...)
 			}},
+			// The same without compression: the difference is what
+			// compressing inline costs the application per call.
+			variant{"recorder, no compression", mode, func(r int) []string {
+				dir := filepath.Join(work, fmt.Sprintf("traces-raw-%s-%d", mode, r))
+				args := append(env("LD_PRELOAD", lib.Path), env("MPITRACE_DIR", dir)...)
+				return append(args, env("MPITRACE_COMPRESS", "0")...)
+			}},
 		)
 	}
 	variants = append(variants, variant{"floor", "floor", func(int) []string { return nil }})
@@ -126,8 +133,11 @@ func run(mpicc, mpirun string, n, rounds int) error {
 		base := median(times[mode+"/no library"])
 		pt := median(times[mode+"/pass-through PMPI"])
 		rec := median(times[mode+"/mpitrace recorder"])
+		raw := median(times[mode+"/recorder, no compression"])
 		fmt.Printf("%-10s no library %.1f | pass-through %.1f (+%.1f) | recorder %.1f (+%.1f = %.2f× floor)\n",
 			mode, base, pt, pt-base, rec, rec-base, (rec-base)/floor)
+		fmt.Printf("%-10s recorder without compression %.1f (+%.1f): inline zstd costs %.1f ns per call\n",
+			mode, raw, raw-base, rec-raw)
 		size := int64(0)
 		for r := 0; r < rounds; r++ {
 			size += dirBytes(filepath.Join(work, fmt.Sprintf("traces-%s-%d", mode, r)))

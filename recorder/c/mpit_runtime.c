@@ -44,6 +44,7 @@ static struct {
     char state_dir[4000];  /* where the warn-once marker goes (set by `record`) */
     size_t bufsize;        /* events bytes per block */
     int zlevel;
+    int compress;          /* 0: events blocks are stored uncompressed */
     int clocksync;         /* rounds per rank; 0 disables */
     int failed;            /* writing failed: recording stopped */
     int finalized;         /* MPI_Finalize has returned */
@@ -333,7 +334,8 @@ MPIT_HIDDEN void mpit_flush_thread(mpit_tb *tb) {
     tb->flushing = 1;
     size_t plen;
     uint8_t *payload = block_payload(tb, len, count, &plen);
-    size_t z = ZSTD_compressCCtx(tb->zctx, tb->zbuf + MPIT_BLOCK_HEADER_SIZE, tb->zcap, payload, plen, G.zlevel);
+    size_t z = G.compress ? ZSTD_compressCCtx(tb->zctx, tb->zbuf + MPIT_BLOCK_HEADER_SIZE, tb->zcap, payload, plen, G.zlevel)
+                          : plen; /* stored as is */
     pthread_mutex_lock(&G.io);
     write_names(1);
     if (!ZSTD_isError(z) && z < plen) {
@@ -1472,6 +1474,7 @@ __attribute__((constructor)) static void mpit_load(void) {
     if (v) snprintf(G.run_id, sizeof G.run_id, "%s", v);
     G.bufsize = (size_t)env_long("MPITRACE_BUFFER", 256 * 1024, 4096, 16 * 1024 * 1024);
     G.zlevel = (int)env_long("MPITRACE_ZSTD_LEVEL", 1, -5, 19);
+    G.compress = (int)env_long("MPITRACE_COMPRESS", 1, 0, 1);
     G.clocksync = (int)env_long("MPITRACE_CLOCKSYNC", 10, 0, 1000);
     G.next_comm = MPIT_COMM_SELF + 1;
     const char *inc = getenv("MPITRACE_INCLUDE"), *exc = getenv("MPITRACE_EXCLUDE");
@@ -1486,8 +1489,8 @@ __attribute__((constructor)) static void mpit_load(void) {
     }
     pending_names = calloc((size_t)mpit_fn_count + 1, sizeof(int));
     mpit_fn_id = on;
-    snprintf(G.options, sizeof G.options, "buffer=%zu zstd_level=%d clocksync=%d include=%s exclude=%s", G.bufsize,
-             G.zlevel, G.clocksync, inc ? inc : "", exc ? exc : "");
+    snprintf(G.options, sizeof G.options, "buffer=%zu compress=%d zstd_level=%d clocksync=%d include=%s exclude=%s",
+             G.bufsize, G.compress, G.zlevel, G.clocksync, inc ? inc : "", exc ? exc : "");
     v = getenv("MPITRACE_ENABLE");
     int enable = !(v && (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off") || !strcmp(v, "false")));
     if (enable) atexit(at_exit);
