@@ -65,10 +65,9 @@ func TestFaultAbort(t *testing.T) {
 			wantEnd(t, logs[1], spec.EndSignal, uint64(syscall.SIGABRT))
 			wantBarriers(t, logs[1], 10)
 			if m.name == "openmpi" {
-				// Open MPI stops the other ranks with SIGTERM: they flush.
+				// Open MPI stops the other ranks: they flush.
 				for _, l := range []*rankLog{logs[0], logs[2]} {
-					wantEnd(t, l, spec.EndSignal, uint64(syscall.SIGTERM))
-					wantBarriers(t, l, 10)
+					wantStoppedByOpenMPI(t, l, 10)
 				}
 			}
 			// MPICH's Hydra stops them with SIGKILL: what they had not
@@ -165,9 +164,27 @@ func TestFaultSIGTERM(t *testing.T) {
 	}
 	_, logs := readTrace(t, out)
 	for _, l := range logs {
-		wantEnd(t, l, spec.EndSignal, uint64(syscall.SIGTERM))
-		wantBarriers(t, l, 10)
+		wantStoppedByOpenMPI(t, l, 10)
 	}
+}
+
+// wantStoppedByOpenMPI checks a rank that Open MPI's launcher stopped. It
+// sends SIGCONT, SIGTERM a second later, and SIGKILL a few milliseconds after
+// that. The recorder writes its buffer on SIGCONT and again, with an end
+// record, on SIGTERM; on a loaded machine a rank may be killed before its
+// SIGTERM handler runs, and then only the end record is missing. Every event
+// must be there.
+func wantStoppedByOpenMPI(t *testing.T, l *rankLog, barriers int) {
+	t.Helper()
+	wantBarriers(t, l, barriers)
+	if l.end == nil {
+		if !slices.Equal(diagCodes(l.diags), []string{tracefmt.CodeMissingEnd}) {
+			t.Errorf("rank %d: no end record, diagnostics %v", l.rank, diagCodes(l.diags))
+		}
+		t.Logf("rank %d was killed before its SIGTERM handler ran; its events were written on SIGCONT", l.rank)
+		return
+	}
+	wantEnd(t, l, spec.EndSignal, uint64(syscall.SIGTERM))
 }
 
 // TestFaultSIGKILL: a rank killed with SIGKILL loses at most its unflushed

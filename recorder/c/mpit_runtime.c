@@ -615,7 +615,38 @@ static void on_signal(int sig, siginfo_t *info, void *uctx) {
     raise(sig);
 }
 
+/* SIGCONT: when Open MPI stops a job it sends SIGCONT, then SIGTERM a second
+ * later and SIGKILL a few milliseconds after that: too little time for a
+ * rank on a loaded node to be scheduled and flush. So SIGCONT writes the
+ * receiving thread's buffer when that thread is outside any MPI call (its
+ * buffer is then idle), and recording goes on; the SIGTERM that may follow
+ * has little left to write. A handler the program installed still runs. */
+static struct sigaction old_cont;
+
+static void on_cont(int sig, siginfo_t *info, void *uctx) {
+    int saved = errno;
+    mpit_tb *tb = mpit_self;
+    if (tb && !tb->depth && !tb->flushing && tb->count && !G.signalled && G.fd >= 0 && getpid() == G.pid &&
+        pthread_mutex_trylock(&G.io) == 0) {
+        write_names(0);
+        flush_raw(tb);
+        G.ended = 0;
+        pthread_mutex_unlock(&G.io);
+    }
+    errno = saved;
+    if ((old_cont.sa_flags & SA_SIGINFO) && old_cont.sa_sigaction)
+        old_cont.sa_sigaction(sig, info, uctx);
+    else if (!(old_cont.sa_flags & SA_SIGINFO) && old_cont.sa_handler != SIG_DFL && old_cont.sa_handler != SIG_IGN)
+        old_cont.sa_handler(sig);
+}
+
 static void install_signals(void) {
+    struct sigaction sc;
+    memset(&sc, 0, sizeof sc);
+    sc.sa_sigaction = on_cont;
+    sc.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sc.sa_mask);
+    sigaction(SIGCONT, &sc, &old_cont);
     for (int i = 0; i < NSIG_FATAL; i++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
