@@ -422,3 +422,75 @@ func TestRecordUsage(t *testing.T) {
 		t.Errorf("a failed launch wrote a manifest")
 	}
 }
+
+// TestRecordThreads: four threads per rank call MPI_Sendrecv at once under
+// MPI_THREAD_MULTIPLE; every call is recorded once, on the thread that made
+// it, with its own arguments, and the rank's events come back merged by
+// start time. Small blocks make the threads' blocks interleave in the file.
+func TestRecordThreads(t *testing.T) {
+	const threads, iters = 4, 200
+	for _, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			m.require(t)
+			bin := m.compile(t, "threads")
+			out := filepath.Join(t.TempDir(), "traces")
+			r := record(t, out, []string{"--buffer", "4k"}, m.launch(2, bin, fmt.Sprint(threads), fmt.Sprint(iters))...)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			_, logs := readTrace(t, out)
+			for _, l := range logs {
+				if n := l.diags.Len(); n != 0 {
+					t.Fatalf("rank %d: diagnostics %v", l.rank, diagCodes(l.diags))
+				}
+				var dups []uint64 // communicator index of thread t's duplicate
+				perThread := map[int]int{}
+				tagOfThread := map[int]int64{}
+				lastEnd := map[int]int64{}
+				var prevStart int64
+				for _, c := range l.calls {
+					if c.Start < prevStart {
+						t.Fatalf("rank %d: events not merged by start time", l.rank)
+					}
+					prevStart = c.Start
+					if c.Start < lastEnd[c.Thread] {
+						t.Fatalf("rank %d thread %d: %s starts before the thread's previous call ends", l.rank, c.Thread, c.fn)
+					}
+					lastEnd[c.Thread] = c.End
+					switch c.fn {
+					case "MPI_Comm_dup":
+						if c.Thread != 0 {
+							t.Fatalf("rank %d: MPI_Comm_dup on thread %d, the program calls it on the main thread", l.rank, c.Thread)
+						}
+						dups = append(dups, c.Comm())
+					case "MPI_Sendrecv":
+						if c.Thread == 0 {
+							t.Fatalf("rank %d: MPI_Sendrecv recorded on the main thread", l.rank)
+						}
+						tag := c.Tag()
+						if tag < 0 || tag >= threads || c.Comm() != dups[tag] {
+							t.Fatalf("rank %d: Sendrecv tag %d on comm %d; thread t uses tag t on duplicate t (%v)", l.rank, tag, c.Comm(), dups)
+						}
+						if prev, ok := tagOfThread[c.Thread]; ok && prev != tag {
+							t.Fatalf("rank %d: recorder thread %d made calls of program threads %d and %d", l.rank, c.Thread, prev, tag)
+						}
+						tagOfThread[c.Thread] = tag
+						peer := int64(l.rank ^ 1)
+						if c.Peer() != peer || c.RPeer() != peer || c.Bytes() != 4 || c.Src() != peer || c.STag() != tag || c.SBytes() != 4 {
+							t.Fatalf("rank %d: %s", l.rank, c.String())
+						}
+						perThread[c.Thread]++
+					}
+				}
+				if len(perThread) != threads {
+					t.Fatalf("rank %d: Sendrecv on %d recorder threads, want %d", l.rank, len(perThread), threads)
+				}
+				for th, n := range perThread {
+					if n != iters {
+						t.Errorf("rank %d thread %d: %d Sendrecv, want %d", l.rank, th, n, iters)
+					}
+				}
+			}
+		})
+	}
+}
