@@ -380,25 +380,16 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// parseSize reads 4096, 256k, 1M.
-func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	t := strings.ToLower(strings.TrimSpace(s))
-	switch {
-	case strings.HasSuffix(t, "k"):
-		mult, t = 1024, strings.TrimSuffix(t, "k")
-	case strings.HasSuffix(t, "m"):
-		mult, t = 1<<20, strings.TrimSuffix(t, "m")
+// parseSize reads a --buffer size: 4096, 256k, 1M, from 4k to 16M.
+func parseSize(v string) (int64, error) {
+	n, err := parseBytes(v)
+	if err != nil {
+		return 0, err
 	}
-	v, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("expected a size such as 262144, 256k or 1M")
-	}
-	v *= mult
-	if v < 4096 || v > 16<<20 {
+	if n < 4096 || n > 16<<20 {
 		return 0, fmt.Errorf("must be between 4k and 16M")
 	}
-	return v, nil
+	return n, nil
 }
 
 // isRankFile reports whether name is a rank log's file name.

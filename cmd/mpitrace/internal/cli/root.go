@@ -106,6 +106,7 @@ default to traces/.`,
 		newRecorderCmd(s),
 		newDumpCmd(s, nil),
 		newStatsCmd(s, nil),
+		newCalibrateCmd(s, nil),
 	)
 	return root
 }
