@@ -1,0 +1,182 @@
+// Package critpath finds the critical path of an MPI task graph: the
+// longest weighted path from MPI_Init to MPI_Finalize, where computation
+// edges weigh their measured time, message edges the latency model's
+// one-way latency at the message's size, and collective vertices the
+// model's time for the collective at (bytes per process, members). It
+// writes the path in the critPath.out format and summarises it.
+//
+// The path never depends on clock agreement between ranks: computation
+// edges are measured on one rank's clock, and everything that crosses
+// ranks is weighted by the model.
+package critpath
+
+import (
+	"errors"
+
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+)
+
+// Model weighs messages and collectives in nanoseconds.
+// *latency.Model (analysis/latency) satisfies it.
+type Model interface {
+	// P2P is the one-way latency of a point-to-point message of the
+	// given size.
+	P2P(bytes int64) float64
+	// CollectiveOrFallback is the time of the named collective (as MPI
+	// spells it) with bytes per process on procs processes, and the name
+	// of the fit used.
+	CollectiveOrFallback(name string, bytes int64, procs int) (ns float64, used string)
+}
+
+// Vertex is a node on the path.
+type Vertex struct {
+	ID   taskgraph.NodeID
+	Kind taskgraph.NodeKind
+	Name string // MPI function name
+	Rank int    // -1 for MPI_Init, MPI_Finalize and collectives
+	// Weight is the vertex's share of the path in ns: the model time of a
+	// collective, 0 for any other vertex.
+	Weight float64
+	// Model is, for a collective, the fit the model used (its own name,
+	// the one it falls back to, or "p2p").
+	Model string
+	// Bytes and Procs are a collective's model inputs.
+	Bytes int64
+	Procs int
+}
+
+// Hop is an edge on the path.
+type Hop struct {
+	Kind     taskgraph.EdgeKind
+	From, To taskgraph.NodeID
+	Rank     int // see taskgraph.Edge.Rank
+	// Weight is the edge's share of the path in ns: the measured time of
+	// a computation edge, the model latency of a message.
+	Weight float64
+	// Measured is a computation edge's measured time in ns.
+	Measured int64
+	// Bytes is a message's size.
+	Bytes int64
+}
+
+// Path is a critical path: Vertices[0] is MPI_Init, the last MPI_Finalize,
+// and Hops[i] leads from Vertices[i] to Vertices[i+1].
+type Path struct {
+	Vertices []Vertex
+	Hops     []Hop
+	// Length is the path's weight in ns: its hops' and vertices' weights.
+	Length float64
+}
+
+// zeroModel weighs everything 0 (Compute with a nil model).
+type zeroModel struct{}
+
+func (zeroModel) P2P(int64) float64 { return 0 }
+func (zeroModel) CollectiveOrFallback(name string, _ int64, _ int) (float64, string) {
+	return 0, name
+}
+
+// weigher memoises model calls (a run uses few message sizes) and weighs
+// the graph for taskgraph.Graph.Longest.
+type weigher struct {
+	g   *taskgraph.Graph
+	m   Model
+	p2p [256]struct {
+		bytes int64
+		ns    float64
+		ok    bool
+	}
+	colls map[taskgraph.CollectiveInfo]collW
+}
+
+type collW struct {
+	ns   float64
+	used string
+}
+
+func finite(x float64) float64 {
+	if x != x || x < 0 || x > 1e300 {
+		return 0
+	}
+	return x
+}
+
+// Message implements taskgraph.Weights.
+func (w *weigher) Message(bytes int64) float64 {
+	c := &w.p2p[uint64(bytes)*0x9E3779B97F4A7C15>>56]
+	if !c.ok || c.bytes != bytes {
+		c.bytes, c.ns, c.ok = bytes, finite(w.m.P2P(bytes)), true
+	}
+	return c.ns
+}
+
+// Collective implements taskgraph.Weights.
+func (w *weigher) Collective(v taskgraph.NodeID) float64 { return w.coll(v).ns }
+
+func (w *weigher) edge(e *taskgraph.Edge) float64 {
+	if e.Kind != taskgraph.Message {
+		return float64(e.Weight)
+	}
+	return w.Message(e.Bytes)
+}
+
+func (w *weigher) coll(v taskgraph.NodeID) collW {
+	ci, ok := w.g.Collective(v)
+	if !ok {
+		return collW{}
+	}
+	if cw, ok := w.colls[ci]; ok {
+		return cw
+	}
+	ns, used := w.m.CollectiveOrFallback(ci.Name, ci.Bytes, ci.Procs)
+	cw := collW{ns: finite(ns), used: used}
+	w.colls[ci] = cw
+	return cw
+}
+
+// ErrEmpty is returned for a graph without operations.
+var ErrEmpty = errors.New("the task graph has no operations: no path from MPI_Init to MPI_Finalize")
+
+// Compute returns the longest weighted path from MPI_Init to MPI_Finalize
+// (a nil model weighs messages and collectives 0; negative or NaN model
+// times count as 0). It runs taskgraph.Graph.Longest: one visit of the
+// graph in topological order, in time linear in its size and about 8
+// bytes of memory per message, then a walk back from MPI_Finalize; among
+// equally long paths it prefers the chain edge to a message, the lowest
+// participant of a collective and the lowest rank into MPI_Finalize. A
+// cycle, which only inconsistent data makes, is a *taskgraph.CycleError
+// naming a node on it.
+func Compute(g *taskgraph.Graph, m Model) (*Path, error) {
+	if m == nil {
+		m = zeroModel{}
+	}
+	if g.NumOps() == 0 && g.NumCollectives() == 0 {
+		return nil, ErrEmpty
+	}
+	w := &weigher{g: g, m: m, colls: make(map[taskgraph.CollectiveInfo]collW)}
+	length, edges, err := g.Longest(w)
+	if err != nil {
+		return nil, err
+	}
+	p := &Path{Length: length, Vertices: make([]Vertex, 0, len(edges)+1), Hops: make([]Hop, 0, len(edges))}
+	p.Vertices = append(p.Vertices, vertex(g, w, taskgraph.Init))
+	for i := range edges {
+		e := &edges[i]
+		h := Hop{Kind: e.Kind, From: e.From, To: e.To, Rank: e.Rank, Weight: w.edge(e), Bytes: e.Bytes}
+		if e.Kind != taskgraph.Message {
+			h.Measured = e.Weight
+		}
+		p.Hops = append(p.Hops, h)
+		p.Vertices = append(p.Vertices, vertex(g, w, e.To))
+	}
+	return p, nil
+}
+
+func vertex(g *taskgraph.Graph, w *weigher, v taskgraph.NodeID) Vertex {
+	x := Vertex{ID: v, Kind: g.Kind(v), Name: g.Name(v), Rank: g.Rank(v)}
+	if ci, ok := g.Collective(v); ok {
+		cw := w.coll(v)
+		x.Weight, x.Model, x.Bytes, x.Procs = cw.ns, cw.used, ci.Bytes, ci.Procs
+	}
+	return x
+}

@@ -1,0 +1,249 @@
+package reconstruct
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
+)
+
+// Options configure a reconstruction. The zero value is the default.
+type Options struct {
+	// Workers bounds the goroutines that decode and match ranks
+	// (GOMAXPROCS when <= 0). The graph does not depend on it.
+	Workers int
+}
+
+func (o Options) workers() int {
+	if o.Workers > 0 {
+		return o.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// Build reconstructs the task graph of a trace directory, decoding its
+// ranks in parallel. The diagnostics are the trace's (directory and
+// reader) followed by the reconstruction's; the graph is built whatever
+// they say (see Check). The error is for I/O failures and for graphs too
+// large to represent.
+func Build(t *tracefmt.Trace, opts Options) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {
+	b := newBuild(t.Size, opts)
+	err := t.ForEachRank(opts.workers(), func(r *tracefmt.RankReader) error {
+		lossy := func() bool {
+			e := r.End()
+			d := r.Diagnostics()
+			return e == nil || e.Reason != spec.EndFinalize || d.Count(tracefmt.DataLoss) > 0 || d.Count(tracefmt.Error) > 0
+		}
+		return b.rank(r.Rank(), r, r.Name(), lossy)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.finish(t.Diagnostics())
+}
+
+// BuildFromRanks reconstructs the task graph of ranks held in memory (as
+// ParseText returns them); the world size is the largest header size (at
+// least the number of ranks). A rank whose End is nil or not a normal
+// finalize counts as truncated.
+func BuildFromRanks(ranks []*tracefmt.RankData, opts Options) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {
+	srcs := make([]tracefmt.Source, len(ranks))
+	for i, d := range ranks {
+		srcs[i] = d.Source()
+	}
+	return BuildFromSources(srcs, opts)
+}
+
+// BuildFromSources reconstructs the task graph of one Source per rank
+// (each rank at most once; ranks without a source have no operations and
+// count as lost). Sources are consumed concurrently.
+func BuildFromSources(srcs []tracefmt.Source, opts Options) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {
+	size := len(srcs)
+	seen := make(map[int]bool)
+	for _, s := range srcs {
+		h := s.Header()
+		size = max(size, h.Size)
+		if h.Rank < 0 {
+			return nil, nil, fmt.Errorf("a source has rank %d", h.Rank)
+		}
+		if seen[h.Rank] {
+			return nil, nil, fmt.Errorf("two sources for rank %d", h.Rank)
+		}
+		seen[h.Rank] = true
+	}
+	for r := range seen {
+		if r >= size {
+			return nil, nil, fmt.Errorf("rank %d in a world of size %d", r, size)
+		}
+	}
+	b := newBuild(size, opts)
+	errs := make([]error, len(srcs))
+	parallel(len(srcs), opts.workers(), func(i int) {
+		s := srcs[i]
+		lossy := func() bool { e := s.End(); return e == nil || e.Reason != spec.EndFinalize }
+		errs[i] = b.rank(s.Header().Rank, s, "", lossy)
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return b.finish(nil)
+}
+
+// parallel calls fn(0..n-1) on up to workers goroutines.
+func parallel(n, workers int, fn func(i int)) {
+	workers = max(1, min(workers, n))
+	if workers == 1 {
+		for i := 0; i < n; i++ {
+			fn(i)
+		}
+		return
+	}
+	var (
+		mu   sync.Mutex
+		next int
+		wg   sync.WaitGroup
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// build is one reconstruction.
+type build struct {
+	size  int
+	opts  Options
+	gb    *taskgraph.Builder
+	names *nameTable
+	res   []*rankResult // by rank; nil: no log
+	diags tracefmt.Diagnostics
+	world []int32
+}
+
+// rankResult is what a rank's pass leaves for the cross-rank phases.
+type rankResult struct {
+	p     *rankPass
+	lossy bool
+
+	sendOrder []uint32 // the rank's sends grouped by channel, in posting order
+	sendOff   []uint32 // sends of send channel c: sendOrder[sendOff[c]:sendOff[c+1]]
+	sendIdx   map[gchan]uint32
+	paired    []uint32 // per send channel: how many sends a receive matched
+	partNode  []taskgraph.NodeID
+
+	joinDiags tracefmt.Diagnostics
+	sendDiags tracefmt.Diagnostics
+}
+
+// gchan is a channel with a global communicator key.
+type gchan struct {
+	ck   commKey
+	peer int32
+	tag  int64
+}
+
+func newBuild(size int, opts Options) *build {
+	gb := taskgraph.NewBuilder(size)
+	return &build{size: size, opts: opts, gb: gb, names: &nameTable{gb: gb, m: make(map[string]nameInfo)},
+		res: make([]*rankResult, size)}
+}
+
+// rank runs one rank's pass.
+func (b *build) rank(rank int, src tracefmt.Source, file string, lossy func() bool) error {
+	if rank < 0 || rank >= b.size {
+		return fmt.Errorf("%s: rank %d outside the world of %d ranks", file, rank, b.size)
+	}
+	rb := b.gb.Rank(rank)
+	p := newRankPass(rank, b.size, file, rb, b.names, src.Strings())
+	for src.Next() {
+		p.Event(src.Event())
+	}
+	if err := src.Err(); err != nil {
+		return err
+	}
+	l := lossy()
+	p.Finish(l)
+	b.res[rank] = &rankResult{p: p, lossy: l}
+	return nil
+}
+
+func (b *build) isLossy(r int) bool {
+	return r < 0 || r >= b.size || b.res[r] == nil || b.res[r].lossy
+}
+
+func (b *build) finish(traceDiags *tracefmt.Diagnostics) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {
+	b.sharedNames()
+	parallel(b.size, b.opts.workers(), b.prepareSends)
+	members := b.members()
+	if err := b.gb.Layout(); err != nil {
+		return nil, nil, err
+	}
+	if err := b.collectives(members); err != nil {
+		return nil, nil, err
+	}
+	errs := make([]error, b.size)
+	parallel(b.size, b.opts.workers(), func(r int) { errs[r] = b.join(r) })
+	for _, err := range errs {
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	parallel(b.size, b.opts.workers(), b.unmatchedSends)
+	g, err := b.gb.Finish()
+	if err != nil {
+		return nil, nil, err
+	}
+	d := &tracefmt.Diagnostics{}
+	d.Merge(traceDiags)
+	for _, res := range b.res {
+		if res != nil {
+			d.Merge(&res.p.diags)
+		}
+	}
+	d.Merge(&b.diags)
+	for _, res := range b.res {
+		if res != nil {
+			d.Merge(&res.joinDiags)
+		}
+	}
+	for _, res := range b.res {
+		if res != nil {
+			d.Merge(&res.sendDiags)
+		}
+	}
+	b.res = nil
+	return g, d, nil
+}
+
+// sharedNames names the Init node MPI_Init_thread when every rank that
+// recorded its initialisation used it.
+func (b *build) sharedNames() {
+	some, all := false, true
+	for _, res := range b.res {
+		if res != nil && res.p.hasInit {
+			some = true
+			all = all && res.p.initTh
+		}
+	}
+	if some && all {
+		b.gb.SetSharedNames("MPI_Init_thread", "MPI_Finalize")
+	}
+}

@@ -1,0 +1,244 @@
+package reconstruct
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+	"github.com/mpitrace/mpitrace/tracefmt"
+)
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func commName(k commKey) string {
+	switch {
+	case k.gid == 1:
+		return "MPI_COMM_WORLD"
+	case k.self >= 0:
+		return "MPI_COMM_SELF"
+	}
+	return fmt.Sprintf("communicator %#x", k.gid)
+}
+
+// members returns the member list of every communicator some rank
+// defined: the lowest rank's description wins, a different one is an
+// error.
+func (b *build) members() map[commKey][]int32 {
+	b.world = make([]int32, b.size)
+	for i := range b.world {
+		b.world[i] = int32(i)
+	}
+	m := make(map[commKey][]int32)
+	owner := make(map[commKey]int)
+	reported := make(map[commKey]bool)
+	for r, res := range b.res {
+		if res == nil {
+			continue
+		}
+		// Deterministic order: the rank's keys in first-use order.
+		for _, k := range res.p.keys {
+			def, ok := res.p.commDefs[k]
+			if !ok {
+				continue
+			}
+			prev, seen := m[k]
+			if !seen {
+				m[k], owner[k] = def, r
+				continue
+			}
+			if !slices.Equal(prev, def) && !reported[k] {
+				reported[k] = true
+				addDiag(&b.diags, tracefmt.Error, CodeCommMembers, r, res.p.file,
+					"%s has members %s on rank %d but %s on rank %d; rank %d's list is used",
+					commName(k), rankList(def), r, rankList(prev), owner[k], owner[k])
+			}
+		}
+		res.p.commDefs = nil
+	}
+	return m
+}
+
+func (b *build) membersOf(m map[commKey][]int32, k commKey) ([]int32, bool) {
+	switch {
+	case k.gid == 1:
+		return b.world, true
+	case k.self >= 0:
+		return []int32{k.self}, true
+	}
+	l, ok := m[k]
+	return l, ok
+}
+
+func rankList(rs []int32) string {
+	var sb strings.Builder
+	for i, r := range rs {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		if i == 16 && len(rs) > 20 {
+			fmt.Fprintf(&sb, "...(%d ranks)", len(rs))
+			break
+		}
+		sb.WriteString(strconv.Itoa(int(r)))
+	}
+	return "[" + sb.String() + "]"
+}
+
+// collGroup is the collective calls on one communicator, per rank.
+type collGroup struct {
+	key   commKey
+	ranks []int32
+	lists [][]uint32 // indices into the rank's parts, program order
+}
+
+type instPart struct {
+	rank int32
+	part uint32
+}
+
+type instance struct {
+	key     commKey
+	members []int32
+	k       int
+	first   int // into the parts pool
+	n       int
+	minRank int32
+	ev      int64
+}
+
+// collectives matches the k-th collective call on a communicator on every
+// member and adds one node per instance, in order of the lowest
+// participating rank and that rank's program order.
+func (b *build) collectives(members map[commKey][]int32) error {
+	groups := make(map[commKey]*collGroup)
+	var order []*collGroup
+	for r, res := range b.res {
+		if res == nil {
+			continue
+		}
+		res.partNode = make([]taskgraph.NodeID, len(res.p.parts))
+		for j := range res.p.parts {
+			res.partNode[j] = taskgraph.None
+			key := res.p.keys[res.p.parts[j].comm]
+			g := groups[key]
+			if g == nil {
+				g = &collGroup{key: key}
+				groups[key] = g
+				order = append(order, g)
+			}
+			if n := len(g.ranks); n == 0 || g.ranks[n-1] != int32(r) {
+				g.ranks = append(g.ranks, int32(r))
+				g.lists = append(g.lists, nil)
+			}
+			g.lists[len(g.lists)-1] = append(g.lists[len(g.lists)-1], uint32(j))
+		}
+	}
+	var pool []instPart
+	var insts []instance
+	for _, g := range order {
+		mem, known := b.membersOf(members, g.key)
+		if !known {
+			mem = g.ranks
+		}
+		maxLen := 0
+		for _, l := range g.lists {
+			maxLen = max(maxLen, len(l))
+		}
+		// Count mismatches, per member.
+		for _, m := range mem {
+			n := 0
+			if i, ok := slices.BinarySearch(g.ranks, m); ok {
+				n = len(g.lists[i])
+			}
+			if n == maxLen {
+				continue
+			}
+			sev := tracefmt.Error
+			if b.isLossy(int(m)) {
+				sev = tracefmt.DataLoss
+			}
+			file := ""
+			if res := b.res[m]; res != nil {
+				file = res.p.file
+			}
+			addDiag(&b.diags, sev, CodeCollectiveCount, int(m), file,
+				"rank %d made %d collective calls on %s, other members up to %d: the last instances lack its call%s",
+				m, n, commName(g.key), maxLen, lostNote(sev, int(m)))
+		}
+		for i, r := range g.ranks {
+			if _, ok := slices.BinarySearch(mem, r); !ok {
+				addDiag(&b.diags, tracefmt.Error, CodeNotMember, int(r), b.res[r].p.file,
+					"rank %d made %d collective calls on %s, whose members are %s", r, len(g.lists[i]), commName(g.key), rankList(mem))
+			}
+		}
+		for k := 0; k < maxLen; k++ {
+			inst := instance{key: g.key, members: mem, k: k, first: len(pool)}
+			for i, r := range g.ranks {
+				if k < len(g.lists[i]) {
+					pool = append(pool, instPart{rank: r, part: g.lists[i][k]})
+				}
+			}
+			inst.n = len(pool) - inst.first
+			p0 := pool[inst.first]
+			inst.minRank, inst.ev = p0.rank, b.res[p0.rank].p.parts[p0.part].ev
+			insts = append(insts, inst)
+		}
+	}
+	slices.SortFunc(insts, func(x, y instance) int {
+		if c := cmp.Compare(x.minRank, y.minRank); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.ev, y.ev)
+	})
+	var parts []taskgraph.Part
+	var recs []*partRec
+	for _, inst := range insts {
+		parts, recs = parts[:0], recs[:0]
+		for _, ip := range pool[inst.first : inst.first+inst.n] {
+			pr := &b.res[ip.rank].p.parts[ip.part]
+			recs = append(recs, pr)
+			parts = append(parts, taskgraph.Part{Rank: int(ip.rank), Nonblocking: pr.nb, At: pr.at, Start: pr.start, End: pr.end, Event: pr.ev})
+		}
+		b.checkInstance(inst, pool[inst.first:inst.first+inst.n], recs)
+		id, err := b.gb.AddCollective(taskgraph.Collective{Name: recs[0].name, GID: inst.key.gid, Members: inst.members,
+			Bytes: collBytes(recs[0].fn, recs, len(inst.members)), Parts: parts})
+		if err != nil {
+			return err
+		}
+		for _, ip := range pool[inst.first : inst.first+inst.n] {
+			b.res[ip.rank].partNode[ip.part] = id
+		}
+	}
+	for _, res := range b.res {
+		if res != nil {
+			res.p.parts = nil
+		}
+	}
+	return nil
+}
+
+// checkInstance reports members whose k-th call differs from the lowest
+// participant's: another function (blocking against nonblocking too) or
+// another root.
+func (b *build) checkInstance(inst instance, ips []instPart, recs []*partRec) {
+	p0 := recs[0]
+	for i, pr := range recs[1:] {
+		r := int(ips[i+1].rank)
+		var what string
+		switch {
+		case pr.name != p0.name:
+			what = fmt.Sprintf("%s where rank %d calls %s", pr.fn, inst.minRank, p0.fn)
+		case isRoot(pr.root) && isRoot(p0.root) && pr.root != p0.root:
+			what = fmt.Sprintf("%s with root %d where rank %d uses root %d", pr.fn, pr.root, inst.minRank, p0.root)
+		default:
+			continue
+		}
+		addDiag(&b.diags, tracefmt.Error, CodeCollectiveMismatch, r, b.res[r].p.file,
+			"event %d: collective call %d on %s is %s; they are one vertex, named %s", pr.ev, inst.k+1, commName(inst.key), what, p0.fn)
+	}
+}
+
+func isRoot(r int64) bool { return r >= 0 }

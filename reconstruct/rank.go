@@ -1,0 +1,868 @@
+package reconstruct
+
+import (
+	"math"
+	"slices"
+
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
+)
+
+// commKey identifies a communicator across ranks: its global id, and for
+// MPI_COMM_SELF (the same gid on every rank, a different communicator on
+// each) the rank.
+type commKey struct {
+	gid  uint64
+	self int32 // the rank for MPI_COMM_SELF, -1 otherwise
+}
+
+const gidSelf = 2
+
+// chanKey is a point-to-point channel seen from one rank: a rank-local
+// communicator key id, the peer and the tag.
+type chanKey struct {
+	comm uint32
+	peer int32
+	tag  int64
+}
+
+// chanTable interns a rank's channels. A small direct-mapped cache in
+// front of the map serves the few channels a loop uses over and over.
+type chanTable struct {
+	m     map[chanKey]uint32
+	keys  []chanKey
+	cache [16]struct {
+		k  chanKey
+		id uint32
+		ok bool
+	}
+}
+
+func (t *chanTable) id(k chanKey) uint32 {
+	h := (uint32(k.peer)*31 + uint32(k.tag)*7 + k.comm) & 15
+	c := &t.cache[h]
+	if c.ok && c.k == k {
+		return c.id
+	}
+	id, ok := t.m[k]
+	if !ok {
+		if t.m == nil {
+			t.m = make(map[chanKey]uint32)
+		}
+		id = uint32(len(t.keys))
+		t.keys = append(t.keys, k)
+		t.m[k] = id
+	}
+	c.k, c.id, c.ok = k, id, true
+	return id
+}
+
+// sendRec is one message a rank sent, in posting order.
+type sendRec struct {
+	ch    uint32 // send channel; cancelled for a cancelled send
+	node  uint32 // local index of the sending operation
+	bytes uint64
+}
+
+const cancelled = math.MaxUint32
+
+// noNode is the node of a receive that has no completing operation (never
+// completed, or freed): it takes its message in the matching order but
+// yields no edge.
+const noNode = math.MaxUint32
+
+// recvRec is one receive of a rank, or one completion of a nonblocking
+// collective, in the order of the operations that completed them. Sizes
+// of 4 GiB and more are saturated (the size checks then skip them).
+type recvRec struct {
+	ch     uint32 // receive channel; for a collective completion, the participation index
+	post   uint32 // posting sequence number (from 1): receives match in this order; 0 for a collective completion
+	node   uint32 // local index of the completing operation, or noNode
+	sbytes uint32 // bytes according to the status
+	cap    uint32 // receive capacity
+}
+
+func (r *recvRec) coll() bool { return r.post == 0 }
+
+func sat32(v uint64) uint32 { return uint32(min(v, math.MaxUint32)) }
+
+// partRec is one collective call of a rank, in program order.
+type partRec struct {
+	comm       uint32 // rank-local communicator key id
+	name       taskgraph.NameID
+	fn         string
+	nb         bool
+	at         uint32
+	root       int64
+	bytes      uint64
+	rbytes     uint64
+	start, end int64
+	ev         int64
+	done       uint32 // nonblocking: the completing operation, or noNode
+}
+
+// rankPass is the single-pass consumer of one rank's events (Event, then
+// Finish). It adds the rank's operations to the graph builder and keeps
+// what the cross-rank matching needs.
+type rankPass struct {
+	rank  int
+	size  int
+	file  string
+	rb    *taskgraph.RankBuilder
+	names *nameTable
+	strs  *tracefmt.Strings
+	diags tracefmt.Diagnostics
+
+	fnCache []nameInfo
+	fnMap   map[uint64]nameInfo
+	waitID  taskgraph.NameID
+
+	evIndex int64
+	phase   uint8
+	hasInit bool
+	hasFin  bool
+	initTh  bool // MPI_Init_thread
+
+	prevEnd  int64
+	havePrev bool
+	negN     int
+	negMax   int64
+	outside  int
+
+	// Communicators: rank-local index → key id (+1; 0 undefined).
+	commIdx  []uint32
+	commMap  map[uint64]uint32
+	keys     []commKey
+	keyIdx   map[commKey]uint32
+	commDefs map[commKey][]int32
+
+	reqs    reqTable
+	postSeq uint32
+	sendCh  chanTable
+	recvCh  chanTable
+	sends   chunked[sendRec]
+	recvs   chunked[recvRec]
+	parts   []partRec
+	mprobe  map[uint32][]uint32 // receive channel → posting numbers reserved by matched probes
+	cancels int
+	pending [4]int
+	// completes marks the operations of Wait/Test-family calls, which
+	// take effect at their end (see reorder).
+	completes []uint64
+	freedWld  int
+}
+
+const (
+	phaseBefore = iota
+	phaseRunning
+	phaseDone
+)
+
+func newRankPass(rank, size int, file string, rb *taskgraph.RankBuilder, names *nameTable, strs *tracefmt.Strings) *rankPass {
+	p := &rankPass{rank: rank, size: size, file: file, rb: rb, names: names, strs: strs,
+		keyIdx: make(map[commKey]uint32), commDefs: make(map[commKey][]int32)}
+	p.waitID = names.lookup("MPI_Wait").id
+	p.setComm(spec.CommWorld, commKey{gid: 1, self: -1})
+	p.setComm(spec.CommSelf, commKey{gid: gidSelf, self: int32(rank)})
+	return p
+}
+
+func (p *rankPass) diag(sev tracefmt.Severity, code string, format string, args ...any) {
+	addDiag(&p.diags, sev, code, p.rank, p.file, format, args...)
+}
+
+// fn returns the name of string id id.
+func (p *rankPass) fn(id uint64) nameInfo {
+	if id < 4096 {
+		if id < uint64(len(p.fnCache)) && p.fnCache[id].ok {
+			return p.fnCache[id]
+		}
+	} else if ni, ok := p.fnMap[id]; ok {
+		return ni
+	}
+	name, ok := p.strs.Lookup(id)
+	if !ok || name == "" {
+		name = "MPI_(unknown)"
+		p.diag(tracefmt.Error, tracefmt.CodeUnknownFn, "function name id %d is not in the rank's string table", id)
+	}
+	ni := p.names.lookup(name)
+	if id < 4096 {
+		if id >= uint64(len(p.fnCache)) {
+			p.fnCache = slices.Grow(p.fnCache, int(id)+1-len(p.fnCache))[:id+1]
+		}
+		p.fnCache[id] = ni
+	} else {
+		if p.fnMap == nil {
+			p.fnMap = make(map[uint64]nameInfo)
+		}
+		p.fnMap[id] = ni
+	}
+	return ni
+}
+
+// keyID interns a communicator key.
+func (p *rankPass) keyID(k commKey) uint32 {
+	if id, ok := p.keyIdx[k]; ok {
+		return id
+	}
+	id := uint32(len(p.keys))
+	p.keys = append(p.keys, k)
+	p.keyIdx[k] = id
+	return id
+}
+
+func (p *rankPass) setComm(idx uint64, k commKey) {
+	id := p.keyID(k) + 1
+	if idx < 1<<16 {
+		if idx >= uint64(len(p.commIdx)) {
+			p.commIdx = slices.Grow(p.commIdx, int(idx)+1-len(p.commIdx))[:idx+1]
+		}
+		p.commIdx[idx] = id
+		return
+	}
+	if p.commMap == nil {
+		p.commMap = make(map[uint64]uint32)
+	}
+	p.commMap[idx] = id
+}
+
+// comm returns the key id of communicator index idx; false (with a
+// diagnostic) when no CommNew defined it.
+func (p *rankPass) comm(idx uint64, ev int64) (uint32, bool) {
+	var id uint32
+	if idx < uint64(len(p.commIdx)) {
+		id = p.commIdx[idx]
+	} else if idx >= 1<<16 {
+		id = p.commMap[idx]
+	}
+	if id == 0 {
+		p.diag(tracefmt.Error, CodeUndefinedComm, "event %d: communicator index %d is not defined by an earlier CommNew event; the call's messages are left out", ev, idx)
+		return 0, false
+	}
+	return id - 1, true
+}
+
+// defineComm handles a CommNew event: the new communicator's index, its
+// global id and members.
+func (p *rankPass) defineComm(ev *tracefmt.Event) {
+	idx := ev.Comm()
+	if idx == spec.CommNull {
+		return
+	}
+	k := commKey{gid: ev.GID(), self: -1}
+	if k.gid == gidSelf {
+		k.self = int32(p.rank)
+	}
+	p.setComm(idx, k)
+	if _, ok := p.commDefs[k]; !ok && k.gid != 1 && k.gid != gidSelf {
+		m := make([]int32, 0, len(ev.Ranks))
+		for _, r := range ev.Ranks {
+			if !p.validRank(r) {
+				p.diag(tracefmt.Error, CodeBadPeer, "event %d: communicator %#x lists rank %d among its members, not a world rank of 0..%d; left out", p.evIndex-1, k.gid, r, p.size-1)
+				continue
+			}
+			m = append(m, int32(r))
+		}
+		slices.Sort(m)
+		p.commDefs[k] = slices.Compact(m)
+	}
+}
+
+// checkGap counts a chain item that starts before the previous one ended.
+func (p *rankPass) checkGap(start int64) {
+	if p.havePrev && start < p.prevEnd {
+		p.negN++
+		p.negMax = max(p.negMax, p.prevEnd-start)
+	}
+}
+
+func (p *rankPass) op(name taskgraph.NameID, ev *tracefmt.Event, bytes uint64, idx int64) uint32 {
+	p.checkGap(ev.Start)
+	p.prevEnd, p.havePrev = ev.End, true
+	return p.rb.AddOp(taskgraph.Op{Name: name, Kind: ev.Kind, Start: ev.Start, End: ev.End, Bytes: bytes, Event: idx})
+}
+
+func (p *rankPass) nextPost() uint32 {
+	p.postSeq++
+	return p.postSeq
+}
+
+// validRank reports whether r is a world rank.
+func (p *rankPass) validRank(r int64) bool { return r >= 0 && r < int64(p.size) }
+
+// postSend records a message sent on communicator key ck; it returns the
+// send record's index, or -1 when there is no message.
+func (p *rankPass) postSend(ck uint32, peer, tag int64, bytes uint64, node uint32, idx int64) int32 {
+	if peer == spec.ProcNull {
+		return -1
+	}
+	if !p.validRank(peer) {
+		p.diag(tracefmt.Error, CodeBadPeer, "event %d: send to rank %d, which is not a world rank of 0..%d", idx, peer, p.size-1)
+		return -1
+	}
+	ch := p.sendCh.id(chanKey{comm: ck, peer: int32(peer), tag: tag})
+	return int32(p.sends.add(sendRec{ch: ch, node: node, bytes: bytes}))
+}
+
+// envelope resolves the source and tag a receive matched: the requested
+// ones, or for wildcards those of the status. ok is false when there is
+// no message (MPI_PROC_NULL) or it cannot be resolved (diagnosed).
+func (p *rankPass) envelope(peer, tag, src, stag int64, idx int64) (int64, int64, bool) {
+	if peer == spec.ProcNull {
+		return 0, 0, false
+	}
+	wild := peer == spec.AnySource || peer == spec.Undefined
+	s := peer
+	if wild {
+		s = src
+	} else if src != peer && p.validRank(src) {
+		p.diag(tracefmt.Warning, CodeStatusMismatch, "event %d: receive from rank %d, but the status says rank %d; rank %d is used", idx, peer, src, peer)
+	}
+	if s == spec.ProcNull {
+		return 0, 0, false
+	}
+	if !p.validRank(s) {
+		if wild {
+			p.diag(tracefmt.Error, CodeUnresolvedWildcard, "event %d: wildcard receive whose status has source %d, not a world rank: no message edge", idx, s)
+		} else {
+			p.diag(tracefmt.Error, CodeBadPeer, "event %d: receive from rank %d, which is not a world rank of 0..%d", idx, s, p.size-1)
+		}
+		return 0, 0, false
+	}
+	t := tag
+	if tag == spec.AnyTag {
+		if stag < 0 {
+			p.diag(tracefmt.Error, CodeUnresolvedWildcard, "event %d: MPI_ANY_TAG receive whose status has tag %d: no message edge", idx, stag)
+			return 0, 0, false
+		}
+		t = stag
+	} else if stag != tag && stag >= 0 && !wild {
+		p.diag(tracefmt.Warning, CodeStatusMismatch, "event %d: receive with tag %d, but the status says tag %d; tag %d is used", idx, tag, stag, tag)
+	}
+	return s, t, true
+}
+
+// takePost returns the posting number of a receive of a matched message
+// (MPI_Mrecv, MPI_Imrecv) on channel ch: the one its matched probe
+// reserved, if any, else a fresh one.
+func (p *rankPass) takePost(ch uint32) uint32 {
+	if q := p.mprobe[ch]; len(q) > 0 {
+		post := q[0]
+		if len(q) == 1 {
+			delete(p.mprobe, ch)
+		} else {
+			p.mprobe[ch] = q[1:]
+		}
+		return post
+	}
+	return p.nextPost()
+}
+
+// recvDone records a completed receive.
+func (p *rankPass) recvDone(ck uint32, peer, tag int64, st tracefmt.Completion, capacity uint64, post uint32, mrecv bool, node uint32, idx int64) {
+	src, t, ok := p.envelope(peer, tag, st.Src, st.Tag, idx)
+	if !ok {
+		return
+	}
+	ch := p.recvCh.id(chanKey{comm: ck, peer: int32(src), tag: t})
+	if mrecv {
+		post = p.takePost(ch)
+	}
+	p.recvs.add(recvRec{ch: ch, post: post, node: node, sbytes: sat32(st.Bytes), cap: sat32(capacity)})
+}
+
+// Event consumes the rank's next event.
+func (p *rankPass) Event(ev *tracefmt.Event) {
+	idx := p.evIndex
+	p.evIndex++
+	k := ev.Kind
+	if k >= spec.NumKinds || !spec.Kinds[k].IsCall {
+		return
+	}
+	if k == spec.CommNew && ev.Fn() == 0 {
+		// A communicator the recorder described on first use: no call.
+		p.defineComm(ev)
+		return
+	}
+	name := p.fn(ev.Fn())
+	if p.phase == phaseDone {
+		p.outside++
+		if k == spec.CommNew {
+			p.defineComm(ev)
+		}
+		return
+	}
+	if name.cls&clsInit != 0 {
+		if p.phase == phaseBefore {
+			if n := p.rb.NumOps(); n > 0 {
+				// Calls MPI allows before MPI_Init (MPI_Initialized, ...)
+				// are not part of the graph.
+				p.outside += n
+				p.rb.Truncate(0)
+				p.negN, p.negMax = 0, 0
+			}
+			p.rb.SetInit(ev.End)
+			p.hasInit, p.initTh = true, name.cls&clsInitThread != 0
+			p.phase = phaseRunning
+			p.prevEnd, p.havePrev = ev.End, true
+			return
+		}
+		p.diag(tracefmt.Warning, CodeDuplicateInit, "event %d: a second MPI_Init after the rank's operations began; it is an ordinary operation", idx)
+	}
+	if name.cls&clsFinalize != 0 {
+		p.checkGap(ev.Start)
+		p.rb.SetFinalize(ev.Start)
+		p.hasFin = true
+		p.phase = phaseDone
+		return
+	}
+	if p.phase == phaseBefore && k != spec.Call {
+		p.phase = phaseRunning // MPI is running, MPI_Init was not recorded
+	}
+	switch k {
+	case spec.Call, spec.CommFree:
+		p.op(name.id, ev, 0, idx)
+	case spec.Send:
+		p.send(name, ev, idx)
+	case spec.Recv:
+		local := p.op(name.id, ev, ev.Bytes(), idx)
+		if ck, ok := p.comm(ev.Comm(), idx); ok {
+			st := tracefmt.Completion{Src: ev.Src(), Tag: ev.STag(), Bytes: ev.SBytes()}
+			p.recvDone(ck, ev.Peer(), ev.Tag(), st, ev.Bytes(), p.nextPost(), name.cls&clsMrecv != 0, local, idx)
+		}
+	case spec.Irecv:
+		p.irecv(name, ev, idx)
+	case spec.Sendrecv:
+		// Two vertices, as MPI defines the call (an Isend, an Irecv and a
+		// wait for both): the send half at the call's start, the receive
+		// half ending at its end. One vertex would make a ring of
+		// MPI_Sendrecv a cycle.
+		p.checkGap(ev.Start)
+		sendHalf := p.rb.AddOp(taskgraph.Op{Name: name.id, Kind: ev.Kind, Start: ev.Start, End: ev.Start,
+			Bytes: ev.Bytes(), Event: idx, Expanded: true})
+		recvHalf := p.rb.AddOp(taskgraph.Op{Name: name.id, Kind: ev.Kind, Start: ev.Start, End: ev.End,
+			Bytes: ev.SBytes(), Event: idx, Expanded: true, RecvHalf: true})
+		p.prevEnd, p.havePrev = ev.End, true
+		if ck, ok := p.comm(ev.Comm(), idx); ok {
+			p.postSend(ck, ev.Peer(), ev.Tag(), ev.Bytes(), sendHalf, idx)
+			st := tracefmt.Completion{Src: ev.Src(), Tag: ev.STag(), Bytes: ev.SBytes()}
+			p.recvDone(ck, ev.RPeer(), ev.RTag(), st, ev.RBytes(), p.nextPost(), false, recvHalf, idx)
+		}
+	case spec.Probe:
+		p.op(name.id, ev, 0, idx)
+		if name.cls&clsMprobe != 0 && ev.Flag() == 1 {
+			if ck, ok := p.comm(ev.Comm(), idx); ok {
+				if src, t, ok := p.envelope(ev.Peer(), ev.Tag(), ev.Src(), ev.STag(), idx); ok {
+					ch := p.recvCh.id(chanKey{comm: ck, peer: int32(src), tag: t})
+					if p.mprobe == nil {
+						p.mprobe = make(map[uint32][]uint32)
+					}
+					p.mprobe[ch] = append(p.mprobe[ch], p.nextPost())
+				}
+			}
+		}
+	case spec.Complete:
+		p.completeEvent(name, ev, idx)
+	case spec.Coll:
+		p.coll(name, ev, idx)
+	case spec.CommNew:
+		p.defineComm(ev)
+		if name.cls&clsCommColl != 0 {
+			if ck, ok := p.comm(ev.Parent(), idx); ok {
+				p.checkGap(ev.Start)
+				p.prevEnd, p.havePrev = ev.End, true
+				p.parts = append(p.parts, partRec{comm: ck, name: name.id, fn: p.strs.Name(ev.Fn()), at: uint32(p.rb.NumOps()),
+					root: spec.RootNone, start: ev.Start, end: ev.End, ev: idx, done: noNode})
+				return
+			}
+		}
+		p.op(name.id, ev, 0, idx)
+	case spec.Start:
+		p.start(name, ev, idx)
+	case spec.ReqFree:
+		p.reqFree(name, ev, idx)
+	default:
+		p.op(name.id, ev, 0, idx)
+	}
+}
+
+func (p *rankPass) send(name nameInfo, ev *tracefmt.Event, idx int64) {
+	local := p.op(name.id, ev, ev.Bytes(), idx)
+	ck, ok := p.comm(ev.Comm(), idx)
+	req := ev.Req()
+	if req == 0 {
+		if ok {
+			p.postSend(ck, ev.Peer(), ev.Tag(), ev.Bytes(), local, idx)
+		}
+		return
+	}
+	e := p.newReq(req, idx)
+	e.kind, e.comm, e.commOK = reqSend, ck, ok
+	e.peer, e.tag, e.bytes = ev.Peer(), ev.Tag(), ev.Bytes()
+	e.persistent = name.cls&clsPersistent != 0
+	if !e.persistent {
+		e.active = true
+		if ok {
+			e.rec = p.postSend(ck, e.peer, e.tag, e.bytes, local, idx)
+		}
+	}
+}
+
+func (p *rankPass) newReq(id uint64, idx int64) *reqEntry {
+	e, existed := p.reqs.put(id)
+	if existed {
+		p.diag(tracefmt.Error, CodeRequestReused, "event %d: request %d created again while still live; the earlier one is forgotten", idx, id)
+	}
+	return e
+}
+
+func (p *rankPass) irecv(name nameInfo, ev *tracefmt.Event, idx int64) {
+	p.op(name.id, ev, ev.Bytes(), idx)
+	req := ev.Req()
+	if req == 0 {
+		return
+	}
+	ck, ok := p.comm(ev.Comm(), idx)
+	e := p.newReq(req, idx)
+	e.kind, e.comm, e.commOK = reqRecv, ck, ok
+	e.peer, e.tag, e.bytes = ev.Peer(), ev.Tag(), ev.Bytes()
+	e.persistent = name.cls&clsPersistent != 0
+	e.mrecv = name.cls&clsMrecv != 0
+	if !e.persistent {
+		e.active = true
+		if !e.mrecv {
+			e.post = p.nextPost()
+		}
+	}
+}
+
+// markComplete marks operation local as part of a Wait/Test-family call.
+func (p *rankPass) markComplete(local uint32) {
+	w := int(local / 64)
+	if w >= len(p.completes) {
+		p.completes = slices.Grow(p.completes, w+1-len(p.completes))[:w+1]
+	}
+	p.completes[w] |= 1 << (local % 64)
+}
+
+func (p *rankPass) completeEvent(name nameInfo, ev *tracefmt.Event, idx int64) {
+	cs := ev.Completions
+	switch {
+	case len(cs) == 0:
+		p.markComplete(p.op(name.id, ev, 0, idx))
+	case len(cs) == 1 && name.cls&clsExpand == 0:
+		local := p.op(name.id, ev, cs[0].Bytes, idx)
+		p.markComplete(local)
+		p.complete(&cs[0], local, idx)
+	default:
+		// One MPI_Wait per completed request, in request order: the
+		// first carries the call's times, the others start and end at
+		// its end, so the computation edges between them are 0.
+		p.checkGap(ev.Start)
+		for i := range cs {
+			start := ev.Start
+			if i > 0 {
+				start = ev.End
+			}
+			local := p.rb.AddOp(taskgraph.Op{Name: p.waitID, Kind: ev.Kind, Start: start, End: ev.End,
+				Bytes: cs[i].Bytes, Event: idx, Expanded: true})
+			p.markComplete(local)
+			p.complete(&cs[i], local, idx)
+		}
+		p.prevEnd, p.havePrev = ev.End, true
+	}
+}
+
+// complete handles the completion of one request by operation local.
+func (p *rankPass) complete(c *tracefmt.Completion, local uint32, idx int64) {
+	if c.Req == 0 {
+		return
+	}
+	e := p.reqs.get(c.Req)
+	if e == nil {
+		p.diag(tracefmt.Error, CodeUnknownRequest, "event %d: completion of request %d, which was never created", idx, c.Req)
+		return
+	}
+	isCancelled := c.Flags&spec.CompletionCancelled != 0
+	switch e.kind {
+	case reqSend:
+		if isCancelled {
+			p.cancels++
+			if e.rec >= 0 {
+				p.sends.at(int(e.rec)).ch = cancelled
+			}
+		}
+		e.rec = -1
+	case reqRecv:
+		switch {
+		case e.persistent && !e.active:
+			// MPI_Wait on an inactive persistent request returns at once.
+		case isCancelled:
+			p.cancels++
+		case e.commOK:
+			p.recvDone(e.comm, e.peer, e.tag, *c, e.bytes, e.post, e.mrecv, local, idx)
+		}
+	case reqColl:
+		if e.rec >= 0 {
+			p.parts[e.rec].done = local
+			p.recvs.add(recvRec{ch: uint32(e.rec), node: local})
+		}
+	}
+	if e.persistent {
+		e.active = false
+	} else {
+		p.reqs.del(c.Req)
+	}
+}
+
+func (p *rankPass) coll(name nameInfo, ev *tracefmt.Event, idx int64) {
+	ck, ok := p.comm(ev.Comm(), idx)
+	if !ok {
+		p.op(name.id, ev, ev.Bytes(), idx)
+		return
+	}
+	pr := partRec{comm: ck, name: name.id, fn: p.strs.Name(ev.Fn()), root: ev.Root(), bytes: ev.Bytes(), rbytes: ev.RBytes(),
+		start: ev.Start, end: ev.End, ev: idx, done: noNode}
+	req := ev.Req()
+	if req == 0 {
+		p.checkGap(ev.Start)
+		p.prevEnd, p.havePrev = ev.End, true
+		pr.at = uint32(p.rb.NumOps())
+		p.parts = append(p.parts, pr)
+		return
+	}
+	pr.at = p.op(name.id, ev, ev.Bytes(), idx)
+	pr.nb = true
+	p.parts = append(p.parts, pr)
+	e := p.newReq(req, idx)
+	e.kind, e.active, e.rec = reqColl, true, int32(len(p.parts)-1)
+}
+
+func (p *rankPass) start(name nameInfo, ev *tracefmt.Event, idx int64) {
+	local := p.op(name.id, ev, 0, idx)
+	for _, q := range ev.Reqs {
+		if q == 0 {
+			continue
+		}
+		e := p.reqs.get(q)
+		switch {
+		case e == nil:
+			p.diag(tracefmt.Error, CodeUnknownRequest, "event %d: start of request %d, which was never created", idx, q)
+			continue
+		case !e.persistent:
+			p.diag(tracefmt.Error, CodeBadStart, "event %d: start of request %d, which is not persistent", idx, q)
+			continue
+		case e.active:
+			p.diag(tracefmt.Error, CodeBadStart, "event %d: start of request %d, which is already active", idx, q)
+		}
+		e.active = true
+		switch e.kind {
+		case reqSend:
+			if e.commOK {
+				// Every start of a persistent send is a new message.
+				e.rec = p.postSend(e.comm, e.peer, e.tag, e.bytes, local, idx)
+			}
+		case reqRecv:
+			e.post = p.nextPost()
+		}
+	}
+}
+
+func (p *rankPass) reqFree(name nameInfo, ev *tracefmt.Event, idx int64) {
+	p.op(name.id, ev, 0, idx)
+	q := ev.Req()
+	if q == 0 {
+		return
+	}
+	e := p.reqs.get(q)
+	if e == nil {
+		p.diag(tracefmt.Error, CodeUnknownRequest, "event %d: %s of request %d, which was never created", idx, p.strs.Name(ev.Fn()), q)
+		return
+	}
+	if name.cls&clsCancel != 0 {
+		return // the completion says whether it was cancelled
+	}
+	if e.kind == reqRecv && e.active {
+		if p.unfinishedRecv(e) {
+			p.diag(tracefmt.Info, CodeRequestFreed, "event %d: receive request %d freed before completion: its message takes its place in the matching order but has no edge", idx, q)
+		}
+	}
+	p.reqs.del(q)
+}
+
+// unfinishedRecv makes a receive that has no completing operation take its
+// message in the matching order; it needs a known source and tag. It
+// reports whether it could.
+func (p *rankPass) unfinishedRecv(e *reqEntry) bool {
+	if !e.commOK || e.mrecv {
+		return false
+	}
+	if e.peer == spec.ProcNull {
+		return true
+	}
+	if !p.validRank(e.peer) || e.tag < 0 {
+		p.freedWld++
+		return false
+	}
+	ch := p.recvCh.id(chanKey{comm: e.comm, peer: int32(e.peer), tag: e.tag})
+	p.recvs.add(recvRec{ch: ch, post: e.post, node: noNode, cap: sat32(e.bytes)})
+	return true
+}
+
+// Finish ends the rank's pass; lossy says whether its log is incomplete.
+func (p *rankPass) Finish(lossy bool) {
+	for _, e := range p.reqs.live() {
+		if !e.active {
+			continue
+		}
+		p.pending[e.kind]++
+		if e.kind == reqRecv {
+			p.unfinishedRecv(e)
+		}
+	}
+	if n := p.pending[reqSend] + p.pending[reqRecv] + p.pending[reqColl]; n > 0 {
+		p.diag(tracefmt.Info, CodeRequestPending, "%d requests still active at the end of the log (%d sends, %d receives, %d collectives): their completions are not in the graph",
+			n, p.pending[reqSend], p.pending[reqRecv], p.pending[reqColl])
+	}
+	if p.freedWld > 0 {
+		p.diag(tracefmt.Warning, CodeUnresolvedWildcard, "%d wildcard receives never completed: their place in the matching order is unknown", p.freedWld)
+	}
+	if p.cancels > 0 {
+		p.diag(tracefmt.Info, CodeCancelled, "%d cancelled requests: no message", p.cancels)
+	}
+	if p.outside > 0 {
+		p.diag(tracefmt.Info, CodeOutsideInit, "%d calls before MPI_Init or after MPI_Finalize are not vertices", p.outside)
+	}
+	if p.negN > 0 {
+		p.diag(tracefmt.Warning, CodeNegativeCompute, "%d calls start before the previous call ended (by up to %d ns: several threads?); the rank's operations are ordered by when they take effect and overlapping ones are joined by computation edges of 0", p.negN, p.negMax)
+		p.reorder()
+	}
+	if !p.hasInit {
+		p.diag(tracefmt.Warning, CodeMissingInit, "no MPI_Init event: the rank's first operation hangs off the shared MPI_Init with weight 0")
+	}
+	if !p.hasFin {
+		if lossy {
+			p.diag(tracefmt.DataLoss, CodeTruncatedRank, "the log stops early without MPI_Finalize: its last operation leads to the shared MPI_Finalize with weight 0")
+		} else {
+			p.diag(tracefmt.Warning, CodeMissingFinalize, "no MPI_Finalize event: the rank's last operation leads to the shared MPI_Finalize with weight 0")
+		}
+	}
+	p.reqs = reqTable{}
+	p.mprobe = nil
+	p.fnCache, p.fnMap = nil, nil
+	p.completes = nil
+	p.strs = nil
+}
+
+// reorder puts the operations of a rank whose calls overlap (several
+// threads) in the order they take effect: an operation at its start,
+// unless it completes a receive (a receive, a wait, the receive half of an
+// MPI_Sendrecv), then at its end; a blocking collective at its start. The
+// reader's merge by start time would put a thread's receive that completed
+// late before another thread's send that started meanwhile, and a message
+// answering that send would then close a cycle. Calls that do not overlap
+// keep their order.
+func (p *rankPass) reorder() {
+	n := p.rb.NumOps()
+	key := make([]int64, n)
+	for i := range key {
+		key[i], _ = p.rb.Times(uint32(i))
+	}
+	atEnd := func(node uint32) {
+		if node != noNode && int(node) < n {
+			_, key[node] = p.rb.Times(node)
+		}
+	}
+	for i := 0; i < p.recvs.len(); i++ {
+		atEnd(p.recvs.at(i).node)
+	}
+	for i := range key {
+		if w := i / 64; w < len(p.completes) && p.completes[w]&(1<<(i%64)) != 0 {
+			atEnd(uint32(i))
+		}
+	}
+	type item struct {
+		key  int64
+		op   int32 // operation, or -1-index of a blocking collective call
+		part int32
+	}
+	items := make([]item, 0, n+len(p.parts))
+	j := 0
+	for i := 0; i <= n; i++ {
+		for ; j < len(p.parts); j++ {
+			pr := &p.parts[j]
+			if pr.nb {
+				continue
+			}
+			if int(pr.at) != i {
+				break
+			}
+			items = append(items, item{key: pr.start, op: -1, part: int32(j)})
+		}
+		if i < n {
+			items = append(items, item{key: key[i], op: int32(i)})
+		}
+	}
+	for ; j < len(p.parts); j++ {
+		if !p.parts[j].nb {
+			items = append(items, item{key: p.parts[j].start, op: -1, part: int32(j)})
+		}
+	}
+	slices.SortStableFunc(items, func(a, b item) int {
+		switch {
+		case a.key < b.key:
+			return -1
+		case a.key > b.key:
+			return 1
+		}
+		return 0
+	})
+	perm := make([]uint32, n)
+	next := uint32(0)
+	for _, it := range items {
+		if it.op >= 0 {
+			perm[it.op] = next
+			next++
+		} else {
+			p.parts[it.part].at = next
+		}
+	}
+	if err := p.rb.Permute(perm); err != nil {
+		p.diag(tracefmt.Error, CodeNegativeCompute, "%v", err)
+		return
+	}
+	for i := 0; i < p.sends.len(); i++ {
+		s := p.sends.at(i)
+		s.node = perm[s.node]
+	}
+	for j := range p.parts {
+		pr := &p.parts[j]
+		if pr.nb {
+			pr.at = perm[pr.at]
+			if pr.done != noNode {
+				pr.done = perm[pr.done]
+			}
+		}
+	}
+	recs := make([]recvRec, p.recvs.len())
+	for i := range recs {
+		recs[i] = *p.recvs.at(i)
+		if recs[i].node != noNode {
+			recs[i].node = perm[recs[i].node]
+		}
+	}
+	slices.SortStableFunc(recs, func(a, b recvRec) int {
+		switch {
+		case a.node < b.node:
+			return -1
+		case a.node > b.node:
+			return 1
+		}
+		return 0
+	})
+	p.recvs = chunked[recvRec]{}
+	for _, r := range recs {
+		p.recvs.add(r)
+	}
+}

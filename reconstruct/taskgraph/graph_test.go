@@ -1,0 +1,317 @@
+package taskgraph
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
+)
+
+// sample builds a two-rank graph:
+//
+//	rank 0: Isend(→1) [Barrier] Iallreduce Wait#0 Wait#1
+//	rank 1: Recv(←0)  [Barrier] Iallreduce Wait
+//
+// with the nonblocking collective completed by rank 0's second Wait and
+// rank 1's Wait.
+func sample(t *testing.T) *Graph {
+	t.Helper()
+	b := NewBuilder(2)
+	isend, recv, wait, iall, barrier := b.Name("MPI_Isend"), b.Name("MPI_Recv"), b.Name("MPI_Wait"), b.Name("MPI_Iallreduce"), b.Name("MPI_Barrier")
+	r0, r1 := b.Rank(0), b.Rank(1)
+	r0.SetInit(100)
+	r1.SetInit(90)
+	r0.AddOp(Op{Name: isend, Kind: spec.Send, Start: 200, End: 210, Bytes: 1 << 40, Event: 1})
+	r0.AddOp(Op{Name: iall, Kind: spec.Coll, Start: 400, End: 410, Bytes: 8, Event: 3})
+	r0.AddOp(Op{Name: wait, Kind: spec.Complete, Start: 500, End: 600, Event: 4, Expanded: true})
+	r0.AddOp(Op{Name: wait, Kind: spec.Complete, Start: 600, End: 600, Event: 4, Expanded: true})
+	r0.SetFinalize(700)
+	r1.AddOp(Op{Name: recv, Kind: spec.Recv, Start: 150, End: 250, Bytes: 1 << 40, Event: 1})
+	r1.AddOp(Op{Name: iall, Kind: spec.Coll, Start: 450, End: 460, Bytes: 8, Event: 3})
+	r1.AddOp(Op{Name: wait, Kind: spec.Complete, Start: 470, End: 480, Event: 4})
+	if err := b.Layout(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddCollective(Collective{Name: barrier, GID: 1, Members: []int32{0, 1},
+		Parts: []Part{{Rank: 0, At: 1, Start: 300, End: 350, Event: 2}, {Rank: 1, At: 1, Start: 300, End: 340, Event: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	nb, err := b.AddCollective(Collective{Name: iall, GID: 1, Members: []int32{0, 1}, Bytes: 8,
+		Parts: []Part{{Rank: 0, Nonblocking: true, At: 1, Start: 400, End: 410, Event: 3}, {Rank: 1, Nonblocking: true, At: 1, Start: 450, End: 460, Event: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r1.AddIncoming(0, b.OpID(0, 0), 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	if err := r1.AddIncoming(2, nb, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := r0.AddIncoming(3, nb, 0); err != nil {
+		t.Fatal(err)
+	}
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestNodes(t *testing.T) {
+	g := sample(t)
+	if g.NumNodes() != 2+7+2 || g.NumOps() != 7 || g.NumCollectives() != 2 || g.NumMessages() != 1 || g.Size() != 2 {
+		t.Fatalf("%d nodes, %d ops, %d collectives, %d messages", g.NumNodes(), g.NumOps(), g.NumCollectives(), g.NumMessages())
+	}
+	if first, n := g.RankOps(1); first != 6 || n != 3 {
+		t.Errorf("rank 1 ops %d+%d", first, n)
+	}
+	if a, b, ok := g.RankSpan(0); !ok || a != 100 || b != 700 {
+		t.Errorf("rank 0 span %d %d %v", a, b, ok)
+	}
+	if _, _, ok := g.RankSpan(1); ok {
+		t.Error("rank 1 has no MPI_Finalize, yet a span")
+	}
+	n := g.Node(2)
+	if n.Name != "MPI_Isend" || n.Rank != 0 || n.Kind != KindOp || n.EventKind != spec.Send || n.Bytes != 1<<40 ||
+		n.Start != 200 || n.End != 210 || n.Event != (EventRef{Rank: 0, Index: 1, Completion: -1}) {
+		t.Errorf("node 2: %+v", n)
+	}
+	if n := g.Node(5); n.Name != "MPI_Wait" || n.Event.Completion != 1 || n.Event.Index != 4 {
+		t.Errorf("node 5: %+v", n)
+	}
+	if n := g.Node(8); n.Event.Completion != -1 {
+		t.Errorf("node 8 (a plain MPI_Wait): %+v", n)
+	}
+	c := g.Node(9)
+	if c.Kind != KindCollective || c.Name != "MPI_Barrier" || c.Rank != -1 || c.Start != 300 || c.End != 350 || c.Procs != 2 || c.Participants != 2 || c.Nonblocking {
+		t.Errorf("node 9: %+v", c)
+	}
+	if c := g.Node(10); !c.Nonblocking || c.Bytes != 8 {
+		t.Errorf("node 10: %+v", c)
+	}
+	if got := g.Participants(10); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("participants %v", got)
+	}
+	if ci, ok := g.Collective(10); !ok || ci != (CollectiveInfo{Name: "MPI_Iallreduce", Bytes: 8, Procs: 2}) {
+		t.Errorf("collective info %+v", ci)
+	}
+	if g.Node(Init).Start != 90 || g.Node(Finalize).Start != 700 {
+		t.Errorf("init %+v finalize %+v", g.Node(Init), g.Node(Finalize))
+	}
+	if g.Rank(3) != 0 || g.Rank(7) != 1 || g.Rank(9) != -1 || g.Kind(11) != 0 {
+		t.Error("Rank/Kind")
+	}
+}
+
+func TestEdges(t *testing.T) {
+	g := sample(t)
+	in := g.In(6, nil) // rank 1's Recv
+	want := []Edge{
+		{Kind: InitOut, From: Init, To: 6, Rank: 1, Weight: 60},
+		{Kind: Message, From: 2, To: 6, Rank: 1, Bytes: 1 << 40},
+	}
+	if !slices.Equal(in, want) {
+		t.Errorf("In(6) = %+v", in)
+	}
+	in = g.In(9, nil) // the barrier
+	want = []Edge{
+		{Kind: CollIn, From: 2, To: 9, Rank: 0, Weight: 90},
+		{Kind: CollIn, From: 6, To: 9, Rank: 1, Weight: 50},
+	}
+	if !slices.Equal(in, want) {
+		t.Errorf("In(9) = %+v", in)
+	}
+	out := g.Out(9, nil)
+	want = []Edge{
+		{Kind: CollOut, From: 9, To: 3, Rank: 0, Weight: 50},
+		{Kind: CollOut, From: 9, To: 7, Rank: 1, Weight: 110},
+	}
+	if !slices.Equal(out, want) {
+		t.Errorf("Out(9) = %+v", out)
+	}
+	out = g.Out(10, nil) // the nonblocking collective
+	want = []Edge{
+		{Kind: CollOut, From: 10, To: 5, Rank: 0},
+		{Kind: CollOut, From: 10, To: 8, Rank: 1},
+	}
+	if !slices.Equal(out, want) {
+		t.Errorf("Out(10) = %+v", out)
+	}
+	out = g.Out(3, nil) // rank 0's Iallreduce
+	want = []Edge{
+		{Kind: Compute, From: 3, To: 4, Rank: 0, Weight: 90},
+		{Kind: CollIn, From: 3, To: 10, Rank: 0},
+	}
+	if !slices.Equal(out, want) {
+		t.Errorf("Out(3) = %+v", out)
+	}
+	fin := g.In(Finalize, nil)
+	want = []Edge{
+		{Kind: FinalizeIn, From: 5, To: Finalize, Rank: 0, Weight: 100},
+		{Kind: FinalizeIn, From: 8, To: Finalize, Rank: 1}, // no MPI_Finalize: 0
+	}
+	if !slices.Equal(fin, want) {
+		t.Errorf("In(Finalize) = %+v", fin)
+	}
+	// Walk visits every node once, after its predecessors, with In's edges.
+	seen := make([]bool, g.NumNodes())
+	var order []NodeID
+	if err := g.Walk(func(v NodeID, in []Edge) {
+		if seen[v] {
+			t.Errorf("%d visited twice", v)
+		}
+		seen[v] = true
+		order = append(order, v)
+		if !slices.Equal(in, g.In(v, nil)) {
+			t.Errorf("Walk's in edges of %d differ from In", v)
+		}
+		for _, e := range in {
+			if !seen[e.From] {
+				t.Errorf("%d before its predecessor %d", v, e.From)
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != g.NumNodes() || order[0] != Init || order[len(order)-1] != Finalize {
+		t.Errorf("walk order %v", order)
+	}
+	var text bytes.Buffer
+	if err := g.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"graph ranks=2 ops=7 collectives=2 messages=1\n",
+		"node 5 op MPI_Wait rank=0 t=600..600 kind=Complete bytes=0 ev=4#1\n",
+		"node 10 collective MPI_Iallreduce rank=-1 t=400..460 gid=1 procs=2 parts=2 bytes=8 nonblocking members=0,1\n",
+		"edge 2 -> 6 message rank=1 bytes=1099511627776\n",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+type unitWeights struct{}
+
+func (unitWeights) Message(b int64) float64   { return 1000 }
+func (unitWeights) Collective(NodeID) float64 { return 7 }
+
+func TestLongest(t *testing.T) {
+	g := sample(t)
+	length, path, err := g.Longest(unitWeights{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Init -(100)-> Isend -(1000)-> Recv -(50)-> Barrier(7) -(50)-> Iallreduce0
+	// -(90)-> Wait#0 -(0)-> Wait#1 -(100)-> Finalize: 1397. The nonblocking
+	// collective (1267 + 7 = 1274) arrives at Wait#1 before the chain (1297),
+	// and rank 1's end is shorter (1277).
+	if length != 1397 {
+		t.Errorf("length %v", length)
+	}
+	var nodes []NodeID
+	for _, e := range path {
+		nodes = append(nodes, e.From)
+	}
+	nodes = append(nodes, path[len(path)-1].To)
+	if !slices.Equal(nodes, []NodeID{Init, 2, 6, 9, 3, 4, 5, Finalize}) {
+		t.Errorf("path %v", nodes)
+	}
+}
+
+func TestBuilderErrors(t *testing.T) {
+	b := NewBuilder(2)
+	n := b.Name("MPI_Send")
+	if _, err := b.AddCollective(Collective{Name: n, Parts: []Part{{Rank: 0}}}); err == nil {
+		t.Error("AddCollective before Layout")
+	}
+	b.Rank(0).AddOp(Op{Name: n, Kind: spec.Send})
+	b.Rank(0).AddOp(Op{Name: n, Kind: spec.Send})
+	if err := b.Layout(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []Collective{
+		{Name: n},
+		{Name: n, Parts: []Part{{Rank: 1}, {Rank: 0}}},
+		{Name: n, Parts: []Part{{Rank: 2}}},
+		{Name: n, Parts: []Part{{Rank: 0, At: 3}}},
+		{Name: n, Parts: []Part{{Rank: 1, Nonblocking: true, At: 0}}},
+	} {
+		if _, err := b.AddCollective(c); err == nil {
+			t.Errorf("AddCollective(%+v) succeeds", c)
+		}
+	}
+	if err := b.Rank(1).AddIncoming(0, 2, 0); err == nil {
+		t.Error("an incoming edge to an operation rank 1 does not have")
+	}
+	if err := b.Rank(0).AddIncoming(1, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Rank(0).AddIncoming(0, 3, 0); err == nil {
+		t.Error("incoming edges out of order")
+	}
+	if err := b.Rank(0).AddIncoming(1, 3, 0); err == nil {
+		t.Error("two incoming edges to one operation")
+	}
+	if err := b.Rank(1).AddIncoming(0, 2, 0); err == nil {
+		t.Error("incoming edge out of range")
+	}
+	b2 := NewBuilder(1)
+	b2.Rank(0).AddOp(Op{Name: b2.Name("x")})
+	b2.Layout()
+	b2.Rank(0).AddIncoming(0, 99, 0)
+	if _, err := b2.Finish(); err == nil {
+		t.Error("an edge from a node that does not exist")
+	}
+}
+
+func TestCycle(t *testing.T) {
+	b := NewBuilder(2)
+	n := b.Name("MPI_Recv")
+	for r := 0; r < 2; r++ {
+		b.Rank(r).AddOp(Op{Name: n, Kind: spec.Recv, Event: 3})
+		b.Rank(r).AddOp(Op{Name: n, Kind: spec.Send, Event: 4})
+	}
+	b.Layout()
+	b.Rank(0).AddIncoming(0, b.OpID(1, 1), 8)
+	b.Rank(1).AddIncoming(0, b.OpID(0, 1), 8)
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *CycleError
+	if err := g.Walk(func(NodeID, []Edge) {}); !errors.As(err, &ce) || ce.Node != 2 || ce.Waits != 5 || ce.Rank != 0 {
+		t.Errorf("Walk: %v", err)
+	}
+	if _, _, err := g.Longest(unitWeights{}); !errors.As(err, &ce) || ce.Node != 2 || ce.Waits != 5 {
+		t.Errorf("Longest: %v", err)
+	}
+}
+
+func TestOpStoreOverflow(t *testing.T) {
+	var s opStore
+	s.add(10, 10+math.MaxUint32+5, math.MaxUint32+1, 0, 1)
+	s.add(20, 15, 3, 1<<40, 2) // negative duration, far event
+	for i := 0; i < chunkLen; i++ {
+		s.add(int64(i), int64(i)+1, uint64(i), int64(i)+(1<<40), 3)
+	}
+	if s.end(0) != 10+math.MaxUint32+5 || s.bytes(0) != math.MaxUint32+1 || s.event(0) != 0 {
+		t.Errorf("op 0: %d %d %d", s.end(0), s.bytes(0), s.event(0))
+	}
+	if s.end(1) != 15 || s.event(1) != 1<<40 {
+		t.Errorf("op 1: %d %d", s.end(1), s.event(1))
+	}
+	last := uint32(s.n - 1)
+	if s.start(last) != chunkLen-1 || s.event(last) != chunkLen-1+(1<<40) || s.name(last) != 3 {
+		t.Errorf("last op: %d %d", s.start(last), s.event(last))
+	}
+	s.truncate(1)
+	if s.n != 1 || len(s.chunks) != 1 || len(s.bigEv) != 0 || s.end(0) != 10+math.MaxUint32+5 {
+		t.Errorf("truncate: %d ops, %d chunks, %v", s.n, len(s.chunks), s.bigEv)
+	}
+}

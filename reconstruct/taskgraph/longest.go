@@ -1,0 +1,367 @@
+package taskgraph
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// Weights weigh a graph for Longest. Computation edges weigh their
+// measured Weight (ns); the two methods weigh the rest, in ns too. Weights
+// must be finite and not negative.
+type Weights interface {
+	// Message is the weight of a Message edge carrying bytes.
+	Message(bytes int64) float64
+	// Collective is the weight of collective node v.
+	Collective(v NodeID) float64
+}
+
+// Longest returns the length of a longest path from Init to Finalize and
+// its edges, in order. It is Walk specialised: it visits the nodes in the
+// same topological order, keeping the longest distance only per rank (the
+// chain's current element), per operation that sends a message, and per
+// collective, plus one bit per operation saying whether its longest
+// incoming path arrives by its cross edge; it then walks back from
+// Finalize. Time is linear in the size of the graph, extra memory about
+// 8 bytes per message and a bit per operation. Among equally long
+// incoming paths it takes the first in In order (the chain before a
+// message; the lowest participant; the lowest rank). A cycle is a
+// *CycleError.
+func (g *Graph) Longest(w Weights) (float64, []Edge, error) {
+	l := &longest{g: g, w: w, cur: make([]lcursor, len(g.ranks)),
+		sendVal: make([]float64, g.numSenders), choice: make([]uint64, (g.numOps+63)/64),
+		collVal: make([]float64, len(g.colls)), collArg: make([]uint32, len(g.colls)),
+		arrived: make([]uint32, len(g.colls)), collDone: make([]bool, len(g.colls)),
+		partIn: make([]bool, len(g.parts)), collWait: make(map[uint32][]int32),
+		queued: make([]bool, len(g.ranks)), finArg: -1}
+	for i := range l.sendVal {
+		l.sendVal[i] = -1
+	}
+	for r := range l.cur {
+		c := &l.cur[r]
+		c.lastKind, c.lastEnd = posInit, g.ranks[r].initEnd
+		l.enqueue(int32(r))
+	}
+	for h := 0; h < len(l.queue); h++ {
+		r := l.queue[h]
+		l.queued[r] = false
+		if !l.cur[r].finished {
+			l.advance(int(r))
+		}
+		if h > 4096 && h > len(l.queue)/2 {
+			l.queue = append(l.queue[:0], l.queue[h+1:]...)
+			h = -1
+		}
+	}
+	stuck, first := 0, -1
+	for r := range l.cur {
+		if !l.cur[r].finished {
+			stuck++
+			if first < 0 {
+				first = r
+			}
+		}
+	}
+	if stuck > 0 {
+		return 0, nil, l.cycle(first, stuck)
+	}
+	if l.finArg < 0 {
+		return 0, nil, fmt.Errorf("the task graph has no operations: no path from %s to %s", g.initName, g.finName)
+	}
+	path, err := l.back()
+	return l.finVal, path, err
+}
+
+type lcursor struct {
+	k        uint32
+	p, q     int
+	xc       int
+	val      float64
+	lastKind uint8
+	lastEnd  int64
+	finished bool
+	waiters  []waiter
+}
+
+type longest struct {
+	g        *Graph
+	w        Weights
+	cur      []lcursor
+	sendVal  []float64 // per sending operation (senderSlot); -1: not visited yet
+	choice   []uint64  // per operation: the longest path arrives by the cross edge
+	collVal  []float64 // best arrival, then (when done) the value after the node
+	collArg  []uint32  // participation the best arrival came from
+	arrived  []uint32
+	collDone []bool
+	partIn   []bool // participation arrived
+	collWait map[uint32][]int32
+	queue    []int32
+	queued   []bool
+	finVal   float64
+	finArg   int
+}
+
+func (l *longest) enqueue(r int32) {
+	if !l.queued[r] && !l.cur[r].finished {
+		l.queued[r] = true
+		l.queue = append(l.queue, r)
+	}
+}
+
+// senderSlot returns the index of operation v among the operations that
+// send cross edges, or -1.
+func (g *Graph) senderSlot(v NodeID) int {
+	i := uint32(v - firstOp)
+	word := g.sendBits[i>>6]
+	bit := uint64(1) << (i & 63)
+	if word&bit == 0 {
+		return -1
+	}
+	return int(g.sendRank[i>>6]) + bits.OnesCount64(word&(bit-1))
+}
+
+func (l *longest) arrive(j uint32, v float64) {
+	ci := l.g.parts[j].coll
+	l.partIn[j] = true
+	if l.arrived[ci] == 0 || v > l.collVal[ci] || v == l.collVal[ci] && j < l.collArg[ci] {
+		l.collVal[ci], l.collArg[ci] = v, j
+	}
+	l.arrived[ci]++
+	if l.arrived[ci] == l.g.colls[ci].n {
+		l.complete(ci)
+	}
+}
+
+func (l *longest) complete(ci uint32) {
+	g := l.g
+	c := &g.colls[ci]
+	l.collVal[ci] += l.w.Collective(g.collBase + NodeID(ci))
+	l.collDone[ci] = true
+	for j := c.first; j < c.first+c.n; j++ {
+		if !g.parts[j].nb {
+			l.enqueue(g.parts[j].rank)
+		}
+	}
+	if ws, ok := l.collWait[ci]; ok {
+		for _, r := range ws {
+			l.enqueue(r)
+		}
+		delete(l.collWait, ci)
+	}
+}
+
+func (l *longest) advance(r int) {
+	g := l.g
+	d := &g.ranks[r]
+	c := &l.cur[r]
+	n := uint32(d.n())
+	for {
+		if c.p < len(d.blk) {
+			j := d.blk[c.p]
+			pt := &g.parts[j]
+			if pt.at == c.k {
+				ci := pt.coll
+				if !l.collDone[ci] {
+					if !l.partIn[j] {
+						l.arrive(j, c.val+float64(chainWeight(d, c.lastKind, c.lastEnd, posPart, pt.start)))
+					}
+					if !l.collDone[ci] {
+						return
+					}
+				}
+				c.val, c.lastKind, c.lastEnd = l.collVal[ci], posPart, pt.end
+				c.p++
+				continue
+			}
+		}
+		if c.k < n {
+			k := c.k
+			v := d.base + NodeID(k)
+			val := c.val + float64(chainWeight(d, c.lastKind, c.lastEnd, posOp, d.ops.start(k)))
+			if c.xc < len(d.xTo) && d.xTo[c.xc] == k {
+				from := d.xFrom[c.xc]
+				var sv float64
+				if from >= g.collBase {
+					ci := uint32(from - g.collBase)
+					if !l.collDone[ci] {
+						l.collWait[ci] = append(l.collWait[ci], int32(r))
+						return
+					}
+					sv = l.collVal[ci]
+				} else {
+					sv = l.sendVal[g.senderSlot(from)]
+					if sv < 0 {
+						l.block(r, from)
+						return
+					}
+					sv += l.w.Message(d.crossBytes(c.xc))
+				}
+				if sv > val {
+					val = sv
+					o := uint32(v - firstOp)
+					l.choice[o>>6] |= 1 << (o & 63)
+				}
+				c.xc++
+			}
+			c.val, c.lastKind, c.lastEnd = val, posOp, d.ops.end(k)
+			if s := g.senderSlot(v); s >= 0 {
+				l.sendVal[s] = val
+			}
+			c.k++
+			if len(c.waiters) > 0 {
+				l.wake(c)
+			}
+			for c.q < len(d.nb) && g.parts[d.nb[c.q]].at == k {
+				j := d.nb[c.q]
+				c.q++
+				l.arrive(j, val)
+			}
+			continue
+		}
+		if d.hasChain() {
+			v := c.val + float64(chainWeight(d, c.lastKind, c.lastEnd, posFin, d.finStart))
+			if l.finArg < 0 || v > l.finVal {
+				l.finVal, l.finArg = v, r
+			}
+		}
+		c.finished = true
+		return
+	}
+}
+
+func (l *longest) block(r int, v NodeID) {
+	g := l.g
+	s := g.rankOf(v)
+	c := &l.cur[s]
+	c.waiters = append(c.waiters, waiter{need: uint32(v - g.ranks[s].base), rank: int32(r)})
+	h := c.waiters
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h[p].need <= h[i].need {
+			break
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func (l *longest) wake(c *lcursor) {
+	for len(c.waiters) > 0 && c.waiters[0].need < c.k {
+		h := c.waiters
+		l.enqueue(h[0].rank)
+		last := len(h) - 1
+		h[0] = h[last]
+		h = h[:last]
+		for i := 0; ; {
+			ch := 2*i + 1
+			if ch >= len(h) {
+				break
+			}
+			m := ch
+			if ch+1 < len(h) && h[ch+1].need < h[ch].need {
+				m = ch + 1
+			}
+			if h[i].need <= h[m].need {
+				break
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+		c.waiters = h
+	}
+}
+
+// back walks from Finalize to Init along the recorded choices.
+func (l *longest) back() ([]Edge, error) {
+	g := l.g
+	var rev []Edge
+	r := l.finArg
+	d := &g.ranks[r]
+	p := g.prev(d, pos{k: posFin})
+	rev = append(rev, g.chainEdge(r, p, pos{k: posFin}))
+	for v := rev[0].From; v != Init; {
+		if len(rev) > g.NumNodes() {
+			return nil, fmt.Errorf("internal error: taskgraph: the longest path back from %s does not reach %s", g.finName, g.initName)
+		}
+		var e Edge
+		switch g.Kind(v) {
+		case KindOp:
+			r = g.rankOf(v)
+			d = &g.ranks[r]
+			i := uint32(v - d.base)
+			o := uint32(v - firstOp)
+			if l.choice[o>>6]&(1<<(o&63)) != 0 {
+				x := searchU32(d.xTo, i)
+				e = g.crossEdge(r, x)
+			} else {
+				e = g.chainEdge(r, g.prev(d, pos{posOp, i}), pos{posOp, i})
+			}
+		case KindCollective:
+			pt := &g.parts[l.collArg[v-g.collBase]]
+			r = int(pt.rank)
+			d = &g.ranks[r]
+			if pt.nb {
+				e = Edge{Kind: CollIn, From: d.base + NodeID(pt.at), To: v, Rank: r}
+			} else {
+				p := pos{posPart, pt.idx}
+				e = g.chainEdge(r, g.prev(d, p), p)
+			}
+		default:
+			return nil, fmt.Errorf("internal error: taskgraph: the longest path back reaches node %d", v)
+		}
+		rev = append(rev, e)
+		v = e.From
+	}
+	path := make([]Edge, len(rev))
+	for i, e := range rev {
+		path[len(rev)-1-i] = e
+	}
+	return path, nil
+}
+
+// searchU32 returns the index of x in the sorted slice s (which holds it).
+func searchU32(s []uint32, x uint32) int {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s[m] < x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+func (l *longest) cycle(r, stuck int) error {
+	g := l.g
+	d := &g.ranks[r]
+	c := &l.cur[r]
+	e := &CycleError{Rank: r, Waits: None, Stuck: stuck}
+	if c.p < len(d.blk) && g.parts[d.blk[c.p]].at == c.k {
+		ci := g.parts[d.blk[c.p]].coll
+		e.Node = g.collBase + NodeID(ci)
+		e.desc = fmt.Sprintf("rank %d waits at %s for ranks %s to arrive", r, g.describe(e.Node), g.missing(ci, l.partIn))
+		return e
+	}
+	e.Node = d.base + NodeID(c.k)
+	if c.xc < len(d.xTo) && d.xTo[c.xc] == c.k {
+		e.Waits = d.xFrom[c.xc]
+	}
+	e.desc = fmt.Sprintf("rank %d waits at %s for %s", r, g.describe(e.Node), g.describe(e.Waits))
+	return e
+}
+
+// missing lists the participants of collective ci that have not arrived.
+func (g *Graph) missing(ci uint32, arrived []bool) string {
+	col := &g.colls[ci]
+	s := ""
+	for j := col.first; j < col.first+col.n; j++ {
+		if !arrived[j] {
+			if s != "" {
+				s += ","
+			}
+			s += fmt.Sprint(g.parts[j].rank)
+		}
+	}
+	return s
+}

@@ -1,0 +1,168 @@
+package taskgraph
+
+import (
+	"math"
+
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
+)
+
+// Operations are stored per rank in fixed-size chunks of columns, so that
+// adding one never copies what was added before and a rank wastes at most
+// one partly filled chunk. An operation takes 20 bytes: its start (8), its
+// duration (4), its bytes (4), its event index relative to the chunk's
+// first operation's (2) and its op name (2). Values that do not fit (calls
+// longer than 4.29 s, 4 GiB messages, events far apart) go to per-rank
+// overflow maps.
+const (
+	chunkBits = 12
+	chunkLen  = 1 << chunkBits
+	chunkMask = chunkLen - 1
+)
+
+type opChunk struct {
+	start  [chunkLen]int64
+	dur    [chunkLen]uint32
+	bytes  [chunkLen]uint32
+	ev     [chunkLen]uint16
+	name   [chunkLen]opNameID
+	evBase int64 // event index of the chunk's first operation
+}
+
+// opNameID indexes a graph's op names: a function name with the event
+// kind and whether the operation was expanded from a Waitall-like call.
+type opNameID uint16
+
+type opName struct {
+	fn       NameID
+	kind     spec.Kind
+	expanded bool
+	recvHalf bool // the receive half of an MPI_Sendrecv
+}
+
+const (
+	maxU16 = math.MaxUint16
+	maxU32 = math.MaxUint32
+)
+
+// opStore is one rank's operations.
+type opStore struct {
+	n        int
+	chunks   []*opChunk
+	bigDur   map[uint32]int64
+	bigBytes map[uint32]uint64
+	bigEv    map[uint32]int64
+}
+
+func (s *opStore) add(start, end int64, bytes uint64, ev int64, name opNameID) uint32 {
+	i := uint32(s.n)
+	j := i & chunkMask
+	if j == 0 {
+		s.chunks = append(s.chunks, &opChunk{evBase: ev})
+	}
+	c := s.chunks[i>>chunkBits]
+	c.start[j] = start
+	if d := end - start; d >= 0 && d < maxU32 {
+		c.dur[j] = uint32(d)
+	} else {
+		c.dur[j] = maxU32
+		if s.bigDur == nil {
+			s.bigDur = make(map[uint32]int64)
+		}
+		s.bigDur[i] = d
+	}
+	if bytes < maxU32 {
+		c.bytes[j] = uint32(bytes)
+	} else {
+		c.bytes[j] = maxU32
+		if s.bigBytes == nil {
+			s.bigBytes = make(map[uint32]uint64)
+		}
+		s.bigBytes[i] = bytes
+	}
+	if d := ev - c.evBase; d >= 0 && d < maxU16 {
+		c.ev[j] = uint16(d)
+	} else {
+		c.ev[j] = maxU16
+		if s.bigEv == nil {
+			s.bigEv = make(map[uint32]int64)
+		}
+		s.bigEv[i] = ev
+	}
+	c.name[j] = name
+	s.n++
+	return i
+}
+
+// truncate drops the operations from n on.
+func (s *opStore) truncate(n int) {
+	if n >= s.n {
+		return
+	}
+	for _, m := range []map[uint32]int64{s.bigDur, s.bigEv} {
+		for i := range m {
+			if int(i) >= n {
+				delete(m, i)
+			}
+		}
+	}
+	for i := range s.bigBytes {
+		if int(i) >= n {
+			delete(s.bigBytes, i)
+		}
+	}
+	s.n = n
+	s.chunks = s.chunks[:(n+chunkLen-1)>>chunkBits]
+}
+
+func (s *opStore) start(i uint32) int64 { return s.chunks[i>>chunkBits].start[i&chunkMask] }
+
+func (s *opStore) end(i uint32) int64 {
+	c := s.chunks[i>>chunkBits]
+	j := i & chunkMask
+	if d := c.dur[j]; d != maxU32 {
+		return c.start[j] + int64(d)
+	}
+	return c.start[j] + s.bigDur[i]
+}
+
+func (s *opStore) bytes(i uint32) int64 {
+	if b := s.chunks[i>>chunkBits].bytes[i&chunkMask]; b != maxU32 {
+		return int64(b)
+	}
+	return int64(min(s.bigBytes[i], math.MaxInt64))
+}
+
+func (s *opStore) event(i uint32) int64 {
+	c := s.chunks[i>>chunkBits]
+	if d := c.ev[i&chunkMask]; d != maxU16 {
+		return c.evBase + int64(d)
+	}
+	return s.bigEv[i]
+}
+
+func (s *opStore) name(i uint32) opNameID { return s.chunks[i>>chunkBits].name[i&chunkMask] }
+
+// remap renames every operation.
+func (s *opStore) remap(m []opNameID) {
+	for ci, c := range s.chunks {
+		n := min(chunkLen, s.n-ci*chunkLen)
+		for j := 0; j < n; j++ {
+			c.name[j] = m[c.name[j]]
+		}
+	}
+}
+
+// permute reorders the operations: operation i moves to perm[i].
+func (s *opStore) permute(perm []uint32) {
+	var t opStore
+	order := make([]uint32, s.n)
+	for i, p := range perm {
+		order[p] = uint32(i)
+	}
+	for _, i := range order {
+		c := s.chunks[i>>chunkBits]
+		j := i & chunkMask
+		t.add(c.start[j], s.end(i), uint64(s.bytes(i)), s.event(i), c.name[j])
+	}
+	*s = t
+}

@@ -1,0 +1,327 @@
+package taskgraph
+
+import (
+	"fmt"
+	"strings"
+)
+
+// CycleError reports that Walk could not order the graph: some ranks wait
+// for each other in a cycle, which only inconsistent input produces (e.g.
+// messages matched against program order).
+type CycleError struct {
+	// Node is a node on the cycle: where the first stuck rank waits.
+	Node NodeID
+	// Rank is that rank.
+	Rank int
+	// Waits is what Node waits for: the sender of its message, or None
+	// when Node is a collective whose other members never arrive.
+	Waits NodeID
+	// Stuck is the number of ranks that could not reach MPI_Finalize.
+	Stuck int
+	desc  string
+}
+
+func (e *CycleError) Error() string {
+	return fmt.Sprintf("the task graph has a cycle (the trace is inconsistent): %s; %d rank(s) cannot reach MPI_Finalize", e.desc, e.Stuck)
+}
+
+func (g *Graph) describe(v NodeID) string {
+	if v == None {
+		return "?"
+	}
+	n := g.Node(v)
+	switch n.Kind {
+	case KindOp:
+		return fmt.Sprintf("node %d (%s on rank %d, event %d)", v, n.Name, n.Rank, n.Event.Index)
+	case KindCollective:
+		return fmt.Sprintf("node %d (%s, collective of %d ranks)", v, n.Name, n.Participants)
+	}
+	return fmt.Sprintf("node %d (%s)", v, n.Name)
+}
+
+type waiter struct {
+	need uint32 // local index of the operation waited for
+	rank int32
+}
+
+type cursor struct {
+	k        uint32 // next operation
+	p, q     int    // next blocking and nonblocking participation
+	xc       int    // next incoming cross edge
+	last     NodeID
+	lastKind uint8
+	lastEnd  int64
+	finished bool
+	waiters  []waiter // min-heap by need
+}
+
+type walker struct {
+	g        *Graph
+	visit    func(NodeID, []Edge)
+	cur      []cursor
+	arrived  []uint32
+	collDone []bool
+	partPred []NodeID
+	partW    []int64
+	collWait map[uint32][]int32
+	queue    []int32
+	queued   []bool
+	fin      []Edge
+	hasFin   []bool
+	buf      []Edge
+	cbuf     []Edge
+}
+
+// Walk calls visit once for every node, in a topological order: a node
+// after all of its predecessors. Init comes first and Finalize last; in
+// holds the node's incoming edges (as In gives them) and is valid only
+// during the call. Walk takes time linear in the size of the graph and
+// memory proportional to the number of ranks and collectives. If the graph
+// has a cycle, which only inconsistent input produces, Walk stops with a
+// *CycleError after visiting what it could.
+func (g *Graph) Walk(visit func(v NodeID, in []Edge)) error {
+	w := &walker{g: g, visit: visit, cur: make([]cursor, len(g.ranks)),
+		arrived: make([]uint32, len(g.colls)), collDone: make([]bool, len(g.colls)),
+		partPred: make([]NodeID, len(g.parts)), partW: make([]int64, len(g.parts)),
+		collWait: make(map[uint32][]int32), queued: make([]bool, len(g.ranks)),
+		fin: make([]Edge, len(g.ranks)), hasFin: make([]bool, len(g.ranks))}
+	for i := range w.partPred {
+		w.partPred[i] = None
+	}
+	visit(Init, nil)
+	for r := range w.cur {
+		c := &w.cur[r]
+		c.last, c.lastKind, c.lastEnd = Init, posInit, g.ranks[r].initEnd
+		w.enqueue(int32(r))
+	}
+	for h := 0; h < len(w.queue); h++ {
+		r := w.queue[h]
+		w.queued[r] = false
+		if !w.cur[r].finished {
+			w.advance(int(r))
+		}
+		if h > 4096 && h > len(w.queue)/2 {
+			w.queue = append(w.queue[:0], w.queue[h+1:]...)
+			h = -1
+		}
+	}
+	stuck, first := 0, -1
+	for r := range w.cur {
+		if !w.cur[r].finished {
+			stuck++
+			if first < 0 {
+				first = r
+			}
+		}
+	}
+	if stuck > 0 {
+		return w.cycle(first, stuck)
+	}
+	in := w.buf[:0]
+	for r := range w.fin {
+		if w.hasFin[r] {
+			in = append(in, w.fin[r])
+		}
+	}
+	visit(Finalize, in)
+	return nil
+}
+
+func (w *walker) enqueue(r int32) {
+	if !w.queued[r] && !w.cur[r].finished {
+		w.queued[r] = true
+		w.queue = append(w.queue, r)
+	}
+}
+
+// done reports whether node v has been visited.
+func (w *walker) done(v NodeID) bool {
+	g := w.g
+	if v >= g.collBase {
+		return w.collDone[v-g.collBase]
+	}
+	s := g.rankOf(v)
+	return w.cur[s].k > uint32(v-g.ranks[s].base)
+}
+
+// block makes rank r wait until node v is visited.
+func (w *walker) block(r int, v NodeID) {
+	g := w.g
+	if v >= g.collBase {
+		ci := uint32(v - g.collBase)
+		w.collWait[ci] = append(w.collWait[ci], int32(r))
+		return
+	}
+	s := g.rankOf(v)
+	c := &w.cur[s]
+	c.waiters = append(c.waiters, waiter{need: uint32(v - g.ranks[s].base), rank: int32(r)})
+	// sift up
+	h := c.waiters
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h[p].need <= h[i].need {
+			break
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+// wake enqueues the ranks waiting for operations of rank s it has passed.
+func (w *walker) wake(c *cursor) {
+	for len(c.waiters) > 0 && c.waiters[0].need < c.k {
+		h := c.waiters
+		w.enqueue(h[0].rank)
+		last := len(h) - 1
+		h[0] = h[last]
+		h = h[:last]
+		for i := 0; ; {
+			l := 2*i + 1
+			if l >= len(h) {
+				break
+			}
+			m := l
+			if l+1 < len(h) && h[l+1].need < h[l].need {
+				m = l + 1
+			}
+			if h[i].need <= h[m].need {
+				break
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+		c.waiters = h
+	}
+}
+
+// arrive records that participation j reached its collective from pred
+// with the given edge weight, and completes the collective when it was the
+// last.
+func (w *walker) arrive(j uint32, pred NodeID, weight int64) {
+	w.partPred[j] = pred
+	w.partW[j] = weight
+	ci := w.g.parts[j].coll
+	w.arrived[ci]++
+	if w.arrived[ci] == w.g.colls[ci].n {
+		w.complete(ci)
+	}
+}
+
+func (w *walker) complete(ci uint32) {
+	g := w.g
+	c := &g.colls[ci]
+	v := g.collBase + NodeID(ci)
+	in := w.cbuf[:0]
+	for j := c.first; j < c.first+c.n; j++ {
+		pt := &g.parts[j]
+		e := Edge{Kind: CollIn, From: w.partPred[j], To: v, Rank: int(pt.rank), Weight: w.partW[j]}
+		if e.From == Init {
+			e.Kind = InitOut
+		}
+		in = append(in, e)
+	}
+	w.cbuf = in
+	w.visit(v, in)
+	w.collDone[ci] = true
+	for j := c.first; j < c.first+c.n; j++ {
+		if !g.parts[j].nb {
+			w.enqueue(g.parts[j].rank)
+		}
+	}
+	if ws, ok := w.collWait[ci]; ok {
+		for _, r := range ws {
+			w.enqueue(r)
+		}
+		delete(w.collWait, ci)
+	}
+}
+
+// advance moves rank r along its chain as far as it can.
+func (w *walker) advance(r int) {
+	g := w.g
+	d := &g.ranks[r]
+	c := &w.cur[r]
+	n := uint32(d.n())
+	for {
+		if c.p < len(d.blk) {
+			j := d.blk[c.p]
+			pt := &g.parts[j]
+			if pt.at == c.k {
+				ci := pt.coll
+				if !w.collDone[ci] {
+					if w.partPred[j] == None {
+						w.arrive(j, c.last, chainWeight(d, c.lastKind, c.lastEnd, posPart, pt.start))
+					}
+					if !w.collDone[ci] {
+						return // the last member to arrive enqueues r
+					}
+				}
+				c.last, c.lastKind, c.lastEnd = g.collBase+NodeID(ci), posPart, pt.end
+				c.p++
+				continue
+			}
+		}
+		if c.k < n {
+			k := c.k
+			v := d.base + NodeID(k)
+			in := w.buf[:0]
+			in = append(in, Edge{Kind: chainKind(c.lastKind, posOp), From: c.last, To: v, Rank: r,
+				Weight: chainWeight(d, c.lastKind, c.lastEnd, posOp, d.ops.start(k))})
+			if c.xc < len(d.xTo) && d.xTo[c.xc] == k {
+				from := d.xFrom[c.xc]
+				if !w.done(from) {
+					w.block(r, from)
+					return
+				}
+				in = append(in, g.crossEdge(r, c.xc))
+				c.xc++
+			}
+			w.buf = in
+			w.visit(v, in)
+			c.last, c.lastKind, c.lastEnd = v, posOp, d.ops.end(k)
+			c.k++
+			if len(c.waiters) > 0 {
+				w.wake(c)
+			}
+			for c.q < len(d.nb) && g.parts[d.nb[c.q]].at == k {
+				j := d.nb[c.q]
+				c.q++
+				w.arrive(j, v, 0)
+			}
+			continue
+		}
+		if d.hasChain() {
+			w.fin[r] = Edge{Kind: FinalizeIn, From: c.last, To: Finalize, Rank: r,
+				Weight: chainWeight(d, c.lastKind, c.lastEnd, posFin, d.finStart)}
+			w.hasFin[r] = true
+		}
+		c.finished = true
+		return
+	}
+}
+
+func (w *walker) cycle(r, stuck int) error {
+	g := w.g
+	d := &g.ranks[r]
+	c := &w.cur[r]
+	e := &CycleError{Rank: r, Waits: None, Stuck: stuck}
+	if c.p < len(d.blk) && g.parts[d.blk[c.p]].at == c.k {
+		ci := g.parts[d.blk[c.p]].coll
+		e.Node = g.collBase + NodeID(ci)
+		col := &g.colls[ci]
+		var missing []string
+		for j := col.first; j < col.first+col.n; j++ {
+			if w.partPred[j] == None {
+				missing = append(missing, fmt.Sprint(g.parts[j].rank))
+			}
+		}
+		e.desc = fmt.Sprintf("rank %d waits at %s for ranks %s to arrive", r, g.describe(e.Node), strings.Join(missing, ","))
+		return e
+	}
+	e.Node = d.base + NodeID(c.k)
+	if c.xc < len(d.xTo) && d.xTo[c.xc] == c.k {
+		e.Waits = d.xFrom[c.xc]
+	}
+	e.desc = fmt.Sprintf("rank %d waits at %s for %s", r, g.describe(e.Node), g.describe(e.Waits))
+	return e
+}
