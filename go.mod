@@ -3,6 +3,7 @@ module github.com/mpitrace/mpitrace
 go 1.26.8
 
 require (
+	github.com/emicklei/dot v1.6.2
 	github.com/klauspost/compress v1.20.3
 	github.com/spf13/cobra v1.10.2
 	gonum.org/v1/gonum v0.17.0

@@ -107,6 +107,7 @@ default to traces/.`,
 		newDumpCmd(s, nil),
 		newStatsCmd(s, nil),
 		newCalibrateCmd(s, nil),
+		newDotCmd(s, nil),
 		newCritpathCmd(s, nil),
 	)
 	return root

@@ -1,0 +1,497 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/emicklei/dot"
+
+	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/latency"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+)
+
+// DOTOptions select what WriteDOT draws and how it writes times. The zero
+// value draws the whole graph with times in microseconds.
+type DOTOptions struct {
+	// Unit is the unit of the times in labels (critpath.Microsecond when 0).
+	Unit critpath.Unit
+	// CriticalOnly keeps only the critical path's vertices and edges; it
+	// needs a path.
+	CriticalOnly bool
+	// Ranks, when not nil, keeps only these ranks' clusters and the shared
+	// vertices on their chains; messages to and from other ranks end at a
+	// "rank N" stub node per other rank.
+	Ranks *RankRange
+	// Window, when not nil, keeps only the operations that start within it
+	// (on each rank's clock, from the end of the rank's MPI_Init) and the
+	// shared vertices joined to them.
+	Window *Window
+	// Model names the latency model in the graph's label (e.g. the model
+	// file). When empty it is described from the model: a *latency.Model's
+	// Source (and machine), "none" for a nil model.
+	Model string
+}
+
+// RankRange is an inclusive range of world ranks.
+type RankRange struct{ First, Last int }
+
+// Contains reports whether rank r is in the range.
+func (r RankRange) Contains(rank int) bool { return rank >= r.First && rank <= r.Last }
+
+// String returns "A-B", or "A" for a single rank.
+func (r RankRange) String() string {
+	if r.First == r.Last {
+		return strconv.Itoa(r.First)
+	}
+	return fmt.Sprintf("%d-%d", r.First, r.Last)
+}
+
+// Window is a time window [Start, End) on each rank's clock, measured from
+// the end of that rank's MPI_Init. End 0 means no end.
+type Window struct{ Start, End time.Duration }
+
+// Contains reports whether t lies in the window.
+func (w Window) Contains(t time.Duration) bool {
+	return t >= w.Start && (w.End == 0 || t < w.End)
+}
+
+// String returns "[1.5s, 2s)", or "[1s, end)" without an end.
+func (w Window) String() string {
+	end := "end"
+	if w.End != 0 {
+		end = durString(w.End)
+	}
+	return "[" + durString(w.Start) + ", " + end + ")"
+}
+
+func durString(d time.Duration) string { return strings.ReplaceAll(d.String(), "µ", "u") }
+
+// Highlight attributes of the critical path's vertices and edges. No other
+// element has a penwidth.
+const (
+	CriticalColor    = "red"
+	CriticalPenwidth = "3"
+)
+
+// WriteDOT writes g as a Graphviz digraph: a cluster per rank with its
+// operations in program order, MPI_Init, MPI_Finalize and the collectives
+// outside the clusters, edges labelled with their weights, and the critical
+// path p highlighted (p may be nil: nothing is). m weighs the message and
+// collective labels as critpath.Compute weighed the path (nil: 0). See the
+// package documentation for the picture and the options.
+func WriteDOT(w io.Writer, g *taskgraph.Graph, p *critpath.Path, m critpath.Model, o DOTOptions) error {
+	if o.Unit <= 0 {
+		o.Unit = critpath.Microsecond
+	}
+	if err := checkOptions(g, p, &o); err != nil {
+		return err
+	}
+	v := selectView(g, p, &o)
+	d := &drawer{g: g, v: v, m: m, o: &o}
+	return d.draw(w, p)
+}
+
+func checkOptions(g *taskgraph.Graph, p *critpath.Path, o *DOTOptions) error {
+	if o.CriticalOnly && p == nil {
+		return errors.New("render: CriticalOnly needs a critical path")
+	}
+	if r := o.Ranks; r != nil && (r.First < 0 || r.Last < r.First || r.Last >= g.Size()) {
+		return fmt.Errorf("render: ranks %s: the graph has ranks 0-%d", r, g.Size()-1)
+	}
+	if w := o.Window; w != nil && (w.Start < 0 || w.End < 0 || w.End != 0 && w.End <= w.Start) {
+		return fmt.Errorf("render: window %s is empty or negative", w)
+	}
+	return nil
+}
+
+// edgeKey identifies an edge: two edges never share all four fields.
+type edgeKey struct {
+	from, to taskgraph.NodeID
+	kind     taskgraph.EdgeKind
+	rank     int
+}
+
+func keyOf(e taskgraph.Edge) edgeKey { return edgeKey{e.From, e.To, e.Kind, e.Rank} }
+
+// drawnEdge is an edge to draw; a message to or from a rank outside
+// DOTOptions.Ranks has that rank's stub in place of the operation.
+type drawnEdge struct {
+	taskgraph.Edge
+	stubFrom, stubTo int // rank of the stub, or -1
+}
+
+// view is what the options keep of the graph.
+type view struct {
+	keep      []bool // per node
+	onPath    []bool // per node (nil without a path)
+	pathEdges map[edgeKey]bool
+	edges     []drawnEdge
+	stubs     []bool // per rank: has a stub node
+	// counts for the label
+	ops, colls, allEdges int
+}
+
+// selectView decides which nodes and edges are drawn (see the package
+// documentation for the rules).
+func selectView(g *taskgraph.Graph, p *critpath.Path, o *DOTOptions) *view {
+	n := g.NumNodes()
+	v := &view{keep: make([]bool, n), stubs: make([]bool, g.Size())}
+	if p != nil {
+		v.onPath = make([]bool, n)
+		v.pathEdges = make(map[edgeKey]bool, len(p.Hops))
+		for _, x := range p.Vertices {
+			v.onPath[x.ID] = true
+		}
+		for _, h := range p.Hops {
+			v.pathEdges[edgeKey{h.From, h.To, h.Kind, h.Rank}] = true
+		}
+	}
+	filtered := o.CriticalOnly || o.Ranks != nil || o.Window != nil
+	inRanks := func(r int) bool { return o.Ranks == nil || o.Ranks.Contains(r) }
+	candidate := func(e taskgraph.Edge) bool { return !o.CriticalOnly || v.pathEdges[keyOf(e)] }
+	shared := func(id taskgraph.NodeID) bool { return g.Kind(id) != taskgraph.KindOp }
+
+	// Operations.
+	for r := 0; r < g.Size(); r++ {
+		first, cnt := g.RankOps(r)
+		if cnt == 0 || !inRanks(r) {
+			continue
+		}
+		org := origin(g, r)
+		for i := 0; i < cnt; i++ {
+			id := first + taskgraph.NodeID(i)
+			if o.CriticalOnly && !v.onPath[id] {
+				continue
+			}
+			if o.Window != nil && !o.Window.Contains(time.Duration(g.Node(id).Start-org)) {
+				continue
+			}
+			v.keep[id] = true
+		}
+	}
+	// Shared vertices: all of them without a filter, else those joined to
+	// a kept operation, or (without a window) on the chain of a kept rank.
+	if !filtered {
+		for id := range v.keep {
+			v.keep[id] = true
+		}
+	} else {
+		for e := range g.Edges {
+			if !candidate(e) {
+				continue
+			}
+			su, sw := shared(e.From), shared(e.To)
+			switch {
+			case su && sw:
+				if o.Window == nil && inRanks(e.Rank) {
+					v.keep[e.From], v.keep[e.To] = true, true
+				}
+			case su && v.keep[e.To]:
+				v.keep[e.From] = true
+			case sw && v.keep[e.From]:
+				v.keep[e.To] = true
+			}
+		}
+	}
+	// Edges.
+	for e := range g.Edges {
+		v.allEdges++
+		if !candidate(e) {
+			continue
+		}
+		ku, kw := v.keep[e.From], v.keep[e.To]
+		switch {
+		case ku && kw && (!shared(e.From) || !shared(e.To) || inRanks(e.Rank)):
+			v.edges = append(v.edges, drawnEdge{e, -1, -1})
+		case e.Kind == taskgraph.Message && o.Ranks != nil && ku && !inRanks(g.Rank(e.To)):
+			v.stubs[g.Rank(e.To)] = true
+			v.edges = append(v.edges, drawnEdge{e, -1, g.Rank(e.To)})
+		case e.Kind == taskgraph.Message && o.Ranks != nil && kw && !inRanks(g.Rank(e.From)):
+			v.stubs[g.Rank(e.From)] = true
+			v.edges = append(v.edges, drawnEdge{e, g.Rank(e.From), -1})
+		}
+	}
+	for id, k := range v.keep {
+		if !k {
+			continue
+		}
+		switch g.Kind(taskgraph.NodeID(id)) {
+		case taskgraph.KindOp:
+			v.ops++
+		case taskgraph.KindCollective:
+			v.colls++
+		}
+	}
+	return v
+}
+
+// origin is the time rank r's window is measured from: the end of its
+// MPI_Init, or its first operation's start when it has none.
+func origin(g *taskgraph.Graph, r int) int64 {
+	initEnd, _, ok := g.RankSpan(r)
+	if ok || initEnd != 0 {
+		return initEnd
+	}
+	if first, n := g.RankOps(r); n > 0 {
+		return g.Node(first).Start
+	}
+	return 0
+}
+
+type drawer struct {
+	g     *taskgraph.Graph
+	v     *view
+	m     critpath.Model
+	o     *DOTOptions
+	nodes map[taskgraph.NodeID]dot.Node
+	stubs map[int]dot.Node
+}
+
+func nodeKey(id taskgraph.NodeID) string { return fmt.Sprintf("v%010d", id) }
+
+func (d *drawer) draw(w io.Writer, p *critpath.Path) error {
+	g, v := d.g, d.v
+	root := dot.NewGraph(dot.Directed)
+	root.ID("taskgraph")
+	root.Attr("label", d.label(p))
+	root.Attr("labelloc", "t")
+	// Rank the whole graph at once, not cluster by cluster: a path that
+	// hops between ranks then runs downwards instead of folding back.
+	root.Attr("newrank", "true")
+	d.nodes = make(map[taskgraph.NodeID]dot.Node)
+	d.stubs = make(map[int]dot.Node)
+
+	// Clusters. emicklei/dot names a cluster cluster_sN after its creation
+	// sequence; the names are replaced by cluster_rankN once written.
+	var renames []string
+	for r := 0; r < g.Size(); r++ {
+		first, cnt := g.RankOps(r)
+		org := origin(g, r)
+		var sub *dot.Graph
+		for i := 0; i < cnt; i++ {
+			id := first + taskgraph.NodeID(i)
+			if !v.keep[id] {
+				continue
+			}
+			if sub == nil {
+				sub = root.Subgraph(fmt.Sprintf("rank%010d", r), dot.ClusterOption{})
+				sub.Attr("label", fmt.Sprintf("rank %d", r))
+				sub.Attr("color", "gray60")
+				renames = append(renames,
+					"\n\tsubgraph "+sub.GetID()+" {\n",
+					fmt.Sprintf("\n\tsubgraph cluster_rank%d {\n", r))
+			}
+			nd := g.Node(id)
+			tip := fmt.Sprintf("%s on rank %d (operation %d): starts %s after MPI_Init, lasts %s",
+				nd.Name, r, i, d.time(float64(nd.Start-org)), d.time(float64(nd.End-nd.Start)))
+			if nd.Bytes > 0 {
+				tip += fmt.Sprintf(", %d bytes", nd.Bytes)
+			}
+			n := sub.Node(nodeKey(id))
+			n.Attrs("label", nd.Name+"\n"+d.time(float64(nd.End-nd.Start)), "shape", "box",
+				"id", fmt.Sprintf("v%d", id), "tooltip", tip)
+			d.highlightNode(n, id)
+			d.nodes[id] = n
+		}
+	}
+	// Shared vertices, in id order: MPI_Init, MPI_Finalize, collectives.
+	for id := taskgraph.NodeID(0); int(id) < g.NumNodes(); id++ {
+		if !v.keep[id] {
+			continue
+		}
+		switch g.Kind(id) {
+		case taskgraph.KindOp:
+			continue
+		case taskgraph.KindCollective:
+			nd := g.Node(id)
+			ns, used := d.collective(id)
+			tip := fmt.Sprintf("%s on %d processes (%d calls recorded), %d bytes per process; model %s: %s",
+				nd.Name, nd.Procs, nd.Participants, nd.Bytes, used, d.time(ns))
+			n := root.Node(nodeKey(id))
+			n.Attrs("label", nd.Name+"\n"+d.time(ns), "shape", "hexagon",
+				"id", fmt.Sprintf("v%d", id), "tooltip", tip)
+			d.highlightNode(n, id)
+			d.nodes[id] = n
+		default:
+			n := root.Node(nodeKey(id))
+			n.Attrs("label", g.Name(id), "shape", "ellipse", "id", fmt.Sprintf("v%d", id))
+			d.highlightNode(n, id)
+			d.nodes[id] = n
+		}
+	}
+	// Stubs of the ranks outside DOTOptions.Ranks.
+	for r, ok := range v.stubs {
+		if ok {
+			n := root.Node(fmt.Sprintf("w%010d", r))
+			n.Attrs("label", fmt.Sprintf("rank %d", r), "shape", "box", "style", "dashed", "color", "gray50",
+				"fontcolor", "gray30", "id", fmt.Sprintf("stub%d", r), "tooltip", fmt.Sprintf("rank %d (not shown)", r))
+			d.stubs[r] = n
+		}
+	}
+	// Edges, in the graph's order.
+	for _, e := range v.edges {
+		from, to := d.nodes[e.From], d.nodes[e.To]
+		if e.stubFrom >= 0 {
+			from = d.stubs[e.stubFrom]
+		}
+		if e.stubTo >= 0 {
+			to = d.stubs[e.stubTo]
+		}
+		de := root.Edge(from, to)
+		de.Attrs("label", d.edgeLabel(e.Edge), "id", fmt.Sprintf("%s_%d_%d_r%d", e.Kind, e.From, e.To, e.Rank))
+		switch {
+		case e.Kind == taskgraph.Message:
+			de.Attr("style", "dashed")
+		case e.Kind == taskgraph.CollIn && d.nonblocking(e.To), e.Kind == taskgraph.CollOut && d.nonblocking(e.From):
+			de.Attr("style", "dotted")
+		}
+		if v.pathEdges[keyOf(e.Edge)] {
+			de.Attrs("color", CriticalColor, "penwidth", CriticalPenwidth)
+		} else if e.Kind == taskgraph.Message {
+			de.Attr("color", "gray40")
+		}
+	}
+
+	var buf bytes.Buffer
+	root.Write(&buf)
+	// The cluster headers come in rank order, each on a line of its own
+	// (labels are quoted without raw newlines, so no label matches).
+	out := buf.Bytes()
+	parts := make([][]byte, 0, len(renames)+1)
+	for i := 0; i < len(renames); i += 2 {
+		j := bytes.Index(out, []byte(renames[i]))
+		if j < 0 {
+			return fmt.Errorf("render: internal error: cluster header %q not found", strings.TrimSpace(renames[i]))
+		}
+		parts = append(parts, out[:j], []byte(renames[i+1]))
+		out = out[j+len(renames[i]):]
+	}
+	for _, b := range append(parts, out) {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *drawer) highlightNode(n dot.Node, id taskgraph.NodeID) {
+	if d.v.onPath != nil && d.v.onPath[id] {
+		n.Attrs("color", CriticalColor, "penwidth", CriticalPenwidth)
+	}
+}
+
+func (d *drawer) nonblocking(id taskgraph.NodeID) bool {
+	return d.g.Kind(id) == taskgraph.KindCollective && d.g.Node(id).Nonblocking
+}
+
+// edgeLabel is a computation edge's measured time, or a message's model
+// latency and bytes: "1.8 us (4096)".
+func (d *drawer) edgeLabel(e taskgraph.Edge) string {
+	if e.Kind.IsComputation() {
+		return d.time(float64(e.Weight))
+	}
+	var ns float64
+	if d.m != nil {
+		ns = finite(d.m.P2P(e.Bytes))
+	}
+	return fmt.Sprintf("%s (%d)", d.time(ns), e.Bytes)
+}
+
+// collective is the model time of collective node id, as critpath weighs it.
+func (d *drawer) collective(id taskgraph.NodeID) (float64, string) {
+	ci, _ := d.g.Collective(id)
+	if d.m == nil {
+		return 0, "none"
+	}
+	ns, used := d.m.CollectiveOrFallback(ci.Name, ci.Bytes, ci.Procs)
+	return finite(ns), used
+}
+
+func finite(x float64) float64 {
+	if x != x || x < 0 || x > 1e300 {
+		return 0
+	}
+	return x
+}
+
+// time formats ns in the unit: "12 us", "1.8 us", "0.25 us".
+func (d *drawer) time(ns float64) string {
+	return formatNum(ns/float64(d.o.Unit)) + " " + d.o.Unit.String()
+}
+
+// formatNum writes x with three significant digits, and as an integer from
+// 100 on: 1234, 12.5, 1.8, 0.25, 0.0005.
+func formatNum(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "?"
+	}
+	prec := 0
+	if ax := math.Abs(x); ax < 100 && ax > 0 {
+		prec = min(2-int(math.Floor(math.Log10(ax))), 9)
+	}
+	s := strconv.FormatFloat(x, 'f', prec, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return s
+}
+
+// label is the graph's label: the graph's size, the path, the model and
+// what the options left out.
+func (d *drawer) label(p *critpath.Path) string {
+	g, v, o := d.g, d.v, d.o
+	lines := []string{fmt.Sprintf("MPI task graph: %d ranks, %d operations, %d collectives, %d messages",
+		g.Size(), g.NumOps(), g.NumCollectives(), g.NumMessages())}
+	if p != nil {
+		lines = append(lines, fmt.Sprintf("critical path (red): %s, %d vertices", d.time(p.Length), len(p.Vertices)))
+	} else {
+		lines = append(lines, "critical path: not computed")
+	}
+	lines = append(lines, "latency model: "+describeModel(d.m, o.Model))
+	var shown []string
+	if o.Ranks != nil {
+		shown = append(shown, fmt.Sprintf("ranks %s of 0-%d (messages to other ranks end at their stub)", o.Ranks, g.Size()-1))
+	}
+	if o.Window != nil {
+		shown = append(shown, fmt.Sprintf("operations starting in %s after each rank's MPI_Init", o.Window))
+	}
+	if o.CriticalOnly {
+		shown = append(shown, "the critical path only")
+	}
+	if len(shown) > 0 {
+		lines = append(lines, "showing "+strings.Join(shown, "; "))
+		lines = append(lines, fmt.Sprintf("left out: %d of %d operations, %d of %d collectives, %d of %d edges",
+			g.NumOps()-v.ops, g.NumOps(), g.NumCollectives()-v.colls, g.NumCollectives(),
+			v.allEdges-len(v.edges), v.allEdges))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func describeModel(m critpath.Model, name string) string {
+	if name != "" {
+		return name
+	}
+	switch m := m.(type) {
+	case nil:
+		return "none (messages and collectives weigh 0)"
+	case *latency.Model:
+		if m == nil {
+			return "none (messages and collectives weigh 0)"
+		}
+		if m.IsDefault() || m.Machine == "" {
+			return m.Source
+		}
+		return m.Source + " on " + m.Machine
+	}
+	return fmt.Sprintf("%T", m)
+}

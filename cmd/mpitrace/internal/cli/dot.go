@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/render"
+	"github.com/mpitrace/mpitrace/reconstruct"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+)
+
+// bigDOTGraph is the number of vertices above which dot warns that the
+// whole graph is more than Graphviz lays out quickly.
+const bigDOTGraph = 20_000
+
+type dotOptions struct {
+	Dir          string
+	CriticalOnly bool
+	// Ranks and Window are the parsed --ranks and --window (nil: all).
+	Ranks  *render.RankRange
+	Window *render.Window
+	Model  string // --model file ("" for the embedded default)
+	Unit   critpath.Unit
+	Output string // -o file ("" or "-": stdout)
+	traceFlags
+
+	ranksArg, windowArg, unitArg string
+}
+
+func newDotCmd(s *Streams, runF func(context.Context, *dotOptions) error) *cobra.Command {
+	opts := &dotOptions{}
+	cmd := &cobra.Command{
+		Use:   "dot [TRACEDIR] [--critical-only] [--ranks A-B] [--window T0:T1] [--model FILE] [-o FILE]",
+		Short: "Draw the task graph in Graphviz DOT, critical path highlighted",
+		Long: `Write the MPI task graph of a trace in Graphviz's DOT language, with its
+critical path highlighted, for xdot or dot. Nothing but DOT goes to stdout.
+
+The picture:
+  - one cluster per rank ("rank N") with the rank's MPI operations in
+    program order, each labelled with its MPI function and its duration;
+  - MPI_Init, MPI_Finalize and every collective are shared by the ranks and
+    drawn outside the clusters; a collective is labelled with its name and
+    the latency model's time for it;
+  - computation edges (between consecutive calls of a rank, and into and
+    out of collectives) are labelled with their measured time; message
+    edges (dashed) with the model latency and the bytes: "1.8 us (4096)";
+  - the critical path (the longest path from MPI_Init to MPI_Finalize, as
+    'mpitrace critpath' finds it) is red and bold; the graph's label gives
+    its length and the latency model used.
+
+Big runs make big graphs. To keep them viewable:
+  --critical-only   only the critical path's vertices and edges
+  --ranks A-B       only these ranks' clusters (or --ranks N); a message to
+                    or from another rank ends at a small "rank N" stub node
+  --window T0:T1    only the operations that start between T0 and T1 after
+                    their rank's MPI_Init, on each rank's own clock (units
+                    ns, us, ms, s; either end may be left out: :2s, 1s:)
+They combine, and the graph's label says what was left out.
+
+Messages and collectives are weighed with the latency model of --model
+(written by 'mpitrace calibrate'), else with the default model embedded in
+mpitrace. Diagnostics go to stderr; the exit status is 1 when the trace has
+errors, and with --strict 3 when it lost data.`,
+		Example: `  mpitrace dot traces/ | xdot -
+  mpitrace dot traces/ | dot -Tsvg > graph.svg
+  mpitrace dot traces/ --critical-only --model model.json -o critpath.dot
+  mpitrace dot traces/ --ranks 0-3 --window 1.5s:2s | xdot -`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Dir = traceDirArg(args)
+			if err := opts.parse(cmd); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runDot(opts, s)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&opts.CriticalOnly, "critical-only", false, "draw only the critical path's vertices and edges")
+	f.StringVar(&opts.ranksArg, "ranks", "", "draw only ranks `A-B` (or one rank N)")
+	f.StringVar(&opts.windowArg, "window", "", "draw only operations starting in `T0:T1` after their rank's MPI_Init (e.g. 100ms:250ms, :2s, 1s:)")
+	f.StringVar(&opts.Model, "model", "", "latency model `FILE` written by mpitrace calibrate (default: the embedded model)")
+	f.StringVar(&opts.unitArg, "unit", "us", "`UNIT` of the times in labels: ns, us, ms or s")
+	f.StringVarP(&opts.Output, "output", "o", "", "write the DOT to `FILE` instead of stdout")
+	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
+	return cmd
+}
+
+// parse checks and converts the flags that need it.
+func (o *dotOptions) parse(cmd *cobra.Command) error {
+	u, err := critpath.ParseUnit(o.unitArg)
+	if err != nil {
+		return flagErrorf("--unit %q: want ns, us, ms or s", o.unitArg)
+	}
+	o.Unit = u
+	o.Ranks, o.Window = nil, nil
+	if cmd.Flags().Changed("ranks") {
+		if o.Ranks, err = parseRankRange(o.ranksArg); err != nil {
+			return err
+		}
+	}
+	if cmd.Flags().Changed("window") {
+		if o.Window, err = parseWindow(o.windowArg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseRankRange parses --ranks: "A-B" or "N".
+func parseRankRange(s string) (*render.RankRange, error) {
+	bad := func() error {
+		return flagErrorf("--ranks %q: want a rank N or a range A-B of ranks, e.g. --ranks 0-3", s)
+	}
+	a, b, isRange := strings.Cut(strings.TrimSpace(s), "-")
+	first, err := strconv.Atoi(a)
+	if err != nil || first < 0 || a != strconv.Itoa(first) {
+		return nil, bad()
+	}
+	last := first
+	if isRange {
+		if last, err = strconv.Atoi(b); err != nil || b != strconv.Itoa(last) {
+			return nil, bad()
+		}
+		if last < first {
+			return nil, flagErrorf("--ranks %q: the range is empty (%d > %d)", s, first, last)
+		}
+	}
+	return &render.RankRange{First: first, Last: last}, nil
+}
+
+// parseWindow parses --window: "T0:T1" with units, either end optional.
+func parseWindow(s string) (*render.Window, error) {
+	a, b, ok := strings.Cut(s, ":")
+	if !ok || strings.TrimSpace(a) == "" && strings.TrimSpace(b) == "" {
+		return nil, flagErrorf("--window %q: want T0:T1 with units, e.g. --window 100ms:250ms (or :2s, 1s:)", s)
+	}
+	parse := func(x string) (time.Duration, error) {
+		x = strings.TrimSpace(x)
+		if x == "" {
+			return 0, nil
+		}
+		d, err := time.ParseDuration(x)
+		if err != nil || d < 0 {
+			return 0, flagErrorf("--window %q: %q is not a time with a unit (ns, us, ms, s), e.g. 1.5s", s, x)
+		}
+		return d, nil
+	}
+	w := &render.Window{}
+	var err error
+	if w.Start, err = parse(a); err != nil {
+		return nil, err
+	}
+	if w.End, err = parse(b); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(b) != "" && w.End <= w.Start {
+		return nil, flagErrorf("--window %q: the end must be after the start", s)
+	}
+	return w, nil
+}
+
+func runDot(opts *dotOptions, s *Streams) error {
+	t, err := openTrace(opts.Dir)
+	if err != nil {
+		return err
+	}
+	if r := opts.Ranks; r != nil && r.Last >= t.Size {
+		return flagErrorf("--ranks %s: %s has ranks 0-%d", r, opts.Dir, t.Size-1)
+	}
+	m, modelName, err := loadModel(opts.Model)
+	if err != nil {
+		return err
+	}
+	if opts.Model == "" && s.ErrTTY {
+		fmt.Fprintln(s.Err, "mpitrace: using the default latency model; for this machine's, run 'mpitrace calibrate -o model.json -- mpirun -np 4' and pass --model model.json")
+	}
+	g, diags, err := reconstruct.Build(t, reconstruct.Options{})
+	if err != nil {
+		return err
+	}
+	if !opts.CriticalOnly && opts.Ranks == nil && opts.Window == nil && g.NumNodes() > bigDOTGraph {
+		fmt.Fprintf(s.Err, "mpitrace: the task graph has %d vertices, more than Graphviz lays out quickly: --critical-only, --ranks A-B or --window T0:T1 draw a part of it\n", g.NumNodes())
+	}
+	// A graph with a cycle (inconsistent data) has no critical path but is
+	// worth seeing: it is drawn without one, and the command fails after.
+	path, pathErr := critpath.Compute(g, m)
+	var cycle *taskgraph.CycleError
+	if pathErr != nil && (opts.CriticalOnly || !errors.As(pathErr, &cycle)) {
+		reportDiagnostics(s, diags, &traceFlags{})
+		return pathErr
+	}
+	ro := render.DOTOptions{Unit: opts.Unit, CriticalOnly: opts.CriticalOnly, Ranks: opts.Ranks, Window: opts.Window, Model: modelName}
+	if opts.Output == "" || opts.Output == "-" {
+		err = render.WriteDOT(s.Out, g, path, m, ro)
+	} else {
+		var b bytes.Buffer
+		if err = render.WriteDOT(&b, g, path, m, ro); err == nil {
+			if werr := writeFileAtomic(opts.Output, b.Bytes()); werr != nil {
+				err = fmt.Errorf("writing %s: %w", opts.Output, unwrapPathError(werr))
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := reportDiagnostics(s, diags, &opts.traceFlags); err != nil {
+		return err
+	}
+	if pathErr != nil {
+		return fmt.Errorf("no critical path (the graph is drawn without one): %w", pathErr)
+	}
+	return nil
+}

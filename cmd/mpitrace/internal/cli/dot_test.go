@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/render"
+	"github.com/mpitrace/mpitrace/tracefmt/testgen"
+)
+
+// Flags reach the options: parsed ranks, window and unit.
+func TestDotFlagParsing(t *testing.T) {
+	s := &Streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}
+	parse := func(args ...string) *dotOptions {
+		t.Helper()
+		var got *dotOptions
+		cmd := newDotCmd(s, func(_ context.Context, o *dotOptions) error { got = o; return nil })
+		cmd.SetArgs(args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return got
+	}
+	o := parse("run2", "--critical-only", "--ranks", "1-2", "--window", "100ms:250ms", "--model", "m.json",
+		"--unit", "ms", "-o", "g.dot", "--strict")
+	if o.Dir != "run2" || !o.CriticalOnly || o.Ranks == nil || *o.Ranks != (render.RankRange{First: 1, Last: 2}) ||
+		o.Window == nil || *o.Window != (render.Window{Start: 100 * time.Millisecond, End: 250 * time.Millisecond}) ||
+		o.Model != "m.json" || o.Unit != critpath.Millisecond || o.Output != "g.dot" || !o.Strict {
+		t.Fatalf("dot options: %+v", o)
+	}
+	o = parse()
+	if o.Dir != "traces" || o.CriticalOnly || o.Ranks != nil || o.Window != nil || o.Unit != critpath.Microsecond || o.Output != "" {
+		t.Fatalf("dot defaults: %+v", o)
+	}
+	o = parse("--ranks", "3", "--window", ":2s")
+	if *o.Ranks != (render.RankRange{First: 3, Last: 3}) || *o.Window != (render.Window{End: 2 * time.Second}) {
+		t.Fatalf("--ranks 3 --window :2s: %+v %+v", o.Ranks, o.Window)
+	}
+	o = parse("--window", "1.5s:", "--unit", "ns")
+	if *o.Window != (render.Window{Start: 1500 * time.Millisecond}) || o.Unit != critpath.Nanosecond {
+		t.Fatalf("--window 1.5s: %+v", o.Window)
+	}
+}
+
+// Bad values are usage errors (exit 2): one error line naming the flag,
+// then the usage.
+func TestDotBadFlags(t *testing.T) {
+	dir := writeTrace(t)
+	for _, c := range []struct{ flag, value, want string }{
+		{"--ranks", "x", `--ranks "x": want a rank N or a range A-B`},
+		{"--ranks", "2-1", `--ranks "2-1": the range is empty`},
+		{"--ranks", "1-", `--ranks "1-"`},
+		{"--ranks", "-1", `--ranks "-1"`},
+		{"--ranks", "0-5", "--ranks 0-5: " + dir + " has ranks 0-1"},
+		{"--ranks", "2", "--ranks 2: " + dir + " has ranks 0-1"},
+		{"--window", "1s", `--window "1s": want T0:T1`},
+		{"--window", ":", `--window ":": want T0:T1`},
+		{"--window", "2s:1s", `--window "2s:1s": the end must be after the start`},
+		{"--window", "100:200", `--window "100:200": "100" is not a time with a unit`},
+		{"--window", "-1s:", `--window "-1s:"`},
+		{"--unit", "h", `--unit "h"`},
+	} {
+		t.Run(c.flag+"="+c.value, func(t *testing.T) {
+			code, out, errs := runCLI(t, "dot", dir, c.flag+"="+c.value)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, ExitUsage, errs)
+			}
+			if out != "" {
+				t.Errorf("stdout not empty: %q", out)
+			}
+			first, rest, _ := strings.Cut(errs, "\n")
+			if first != "mpitrace: "+c.want && !strings.HasPrefix(first, "mpitrace: "+c.want) {
+				t.Errorf("first line %q, want %q", first, "mpitrace: "+c.want)
+			}
+			if strings.Contains(rest, "mpitrace: ") || !strings.HasPrefix(rest, "usage: mpitrace dot") {
+				t.Errorf("want one error line then the usage, got:\n%s", errs)
+			}
+		})
+	}
+}
+
+func TestDotRun(t *testing.T) {
+	dir := writeTrace(t)
+	code, out, errs := runCLI(t, "dot", dir)
+	if code != 0 || errs != "" {
+		t.Fatalf("dot: exit %d, stderr %q", code, errs)
+	}
+	if !strings.HasPrefix(out, "digraph ") || !strings.Contains(out, "subgraph cluster_rank0 {") ||
+		!strings.Contains(out, "subgraph cluster_rank1 {") || !strings.Contains(out, `penwidth="3"`) ||
+		!strings.Contains(out, "latency model: default model embedded in mpitrace") {
+		t.Fatalf("dot wrote:\n%.600s", out)
+	}
+	if dotBin, err := exec.LookPath("dot"); err == nil {
+		cmd := exec.Command(dotBin, "-Tsvg")
+		cmd.Stdin = strings.NewReader(out)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("dot -Tsvg: %v\n%.400s", err, b)
+		}
+	}
+
+	// The same trace gives the same bytes.
+	if _, again, _ := runCLI(t, "dot", dir); again != out {
+		t.Errorf("two runs wrote different DOT")
+	}
+
+	// -o writes the file and nothing to stdout; the options reach the
+	// picture.
+	file := filepath.Join(t.TempDir(), "g.dot")
+	code, out2, errs := runCLI(t, "dot", dir, "--critical-only", "--ranks", "1", "--window", "0s:", "--unit", "ms", "-o", file)
+	if code != 0 || out2 != "" || errs != "" {
+		t.Fatalf("dot -o: exit %d, stdout %q, stderr %q", code, out2, errs)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	if !strings.HasPrefix(got, "digraph ") || strings.Contains(got, "cluster_rank0") ||
+		!strings.Contains(got, "showing ranks 1 of 0-1") || !strings.Contains(got, "the critical path only") ||
+		!strings.Contains(got, " ms") {
+		t.Fatalf("dot --critical-only --ranks 1 -o:\n%s", got)
+	}
+}
+
+// On a terminal the default model is announced once on stderr; stdout
+// stays pure DOT.
+func TestDotDefaultModelNotice(t *testing.T) {
+	dir := writeTrace(t)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"dot", dir}, &Streams{In: strings.NewReader(""), Out: &out, Err: &errb, ErrTTY: true})
+	if code != 0 || strings.Count(errb.String(), "default latency model") != 1 || !strings.HasPrefix(out.String(), "digraph ") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	if strings.Contains(out.String(), "calibrate -o") {
+		t.Errorf("the notice went to stdout")
+	}
+}
+
+func TestDotDamagedTrace(t *testing.T) {
+	dir := writeTrace(t)
+	p := filepath.Join(dir, "rank-00001.mpit")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, b[:len(b)*2/3], 0o644)
+	code, out, errs := runCLI(t, "dot", dir)
+	if code != 0 || !strings.HasPrefix(out, "digraph ") || !strings.Contains(errs, "data loss") {
+		t.Fatalf("truncated: exit %d, stderr %q", code, errs)
+	}
+	code, out, _ = runCLI(t, "dot", "--strict", dir)
+	if code != ExitDataLoss || !strings.HasPrefix(out, "digraph ") {
+		t.Fatalf("--strict on a truncated trace: exit %d, want %d", code, ExitDataLoss)
+	}
+}
+
+// A cycle (inconsistent data) has no critical path: the graph is drawn
+// without one and the command fails.
+func TestDotCycle(t *testing.T) {
+	b := testgen.New(2)
+	for r := 0; r < 2; r++ {
+		rk := b.Rank(r)
+		rk.Call("MPI_Init")
+		rk.Recv(int64(1-r), 1, 8)
+		rk.Send(int64(1-r), 1, 8)
+		rk.Call("MPI_Finalize")
+	}
+	dir := filepath.Join(t.TempDir(), "traces")
+	if err := b.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "dot", dir)
+	if code != ExitError || !strings.HasPrefix(out, "digraph ") || !strings.Contains(out, "critical path: not computed") ||
+		!strings.Contains(errs, "no critical path") || !strings.Contains(errs, "cycle") {
+		t.Fatalf("cycle: exit %d, stderr %q", code, errs)
+	}
+	if code, out, _ := runCLI(t, "dot", dir, "--critical-only"); code != ExitError || out != "" {
+		t.Fatalf("cycle --critical-only: exit %d, stdout %.80q", code, out)
+	}
+}
