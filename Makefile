@@ -36,8 +36,12 @@ build: deps
 demo: build
 	@mkdir -p demo
 	mpicc.openmpi -O2 -o demo/stencil fixtures/programs/stencil.c -lm
-	bin/mpitrace record --force --out demo/traces -- mpirun.openmpi --oversubscribe -np $(NP) demo/stencil 200 20000
-	bin/mpitrace stats demo/traces --top 8
+	bin/mpitrace record --force --out demo/traces -- mpirun.openmpi --oversubscribe -np $(NP) demo/stencil 40 400000
+	bin/mpitrace stats demo/traces --top 6
+	bin/mpitrace critpath demo/traces -o demo/critPath.out --top 5
+	bin/mpitrace dot demo/traces -o demo/taskgraph.dot
+	dot -Tsvg -o demo/taskgraph.svg demo/taskgraph.dot
+	@echo "wrote demo/critPath.out, demo/taskgraph.dot and demo/taskgraph.svg (xdot demo/taskgraph.dot to explore)"
 
 lint: deps
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -113,7 +113,46 @@ func TestCritpathKnown(t *testing.T) {
 						t.Errorf("message edge before %s: %d, want %d bytes", vertices[i], edges[i-1], b)
 					}
 				}
+				// The picture of the same trace renders with Graphviz.
+				d := run(t, dir, mpitraceBin, "dot", out, "-o", filepath.Join(dir, "g.dot"))
+				if d.code != 0 {
+					t.Fatalf("dot: exit %d\n%s", d.code, d.stderr)
+				}
+				if svg := run(t, dir, "dot", "-Tsvg", "-o", filepath.Join(dir, "g.svg"), filepath.Join(dir, "g.dot")); svg.code != 0 {
+					t.Fatalf("Graphviz rejected mpitrace's DOT: %s", svg.stderr)
+				}
 			})
 		}
+	}
+}
+
+// TestRecordCritpath: record --critpath leaves critPath.out and the DOT next
+// to the logs, prints the summary on stderr and leaves the application's
+// stdout alone.
+func TestRecordCritpath(t *testing.T) {
+	m := mpis[0]
+	m.require(t)
+	bin := m.compile(t, "known")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "traces")
+	plain := run(t, dir, m.launch(4, bin, "coll", "10")...)
+	r := record(t, out, []string{"--critpath"}, m.launch(4, bin, "coll", "10")...)
+	if r.code != 0 || r.stdout != plain.stdout {
+		t.Fatalf("exit %d, stdout %q (alone: %q)\n%s", r.code, r.stdout, plain.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "critical path:") || !strings.Contains(r.stderr, "xdot "+filepath.Join(out, "taskgraph.dot")) {
+		t.Fatalf("no summary on stderr:\n%s", r.stderr)
+	}
+	vertices, _ := critPathItems(t, filepath.Join(out, "critPath.out"))
+	if want := []string{"MPI_Init -1", "MPI_Comm_rank 3", "MPI_Comm_size 3", "MPI_Barrier -1", "MPI_Finalize -1"}; !slices.Equal(vertices, want) {
+		t.Fatalf("critical path %v, want %v", vertices, want)
+	}
+	if svg := run(t, dir, "dot", "-Tsvg", "-o", filepath.Join(dir, "g.svg"), filepath.Join(out, "taskgraph.dot")); svg.code != 0 {
+		t.Fatalf("Graphviz rejected taskgraph.dot: %s", svg.stderr)
+	}
+	// --force replaces the analysis too, not only the logs.
+	r = record(t, out, []string{"--force"}, m.launch(4, bin, "coll", "10")...)
+	if _, err := os.Stat(filepath.Join(out, "critPath.out")); r.code != 0 || err == nil {
+		t.Fatalf("--force kept the earlier run's critPath.out (exit %d)", r.code)
 	}
 }

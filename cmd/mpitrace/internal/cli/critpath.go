@@ -94,8 +94,8 @@ func firstLine(s string) string {
 	return s
 }
 
-// analyze reads a trace and finds its critical path: what critpath, dot and
-// record --critpath share.
+// analysis is a trace's task graph and critical path: what critpath, dot
+// and record --critpath share.
 type analysis struct {
 	trace     *tracefmt.Trace
 	graph     *taskgraph.Graph
@@ -103,33 +103,30 @@ type analysis struct {
 	model     *latency.Model
 	modelName string
 	path      *critpath.Path
+	// pathErr says why there is no path (no operations, or inconsistent
+	// data making a cycle); the graph is still there.
+	pathErr error
 }
 
-func analyze(dir, modelPath string, s *Streams) (*analysis, error) {
-	a := &analysis{}
+// analyze rebuilds the task graph of an opened trace and looks for its
+// critical path with the latency model of modelPath (or the default).
+func analyze(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error) {
+	a := &analysis{trace: t}
 	var err error
 	if a.model, a.modelName, err = loadModel(modelPath); err != nil {
 		return nil, err
 	}
-	if a.trace, err = openTrace(dir); err != nil {
-		return nil, err
-	}
 	if s.ErrTTY {
-		fmt.Fprintf(s.Err, "mpitrace: reading %d ranks of %s...\r", len(a.trace.Files), dir)
+		fmt.Fprintf(s.Err, "mpitrace: reading %d ranks of %s...\r", len(t.Files), t.Dir)
 	}
-	a.graph, a.diags, err = reconstruct.Build(a.trace, reconstruct.Options{})
+	a.graph, a.diags, err = reconstruct.Build(t, reconstruct.Options{})
 	if s.ErrTTY {
 		fmt.Fprintf(s.Err, "\033[K")
 	}
 	if err != nil {
 		return nil, err
 	}
-	if a.path, err = critpath.Compute(a.graph, a.model); err != nil {
-		// The diagnostics say why the graph has no path (e.g. no
-		// operations, or inconsistent data making a cycle).
-		reportDiagnostics(s, a.diags, &traceFlags{})
-		return nil, err
-	}
+	a.path, a.pathErr = critpath.Compute(a.graph, a.model)
 	return a, nil
 }
 
@@ -144,9 +141,18 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	if opts.Out == "" {
 		return flagErrorf("-o needs a file name (or - for stdout)")
 	}
-	a, err := analyze(opts.Dir, opts.Model, s)
+	t, err := openTrace(opts.Dir)
 	if err != nil {
 		return err
+	}
+	a, err := analyze(t, opts.Model, s)
+	if err != nil {
+		return err
+	}
+	if a.pathErr != nil {
+		// The diagnostics say why the graph has no path.
+		reportDiagnostics(s, a.diags, &traceFlags{})
+		return a.pathErr
 	}
 	if opts.Out == "-" {
 		w := bufio.NewWriter(s.Out)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/render"
-	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -178,23 +177,19 @@ func runDot(opts *dotOptions, s *Streams) error {
 	if r := opts.Ranks; r != nil && r.Last >= t.Size {
 		return flagErrorf("--ranks %s: %s has ranks 0-%d", r, opts.Dir, t.Size-1)
 	}
-	m, modelName, err := loadModel(opts.Model)
-	if err != nil {
-		return err
-	}
 	if opts.Model == "" && s.ErrTTY {
 		fmt.Fprintln(s.Err, "mpitrace: using the default latency model; for this machine's, run 'mpitrace calibrate -o model.json -- mpirun -np 4' and pass --model model.json")
 	}
-	g, diags, err := reconstruct.Build(t, reconstruct.Options{})
+	a, err := analyze(t, opts.Model, s)
 	if err != nil {
 		return err
 	}
+	g, diags, path, pathErr, m, modelName := a.graph, a.diags, a.path, a.pathErr, a.model, a.modelName
 	if !opts.CriticalOnly && opts.Ranks == nil && opts.Window == nil && g.NumNodes() > bigDOTGraph {
 		fmt.Fprintf(s.Err, "mpitrace: the task graph has %d vertices, more than Graphviz lays out quickly: --critical-only, --ranks A-B or --window T0:T1 draw a part of it\n", g.NumNodes())
 	}
 	// A graph with a cycle (inconsistent data) has no critical path but is
 	// worth seeing: it is drawn without one, and the command fails after.
-	path, pathErr := critpath.Compute(g, m)
 	var cycle *taskgraph.CycleError
 	if pathErr != nil && (opts.CriticalOnly || !errors.As(pathErr, &cycle)) {
 		reportDiagnostics(s, diags, &traceFlags{})

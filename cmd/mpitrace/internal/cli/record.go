@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/render"
 	"github.com/mpitrace/mpitrace/recorder"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
@@ -31,6 +34,8 @@ type recordOptions struct {
 	Exclude   string
 	Buffer    string
 	ClockSync int
+	Critpath  bool
+	Model     string
 	Argv      []string
 }
 
@@ -53,7 +58,8 @@ environment. mpitrace exits with the launcher's exit status, and never mixes
 or overwrites an earlier recording.`,
 		Example: `  mpitrace record -- mpirun -np 4 ./app input.dat
   mpitrace record --out run2 -- mpirun.mpich -np 4 ./app
-  mpitrace record --exclude 'MPI_Wtime,MPI_Comm_rank' -- mpirun -np 64 ./app`,
+  mpitrace record --exclude 'MPI_Wtime,MPI_Comm_rank' -- mpirun -np 64 ./app
+  mpitrace record --critpath -- mpirun -np 4 ./app && xdot traces/taskgraph.dot`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return flagErrorf("record needs the command to run after --, e.g. mpitrace record -- mpirun -np 4 ./app")
@@ -79,6 +85,8 @@ or overwrites an earlier recording.`,
 	f.StringVar(&opts.Exclude, "exclude", "", "do not record these MPI functions (comma-separated, a trailing * matches a prefix)")
 	f.StringVar(&opts.Buffer, "buffer", "", "event buffer per thread before a block is written, e.g. 256k, 1M")
 	f.IntVar(&opts.ClockSync, "clocksync", -1, "ping-pong rounds per rank for the clock offsets at MPI_Init and MPI_Finalize (0 disables)")
+	f.BoolVar(&opts.Critpath, "critpath", false, "after the run, find the critical path: write critPath.out and taskgraph.dot next to the logs, summary on stderr")
+	f.StringVar(&opts.Model, "model", "", "latency model `file` for --critpath (default: the embedded model)")
 	return cmd
 }
 
@@ -165,8 +173,64 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 	if ranks == 0 {
 		fmt.Fprintf(s.Err, "mpitrace: no rank logs were written to %s: did the program call MPI_Init? (is it linked against %s?)\n",
 			opts.Out, flavorName(launch.Flavor))
+	} else if opts.Critpath {
+		// The run's status decides record's; an analysis failure is said,
+		// not returned over it.
+		if err := recordCritpath(opts, outDir, s); err != nil {
+			fmt.Fprintf(s.Err, "mpitrace: --critpath: %v\n", err)
+			if runErr == nil {
+				return &ExitCodeError{Code: ExitError}
+			}
+		}
 	}
 	return runErr
+}
+
+// Files record --critpath writes next to the logs.
+const (
+	critPathFile = "critPath.out"
+	taskGraphDOT = "taskgraph.dot"
+)
+
+// recordCritpath is the seed's "display at the end of the run": it writes
+// critPath.out and the task graph's DOT (the critical path only, when the
+// graph is too big to draw whole) into the trace directory and prints the
+// summary on stderr, leaving stdout to the application.
+func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
+	t, err := openTrace(dir)
+	if err != nil {
+		return err
+	}
+	a, err := analyze(t, opts.Model, s)
+	if err != nil {
+		return err
+	}
+	if a.pathErr != nil {
+		reportDiagnostics(s, a.diags, &traceFlags{})
+		return a.pathErr
+	}
+	if err := writeCritPathFile(filepath.Join(dir, critPathFile), a.path, critpath.Microsecond); err != nil {
+		return err
+	}
+	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.modelName, CriticalOnly: a.graph.NumNodes() > bigDOTGraph}
+	var b bytes.Buffer
+	if err := render.WriteDOT(&b, a.graph, a.path, a.model, ro); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, taskGraphDOT), b.Bytes()); err != nil {
+		return fmt.Errorf("writing %s: %w", taskGraphDOT, unwrapPathError(err))
+	}
+	sum := critpath.Summarize(a.graph, a.path, 5)
+	if err := writeSummary(s.Err, opts.Out, a.modelName, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond); err != nil {
+		return err
+	}
+	what := "the task graph"
+	if ro.CriticalOnly {
+		what = "the critical path (the whole graph is too big to draw)"
+	}
+	fmt.Fprintf(s.Err, "%s: %s with the critical path in red; view it with: xdot %s\n",
+		filepath.Join(opts.Out, taskGraphDOT), what, filepath.Join(opts.Out, taskGraphDOT))
+	return reportDiagnostics(s, a.diags, &traceFlags{})
 }
 
 func flavorName(f recorder.Flavor) string {
@@ -286,7 +350,7 @@ func prepareOutDir(dir string, force bool) error {
 	if err == nil {
 		var old []string
 		for _, e := range entries {
-			if e.Name() == tracefmt.ManifestName || isRankFile(e.Name()) {
+			if e.Name() == tracefmt.ManifestName || isRankFile(e.Name()) || e.Name() == critPathFile || e.Name() == taskGraphDOT {
 				old = append(old, e.Name())
 			}
 		}
