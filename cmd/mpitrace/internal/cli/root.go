@@ -85,11 +85,16 @@ func newRootCmd(s *Streams) *cobra.Command {
 		Use:   "mpitrace",
 		Short: "Record MPI programs and find their critical path",
 		Long: `mpitrace records what every rank of an MPI program does into compact
-per-rank logs, and analyses them offline.
+per-rank logs, and analyses them offline: it rebuilds the program's task
+graph and finds its critical path, the chain of computation and messages
+that decides the run time.
 
-  mpitrace record -- mpirun -np 4 ./app     record a run into traces/
-  mpitrace stats traces/                    per-function time and bytes (mpiP-like)
-  mpitrace dump traces/ --rank 0            the events, one per line
+  mpitrace record -- mpirun -np 4 ./app      record a run into traces/
+  mpitrace critpath traces/                  the critical path -> critPath.out
+  mpitrace dot traces/ | xdot -              the task graph, critical path in red
+  mpitrace calibrate -- mpirun -np 4         this machine's latency model
+  mpitrace stats traces/                     per-function time and bytes (mpiP-like)
+  mpitrace dump traces/ --rank 0             the events, one per line
 
 Commands that read traces take the trace directory as their argument and
 default to traces/.`,
