@@ -79,7 +79,7 @@ type lcursor struct {
 	lastKind uint8
 	lastEnd  int64
 	finished bool
-	waiters  []waiter
+	waiters  waitHeap
 }
 
 type longest struct {
@@ -232,42 +232,11 @@ func (l *longest) block(r int, v NodeID) {
 	g := l.g
 	s := g.rankOf(v)
 	c := &l.cur[s]
-	c.waiters = append(c.waiters, waiter{need: uint32(v - g.ranks[s].base), rank: int32(r)})
-	h := c.waiters
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if h[p].need <= h[i].need {
-			break
-		}
-		h[p], h[i] = h[i], h[p]
-		i = p
-	}
+	c.waiters.push(waiter{need: uint32(v - g.ranks[s].base), rank: int32(r)})
 }
 
 func (l *longest) wake(c *lcursor) {
-	for len(c.waiters) > 0 && c.waiters[0].need < c.k {
-		h := c.waiters
-		l.enqueue(h[0].rank)
-		last := len(h) - 1
-		h[0] = h[last]
-		h = h[:last]
-		for i := 0; ; {
-			ch := 2*i + 1
-			if ch >= len(h) {
-				break
-			}
-			m := ch
-			if ch+1 < len(h) && h[ch+1].need < h[ch].need {
-				m = ch + 1
-			}
-			if h[i].need <= h[m].need {
-				break
-			}
-			h[i], h[m] = h[m], h[i]
-			i = m
-		}
-		c.waiters = h
-	}
+	c.waiters.popReady(c.k, l.enqueue)
 }
 
 // back walks from Finalize to Init along the recorded choices.

@@ -52,7 +52,7 @@ type cursor struct {
 	lastKind uint8
 	lastEnd  int64
 	finished bool
-	waiters  []waiter // min-heap by need
+	waiters  waitHeap
 }
 
 type walker struct {
@@ -154,44 +154,12 @@ func (w *walker) block(r int, v NodeID) {
 	}
 	s := g.rankOf(v)
 	c := &w.cur[s]
-	c.waiters = append(c.waiters, waiter{need: uint32(v - g.ranks[s].base), rank: int32(r)})
-	// sift up
-	h := c.waiters
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if h[p].need <= h[i].need {
-			break
-		}
-		h[p], h[i] = h[i], h[p]
-		i = p
-	}
+	c.waiters.push(waiter{need: uint32(v - g.ranks[s].base), rank: int32(r)})
 }
 
 // wake enqueues the ranks waiting for operations of rank s it has passed.
 func (w *walker) wake(c *cursor) {
-	for len(c.waiters) > 0 && c.waiters[0].need < c.k {
-		h := c.waiters
-		w.enqueue(h[0].rank)
-		last := len(h) - 1
-		h[0] = h[last]
-		h = h[:last]
-		for i := 0; ; {
-			l := 2*i + 1
-			if l >= len(h) {
-				break
-			}
-			m := l
-			if l+1 < len(h) && h[l+1].need < h[l].need {
-				m = l + 1
-			}
-			if h[i].need <= h[m].need {
-				break
-			}
-			h[i], h[m] = h[m], h[i]
-			i = m
-		}
-		c.waiters = h
-	}
+	c.waiters.popReady(c.k, w.enqueue)
 }
 
 // arrive records that participation j reached its collective from pred
@@ -324,4 +292,49 @@ func (w *walker) cycle(r, stuck int) error {
 	}
 	e.desc = fmt.Sprintf("rank %d waits at %s for %s", r, g.describe(e.Node), g.describe(e.Waits))
 	return e
+}
+
+// waitHeap holds the ranks waiting for an operation of another rank: a
+// min-heap by the index of the operation they need.
+type waitHeap []waiter
+
+func (h *waitHeap) push(x waiter) {
+	q := append(*h, x)
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if q[p].need <= q[i].need {
+			break
+		}
+		q[p], q[i] = q[i], q[p]
+		i = p
+	}
+	*h = q
+}
+
+// popReady removes the waiters whose operation lies before index k and
+// calls ready with their rank, lowest index first.
+func (h *waitHeap) popReady(k uint32, ready func(rank int32)) {
+	q := *h
+	for len(q) > 0 && q[0].need < k {
+		ready(q[0].rank)
+		last := len(q) - 1
+		q[0] = q[last]
+		q = q[:last]
+		for i := 0; ; {
+			l := 2*i + 1
+			if l >= len(q) {
+				break
+			}
+			m := l
+			if l+1 < len(q) && q[l+1].need < q[l].need {
+				m = l + 1
+			}
+			if q[i].need <= q[m].need {
+				break
+			}
+			q[i], q[m] = q[m], q[i]
+			i = m
+		}
+	}
+	*h = q
 }

@@ -130,6 +130,24 @@ func analyze(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error)
 	return a, nil
 }
 
+// analyzePath is analyze for the commands that need the path: it opens dir
+// and fails, after the diagnostics that say why, when there is no path.
+func analyzePath(dir, modelPath string, s *Streams) (*analysis, error) {
+	t, err := openTrace(dir)
+	if err != nil {
+		return nil, err
+	}
+	a, err := analyze(t, modelPath, s)
+	if err != nil {
+		return nil, err
+	}
+	if a.pathErr != nil {
+		reportDiagnostics(s, a.diags, &traceFlags{})
+		return nil, a.pathErr
+	}
+	return a, nil
+}
+
 func runCritpath(opts *critpathOptions, s *Streams) error {
 	unit, err := critpath.ParseUnit(opts.Unit)
 	if err != nil {
@@ -141,18 +159,9 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	if opts.Out == "" {
 		return flagErrorf("-o needs a file name (or - for stdout)")
 	}
-	t, err := openTrace(opts.Dir)
+	a, err := analyzePath(opts.Dir, opts.Model, s)
 	if err != nil {
 		return err
-	}
-	a, err := analyze(t, opts.Model, s)
-	if err != nil {
-		return err
-	}
-	if a.pathErr != nil {
-		// The diagnostics say why the graph has no path.
-		reportDiagnostics(s, a.diags, &traceFlags{})
-		return a.pathErr
 	}
 	if opts.Out == "-" {
 		w := bufio.NewWriter(s.Out)

@@ -197,17 +197,9 @@ const (
 // graph is too big to draw whole) into the trace directory and prints the
 // summary on stderr, leaving stdout to the application.
 func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
-	t, err := openTrace(dir)
+	a, err := analyzePath(dir, opts.Model, s)
 	if err != nil {
 		return err
-	}
-	a, err := analyze(t, opts.Model, s)
-	if err != nil {
-		return err
-	}
-	if a.pathErr != nil {
-		reportDiagnostics(s, a.diags, &traceFlags{})
-		return a.pathErr
 	}
 	if err := writeCritPathFile(filepath.Join(dir, critPathFile), a.path, critpath.Microsecond); err != nil {
 		return err
