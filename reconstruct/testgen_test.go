@@ -32,9 +32,7 @@ func TestHaloFromDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// testgen writes no MPI_Init/MPI_Finalize: warnings only.
-	if diags.Count(tracefmt.Error) > 0 || diags.Count(tracefmt.DataLoss) > 0 ||
-		diags.CountCode(reconstruct.CodeMissingInit) != ranks || diags.CountCode(reconstruct.CodeMissingFinalize) != ranks {
+	if diags.Len() != 0 {
 		t.Errorf("diagnostics: %s", diags.Summary())
 	}
 	if err := reconstruct.Check(diags, true); err != nil {

@@ -6,9 +6,10 @@ package testgen
 // both neighbours, MPI_Isend to both (tag 1 rightwards, tag 2 leftwards, so
 // every message has exactly one match), and waits for the four requests
 // with MPI_Waitall; every 10th iteration ends with an MPI_Allreduce of 8
-// bytes. That is 5 events per iteration (6 with the Allreduce), so
-// Halo(100, 40_000, 1) holds about 20M events. The same seed gives the same
-// trace.
+// bytes. Every rank starts with MPI_Init and ends with MPI_Finalize, as a
+// recorded run does. That is 5 events per iteration (6 with the Allreduce),
+// so Halo(100, 40_000, 1) holds about 20M events. The same seed gives the
+// same trace.
 func Halo(size, iters int, seed uint64) *Builder {
 	b := New(size)
 	x := seed | 1
@@ -21,6 +22,7 @@ func Halo(size, iters int, seed uint64) *Builder {
 	ranks := make([]*Rank, size)
 	for r := range ranks {
 		ranks[r] = b.Rank(r)
+		ranks[r].Call("MPI_Init")
 	}
 	for it := 0; it < iters; it++ {
 		bytes := uint64(1024 << rnd(6))
@@ -39,6 +41,9 @@ func Halo(size, iters int, seed uint64) *Builder {
 				rk.Allreduce(8)
 			}
 		}
+	}
+	for _, rk := range ranks {
+		rk.Call("MPI_Finalize")
 	}
 	return b
 }
