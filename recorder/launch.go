@@ -92,18 +92,20 @@ func classifyLauncher(ctx context.Context, name string) (LauncherKind, Flavor, s
 	if err != nil {
 		resolved = path
 	}
+	isMPILauncher := func(n string) bool { return strings.HasPrefix(n, "mpirun") || strings.HasPrefix(n, "mpiexec") }
 	for _, n := range []string{filepath.Base(path), filepath.Base(resolved)} {
 		switch {
 		case n == "srun":
 			return LauncherSlurm, FlavorUnknown, resolved
-		case strings.HasSuffix(n, ".openmpi") || n == "orterun" || n == "prterun":
+		case n == "orterun" || n == "prterun" || isMPILauncher(n) && strings.HasSuffix(n, ".openmpi"):
 			return LauncherOpenMPI, FlavorOpenMPI, resolved
-		case strings.HasSuffix(n, ".mpich") || n == "mpiexec.hydra" || n == "hydra_pmi_proxy":
+		case n == "mpiexec.hydra" || isMPILauncher(n) && strings.HasSuffix(n, ".mpich"):
 			return LauncherHydra, FlavorMPICH, resolved
 		}
 	}
-	base := filepath.Base(path)
-	if !strings.HasPrefix(base, "mpirun") && !strings.HasPrefix(base, "mpiexec") {
+	// Anything else that is not called mpirun or mpiexec is the
+	// application itself (or a script), not a launcher.
+	if !isMPILauncher(filepath.Base(path)) {
 		return LauncherNone, FlavorUnknown, ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

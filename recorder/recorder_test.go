@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
@@ -90,5 +91,75 @@ func TestBuildErrors(t *testing.T) {
 	_, err := Build(context.Background(), BuildOptions{MPICC: "no-such-mpicc-xyz", CacheDir: t.TempDir()})
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("not found on PATH")) {
 		t.Fatalf("missing compiler: got %v", err)
+	}
+}
+
+// DetectLaunch tells launchers from applications by name, and picks the
+// application's MPI from the libraries it is linked against.
+func TestDetectLaunch(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "a.c")
+	os.WriteFile(src, []byte("#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n"), 0o644)
+	for _, tc := range []struct {
+		cc, name string
+		flavor   Flavor
+	}{
+		{"mpicc.openmpi", "app.openmpi", FlavorOpenMPI},
+		{"mpicc.mpich", "app.mpich", FlavorMPICH},
+	} {
+		bin := filepath.Join(dir, tc.name)
+		if out, err := exec.Command(tc.cc, "-o", bin, src).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", tc.cc, err, out)
+		}
+		if got := ELFFlavor(bin); got != tc.flavor {
+			t.Errorf("ELFFlavor(%s) = %q, want %q", tc.name, got, tc.flavor)
+		}
+		// An application whose name ends like a launcher's is still the
+		// application: a singleton run.
+		l := DetectLaunch(context.Background(), []string{bin, "arg"}, "")
+		if l.Kind != LauncherNone || l.Flavor != tc.flavor || l.App != bin {
+			t.Errorf("DetectLaunch(%s): %+v", tc.name, l)
+		}
+	}
+	for _, tc := range []struct {
+		launcher string
+		kind     LauncherKind
+		flavor   Flavor
+	}{
+		{"mpirun.openmpi", LauncherOpenMPI, FlavorOpenMPI},
+		{"mpiexec.openmpi", LauncherOpenMPI, FlavorOpenMPI},
+		{"mpirun.mpich", LauncherHydra, FlavorMPICH},
+		{"mpiexec.hydra", LauncherHydra, FlavorMPICH},
+		{"mpirun", LauncherOpenMPI, FlavorOpenMPI}, // Debian's alternative points at Open MPI
+	} {
+		if _, err := exec.LookPath(tc.launcher); err != nil {
+			continue
+		}
+		l := DetectLaunch(context.Background(), []string{tc.launcher, "-np", "2", filepath.Join(dir, "app.mpich")}, "")
+		if l.Kind != tc.kind {
+			t.Errorf("%s: kind %q, want %q", tc.launcher, l.Kind, tc.kind)
+		}
+		// The recorder must match the application's MPI, whatever the launcher.
+		if l.Flavor != FlavorMPICH || !strings.Contains(l.MPICC, "mpich") {
+			t.Errorf("%s with an MPICH application: flavor %q, mpicc %q", tc.launcher, l.Flavor, l.MPICC)
+		}
+		if tc.flavor != FlavorMPICH && l.Warning == "" {
+			t.Errorf("%s is %s's launcher, the application MPICH's: no warning", tc.launcher, tc.flavor)
+		}
+	}
+	// Command puts the environment where each launcher passes it on.
+	env := []string{"LD_PRELOAD=/x/lib.so", "MPITRACE_DIR=/t"}
+	argv := []string{"mpirun", "-np", "2", "./a"}
+	if cmd, _ := (Launch{Kind: LauncherOpenMPI}).Command(argv, env); strings.Join(cmd, " ") != "mpirun -x LD_PRELOAD=/x/lib.so -x MPITRACE_DIR=/t -np 2 ./a" {
+		t.Errorf("Open MPI: %v", cmd)
+	}
+	if cmd, _ := (Launch{Kind: LauncherHydra}).Command(argv, env); strings.Join(cmd, " ") != "mpirun -genv LD_PRELOAD /x/lib.so -genv MPITRACE_DIR /t -np 2 ./a" {
+		t.Errorf("Hydra: %v", cmd)
+	}
+	if cmd, _ := (Launch{Kind: LauncherSlurm}).Command([]string{"srun", "-n", "2", "./a"}, env); strings.Join(cmd, " ") != "srun --export=ALL,LD_PRELOAD=/x/lib.so,MPITRACE_DIR=/t -n 2 ./a" {
+		t.Errorf("srun: %v", cmd)
+	}
+	if cmd, childEnv := (Launch{Kind: LauncherNone}).Command([]string{"./a"}, env); len(cmd) != 1 || len(childEnv) != 2 {
+		t.Errorf("no launcher: %v %v", cmd, childEnv)
 	}
 }
