@@ -15,6 +15,8 @@ func newRecorderCmd(s *Streams) *cobra.Command {
 		Long: `The recorder is a shared library of PMPI wrappers for every function of an
 MPI's mpi.h, generated and compiled with that MPI's compiler wrapper.
 'mpitrace record' builds it on first use; these commands do it explicitly.`,
+		Example: `  mpitrace recorder build
+  LD_PRELOAD=$(mpitrace recorder build --mpicc mpicc.mpich) mpirun.mpich -np 2 ./app`,
 	}
 	cmd.AddCommand(newRecorderBuildCmd(s))
 	return cmd
