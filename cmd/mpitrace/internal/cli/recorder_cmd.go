@@ -16,7 +16,7 @@ func newRecorderCmd(s *Streams) *cobra.Command {
 MPI's mpi.h, generated and compiled with that MPI's compiler wrapper.
 'mpitrace record' builds it on first use; these commands do it explicitly.`,
 		Example: `  mpitrace recorder build
-  LD_PRELOAD=$(mpitrace recorder build --mpicc mpicc.mpich) mpirun.mpich -np 2 ./app`,
+  mpirun.mpich -genv LD_PRELOAD $(mpitrace recorder build --mpicc mpicc.mpich) -np 2 ./app`,
 	}
 	cmd.AddCommand(newRecorderBuildCmd(s))
 	return cmd
