@@ -51,12 +51,24 @@
 //     versions); [Options.SkipUnknown] makes every name optional.
 //   - Macro values are bounded in size, templates in nesting and expansion
 //     work, so no input can exhaust memory or the stack.
-//   - Under -f, the C MPI_Init wrapper does not recurse when the MPI
-//     library's Fortran PMPI_INIT calls back into the C MPI_Init (MPICH
-//     does); wrap.py overflows the stack there.
+//   - -f writes Fortran bindings that work (fortran.go has the details):
+//     statuses with MPI_F_STATUS(ES)_IGNORE and MPI_STATUS_SIZE strides,
+//     CHARACTER arguments with size_t hidden lengths and the MPI standard's
+//     blank rules, MPI_Message, handle arrays sized by their count, the
+//     communicator or its topology (MPI_Alltoallw), MPI_IN_PLACE and
+//     MPI_BOTTOM, 1-based indices, MPI_Pcontrol without ierr. Functions that
+//     cannot go through the C call (MPI_Init, MPI_Init_thread, callbacks,
+//     attributes, ...) are passed by {{callfn}} to the MPI library's own
+//     Fortran binding, and a library that calls back into the C function
+//     (MPICH) is sent straight to PMPI: no recursion (wrap.py overflows the
+//     stack in MPI_Init), each call seen once.
+//   - The Fortran support code is written only with -f (wrap.py always
+//     writes the PMPI_INIT declarations); [Options.FortranManglings] selects
+//     the entry points.
 //   - A function without parameters is declared "(void)", not "()".
-//   - The Fortran PMPI_INIT declarations and weak pragmas are written only
-//     with -f (wrap.py always writes them).
+//   - {{vardecl}}, which wrap.py's README sketches but wrap.py lacks,
+//     declares wrapper-local variables (macros.go).
+//   - Template errors are [SyntaxError] values.
 //
 // Known remaining differences from wrap.py running on Python 3: an empty
 // regular-expression match right after a non-empty one is not replaced

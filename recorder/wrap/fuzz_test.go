@@ -18,6 +18,7 @@ func FuzzTemplate(f *testing.F) {
 	f.Add("{{fnall f}}{{callfn}}{{endfnall}}", uint8(0))
 	f.Add("{{foreachfn f MPI_Send}}{{sub {{types}} '(\\w+)' '<\\1>'}} {{2}}{{endforeachfn}}", uint8(3))
 	f.Add("/* {{x}} */ \"//\" {{list 'a b' {{list c}}}}", uint8(8))
+	f.Add("{{fn f MPI_Send MPI_Wtime}}{{vardecl 'int *' x y[2]}}{{x}}{{callfn}}{{endfn}}", uint8(1))
 	defer func(o, v, s int) { maxOutput, maxValueBytes, maxSteps = o, v, s }(maxOutput, maxValueBytes, maxSteps)
 	maxOutput, maxValueBytes, maxSteps = 1<<22, 1<<16, 1<<18
 	f.Fuzz(func(t *testing.T, tmpl string, flags uint8) {

@@ -58,17 +58,19 @@ type arg struct {
 	macro *node
 }
 
-// syntaxError is a template error located at a line of an input file.
-type syntaxError struct {
-	file string
-	line int
-	msg  string
+// SyntaxError is a template error (a syntax error, an unknown macro or
+// function, a bad index or argument) located at a line of an input file.
+// [Generate] returns one for every template error.
+type SyntaxError struct {
+	File string // the input's name
+	Line int    // from 1
+	Msg  string
 }
 
 // Error is one line: newlines quoted from the template are escaped.
-func (e *syntaxError) Error() string {
-	msg := strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(e.msg)
-	return fmt.Sprintf("%s:%d: %s", e.file, e.line, msg)
+func (e *SyntaxError) Error() string {
+	msg := strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(e.Msg)
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, msg)
 }
 
 type parser struct {
@@ -86,7 +88,7 @@ type parser struct {
 const maxNesting = 500
 
 func (p *parser) errorf(line int, format string, a ...any) error {
-	return &syntaxError{p.file, line, fmt.Sprintf(format, a...)}
+	return &SyntaxError{p.file, line, fmt.Sprintf(format, a...)}
 }
 
 // parseTemplate parses one input file.

@@ -13,12 +13,13 @@ var builtins map[string]macroFunc
 
 func init() {
 	builtins = map[string]macroFunc{
-		"def":    macroDef,
-		"list":   macroList,
-		"zip":    macroZip,
-		"filter": macroFilter,
-		"sub":    macroSub,
-		"fn_num": macroFnNum,
+		"def":     macroDef,
+		"list":    macroList,
+		"zip":     macroZip,
+		"filter":  macroFilter,
+		"sub":     macroSub,
+		"fn_num":  macroFnNum,
+		"vardecl": macroVardecl,
 	}
 }
 
@@ -222,4 +223,70 @@ func (g *gen) regexp(n *node, sc *scope, pat string) (*regexp.Regexp, error) {
 	}
 	g.regexps[pat] = re
 	return re, nil
+}
+
+// vardeclPrefix decorates the names {{vardecl}} declares. Parameters are
+// arg_N or mpi.h's names, the generator's own identifiers start with
+// _wrap_py_ or wrap_: none can start with this.
+const vardeclPrefix = "_wrap_var_"
+
+var (
+	vardeclName = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)((?:\[[0-9]*\])*)$`)
+	vardeclType = regexp.MustCompile(`^(?:[A-Za-z_][A-Za-z0-9_]*\s+)*[A-Za-z_][A-Za-z0-9_]*(?:\s*\*(?:\s*const)?)*\s*$`)
+)
+
+// macroVardecl is {{vardecl TYPE NAME...}}, which wrap.py's README sketches
+// but wrap.py never implemented: inside the body of {{fn}}/{{fnall}} it
+// declares local variables of the wrapper being generated, at the place of
+// the macro ("int _wrap_var_n; int _wrap_var_m[4];"), and binds each NAME to
+// the decorated identifier for the rest of that wrapper's body, so that
+// {{NAME}} refers to it. TYPE is one word, quoted when it has spaces or
+// pointers ('unsigned long', 'MPI_Request *'); a NAME may carry array
+// dimensions (buf[16]). The decorated names cannot collide with the
+// wrapper's parameters, its return variable or the generator's own
+// variables; declaring a name twice in one wrapper, shadowing a macro, or
+// using vardecl outside a wrapper body is an error.
+func macroVardecl(g *gen, sc *scope, n *node, args []value) (value, error) {
+	if len(args) < 2 {
+		return value{}, g.errorf(n, sc, "'vardecl' takes a type and at least one variable name (got %d arguments)", len(args))
+	}
+	var ws *scope
+	for s := sc; s != nil; s = s.parent {
+		if s.fn != nil {
+			ws = s
+			break
+		}
+	}
+	if ws == nil || !ws.wrapper {
+		return value{}, g.errorf(n, sc, "'vardecl' can only be used in the body of fn or fnall")
+	}
+	for _, a := range args {
+		if !a.isString() {
+			return value{}, g.errorf(n, sc, "the arguments of 'vardecl' must be words, not %s", a.describeKind())
+		}
+	}
+	typ := strings.Join(strings.Fields(args[0].s), " ")
+	if !vardeclType.MatchString(typ) {
+		return value{}, g.errorf(n, sc, "'%s' is not a type 'vardecl' can declare (a type name, then any '*')", args[0].s)
+	}
+	var decls []string
+	for _, a := range args[1:] {
+		m := vardeclName.FindStringSubmatch(a.s)
+		if m == nil {
+			return value{}, g.errorf(n, sc, "'%s' is not a variable name 'vardecl' can declare", a.s)
+		}
+		name := m[1]
+		_, isBuiltin := builtins[name]
+		_, isBody := bodyMacros[name]
+		_, isEnd := endTags[name]
+		switch {
+		case isBuiltin || isBody || isEnd || name == "vardecl":
+			return value{}, g.errorf(n, sc, "'vardecl' cannot declare '%s': it is the name of a macro", name)
+		case ws.vars[name].kind != noValue:
+			return value{}, g.errorf(n, sc, "'vardecl' cannot declare '%s': the name is already defined in this wrapper", name)
+		}
+		ws.vars[name] = strValue(vardeclPrefix + name)
+		decls = append(decls, joinDecl(typ, vardeclPrefix+name)+m[2]+";")
+	}
+	return strValue(strings.Join(decls, " ")), nil
 }

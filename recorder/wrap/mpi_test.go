@@ -96,6 +96,26 @@ func (m mpiImpl) realFuncs(t *testing.T) []Func {
 	return fs
 }
 
+// everyFunc is realFuncs with only the conversion functions left out.
+func (m mpiImpl) everyFunc(t *testing.T) []Func {
+	t.Helper()
+	src, err := Preprocess(context.Background(), m.compiler(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conversions []Exclusion
+	for _, e := range DefaultExclusions {
+		if e.Name == "conversion" {
+			conversions = append(conversions, e)
+		}
+	}
+	fs, err := ParseHeaderExcluding(src, conversions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
 func byName(fs []Func) map[string]Func {
 	m := map[string]Func{}
 	for _, f := range fs {
@@ -210,12 +230,19 @@ func TestCompileAllWrappers(t *testing.T) {
 		{"g", Options{Guards: true}, []string{"-Wall"}},
 		{"fgw", Options{Fortran: true, Guards: true, NoDeprecationWarnings: true}, strict},
 		{"header-names", Options{HeaderNames: true, NoDeprecationWarnings: true}, strict},
+		{"f-everything", Options{Fortran: true, NoDeprecationWarnings: true}, strict},
+		{"fgw-headernames-static", Options{Fortran: true, Guards: true, NoDeprecationWarnings: true, HeaderNames: true, PMPIInit: "pmpi_init__"}, append([]string{"-DSTATIC"}, strict...)},
 	}
 	for _, m := range mpiImpls {
 		for _, c := range configs {
 			t.Run(m.name+"/"+c.name, func(t *testing.T) {
 				t.Parallel()
 				fs := m.realFuncs(t)
+				if c.name == "f-everything" {
+					// MPI_T_* and MPI_Comm_spawn* too, as the recorder
+					// wraps them.
+					fs = m.everyFunc(t)
+				}
 				var b bytes.Buffer
 				if err := Generate(&b, fs, []Input{{"passthrough.w", tmpl}}, c.opts); err != nil {
 					t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,9 @@ func Preprocess(ctx context.Context, compiler string, includeDirs []string) (str
 	if err := cmd.Run(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
 			return "", fmt.Errorf("preprocessing mpi.h: compiler %q not found in PATH (use -c to name the MPI compiler wrapper)", argv[0])
+		}
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return "", fmt.Errorf("preprocessing mpi.h: compiler %q: %v (use -c to name the MPI compiler wrapper)", argv[0], errors.Unwrap(err))
 		}
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("preprocessing mpi.h with %q: %v", compiler, ctx.Err())

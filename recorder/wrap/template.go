@@ -36,8 +36,14 @@ type Options struct {
 	// PMPIInit (-i) is the Fortran pmpi_init binding that a statically
 	// linked wrapper library calls: one of PMPI_INIT, pmpi_init,
 	// pmpi_init_, pmpi_init__. Empty means pmpi_init_ (wrap.py's default).
-	// Shared libraries (compiled with -fPIC) find the binding themselves.
+	// Its mangling is also used for pmpi_init_thread and the other Fortran
+	// PMPI bindings a static library calls (see fortran.go). Shared
+	// libraries (compiled with -fPIC) find the bindings themselves.
 	PMPIInit string
+	// FortranManglings selects the Fortran entry points -f writes for every
+	// function (MPI_SEND, mpi_send, mpi_send_, mpi_send__); zero means all
+	// four, as wrap.py writes.
+	FortranManglings Mangling
 	// SkipUnknown makes {{fn}} and {{foreachfn}} skip functions the header
 	// does not declare, instead of failing (wrap.py fails). A name written
 	// with a trailing '?' ("MPI_Send_c?") is optional even without it.
@@ -134,9 +140,6 @@ type gen struct {
 	depth   int
 	steps   int
 	regexps map[string]*regexp.Regexp
-
-	fortranInitFlag       bool // "static int fortran_init" written
-	fortranInitThreadFlag bool
 }
 
 // valueKind distinguishes the values macros produce.
@@ -195,6 +198,9 @@ type scope struct {
 	vars   map[string]value
 	parent *scope
 	fn     *Func // the function being iterated over, if any
+	// wrapper is set on the scope of a function of {{fn}}/{{fnall}}, whose
+	// body is a C wrapper ({{vardecl}} declares its variables).
+	wrapper bool
 }
 
 func (s *scope) lookup(name string) (value, bool) {
@@ -224,7 +230,7 @@ func (g *gen) errorf(n *node, sc *scope, format string, a ...any) error {
 	if f := sc.function(); f != nil {
 		msg += " (while expanding " + f.Name + ")"
 	}
-	return &syntaxError{g.file, n.line, msg}
+	return &SyntaxError{g.file, n.line, msg}
 }
 
 func (g *gen) write(n *node, sc *scope, s string) error {
@@ -480,27 +486,22 @@ func (g *gen) pmpiCall(f *Func) string {
 // "()", which C compilers flag as an old-style declaration.
 func (g *gen) writeWrapper(n *node, fs *scope, f *Func) error {
 	hn := g.opts.HeaderNames
+	fs.wrapper = true
 	fs.vars["ret_val"] = strValue(returnVal)
 	fs.vars["returnVal"] = strValue(returnVal)
 	fs.vars["callfn"] = strValue(g.pmpiCall(f))
 	var pre strings.Builder
-	if g.opts.Fortran && (f.Name == "MPI_Init" || f.Name == "MPI_Init_thread") {
-		fs.vars["callfn"] = funcOf(g.fortranInitCallfn(f))
-		if f.Name == "MPI_Init" && !g.fortranInitFlag {
-			g.fortranInitFlag = true
-			pre.WriteString("static int fortran_init = 0;\n")
-		}
-		if f.Name == "MPI_Init_thread" && !g.fortranInitThreadFlag {
-			g.fortranInitThreadFlag = true
-			pre.WriteString("static int fortran_init_thread = 0;\n")
-		}
+	delegated := g.opts.Fortran && fortranDelegated(f)
+	if delegated {
+		fs.vars["callfn"] = strValue(g.fortranCallfn(f))
+		pre.WriteString(g.fortranDelegatePre(f))
 	}
 	pre.WriteString("/* ================== C Wrappers for " + f.Name + " ================== */\n")
 	pre.WriteString("_EXTERN_C_ " + f.Prototype("P"+f.Name, hn) + ";\n")
 	pre.WriteString("_EXTERN_C_ " + f.Prototype(f.Name, hn) + " { \n")
 	pre.WriteString("    " + f.Ret + " " + returnVal + " = 0;\n")
-	if g.opts.Fortran && (f.Name == "MPI_Init" || f.Name == "MPI_Init_thread") {
-		pre.WriteString(g.fortranInitPrologue(f))
+	if delegated {
+		pre.WriteString(g.fortranPrologue(f))
 	}
 	if g.opts.Guards {
 		call := "P" + f.Name + "(" + strings.Join(f.ArgNames(hn), ", ") + ")"

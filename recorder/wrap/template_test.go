@@ -2,6 +2,7 @@ package wrap
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -175,6 +176,28 @@ func TestMacros(t *testing.T) {
 		{"optional functions", "{{fn f MPI_Send_c?}}{{endfn}}{{foreachfn f MPI_Wtime MPI_Send_c?}}{{f}}{{endforeachfn}}", "MPI_Wtime", Options{}},
 		{"skip unknown", "{{foreachfn f MPI_Send_c MPI_Wtime MPI_Session_init}}{{f}}{{endforeachfn}}", "MPI_Wtime", Options{SkipUnknown: true}},
 		{"function names from a list", "{{foreachfn f {{list MPI_Wtime MPI_Finalize}}}}{{f}} {{endforeachfn}}", "MPI_Wtime MPI_Finalize ", Options{}},
+		{"vardecl", "{{fn f MPI_Comm_rank MPI_Finalize}}{{vardecl double t0 t1}} {{vardecl 'MPI_Request *' r buf[16]}}\n{{t0}}={{t1}};{{r}}={{buf}};{{endfn}}",
+			"/* ================== C Wrappers for MPI_Comm_rank ================== */\n" +
+				"_EXTERN_C_ int PMPI_Comm_rank(MPI_Comm arg_0, int *arg_1);\n" +
+				"_EXTERN_C_ int MPI_Comm_rank(MPI_Comm arg_0, int *arg_1) { \n" +
+				"    int _wrap_py_return_val = 0;\n" +
+				"double _wrap_var_t0; double _wrap_var_t1; MPI_Request *_wrap_var_r; MPI_Request *_wrap_var_buf[16];\n" +
+				"_wrap_var_t0=_wrap_var_t1;_wrap_var_r=_wrap_var_buf;\n" +
+				"    return _wrap_py_return_val;\n}\n\n" +
+				"/* ================== C Wrappers for MPI_Finalize ================== */\n" +
+				"_EXTERN_C_ int PMPI_Finalize(void);\n" +
+				"_EXTERN_C_ int MPI_Finalize(void) { \n" +
+				"    int _wrap_py_return_val = 0;\n" +
+				"double _wrap_var_t0; double _wrap_var_t1; MPI_Request *_wrap_var_r; MPI_Request *_wrap_var_buf[16];\n" +
+				"_wrap_var_t0=_wrap_var_t1;_wrap_var_r=_wrap_var_buf;\n" +
+				"    return _wrap_py_return_val;\n}\n\n", Options{}},
+		{"vardecl names live in their wrapper only", "{{fn f MPI_Finalize}}{{vardecl int n}}{{endfn}}{{def n outside}}{{n}}",
+			"/* ================== C Wrappers for MPI_Finalize ================== */\n" +
+				"_EXTERN_C_ int PMPI_Finalize(void);\n" +
+				"_EXTERN_C_ int MPI_Finalize(void) { \n" +
+				"    int _wrap_py_return_val = 0;\n" +
+				"int _wrap_var_n;\n" +
+				"    return _wrap_py_return_val;\n}\n\noutside", Options{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,7 +236,8 @@ func TestFrontMatter(t *testing.T) {
 		t.Fatal(err)
 	}
 	out = b.String()
-	for _, want := range []string{"#include <mpi.h>", "#define _EXTERN_C_ extern \"C\"", "static _WRAP_THREAD_LOCAL int in_wrapper = 0;", "_Thread_local", "_EXTERN_C_ void pmpi_init_(MPI_Fint *ierr);"} {
+	for _, want := range []string{"#include <mpi.h>", "#define _EXTERN_C_ extern \"C\"", "static _WRAP_THREAD_LOCAL int in_wrapper = 0;", "_Thread_local",
+		"static WRAP_UNUSED void *wrap_f2c_buffer(const void *p) {", "_EXTERN_C_ void *MPIR_F_MPI_IN_PLACE WRAP_WEAK;"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("front matter lacks %q", want)
 		}
@@ -276,6 +300,14 @@ func TestErrors(t *testing.T) {
 		{"filter of a string", "{{filter a b}}", "t.w:1: the second argument of 'filter' must be a list, not a string", Options{}},
 		{"fn_num with arguments", "{{fn_num 3}}", "t.w:1: 'fn_num' takes no arguments", Options{}},
 		{"applyToType arguments", "{{foreachfn f MPI_Send}}{{applyToType MPI_Comm}}{{endforeachfn}}", "t.w:1: 'applyToType' takes 2 arguments, a type and a macro or function name (while expanding MPI_Send)", Options{}},
+		{"vardecl outside a wrapper", "\n{{vardecl int x}}", "t.w:2: 'vardecl' can only be used in the body of fn or fnall", Options{}},
+		{"vardecl in foreachfn", "{{foreachfn f MPI_Send}}{{vardecl int x}}{{endforeachfn}}", "t.w:1: 'vardecl' can only be used in the body of fn or fnall (while expanding MPI_Send)", Options{}},
+		{"vardecl twice", "{{fn f MPI_Send}}{{vardecl int x}}\n{{vardecl long x}}{{endfn}}", "t.w:2: 'vardecl' cannot declare 'x': the name is already defined in this wrapper (while expanding MPI_Send)", Options{}},
+		{"vardecl of a parameter macro", "{{fn f MPI_Send}}{{vardecl int args}}{{endfn}}", "t.w:1: 'vardecl' cannot declare 'args': the name is already defined in this wrapper (while expanding MPI_Send)", Options{}},
+		{"vardecl of a macro name", "{{fn f MPI_Send}}{{vardecl int sub}}{{endfn}}", "t.w:1: 'vardecl' cannot declare 'sub': it is the name of a macro (while expanding MPI_Send)", Options{}},
+		{"vardecl bad name", "{{fn f MPI_Send}}{{vardecl int 2x}}{{endfn}}", "t.w:1: '2x' is not a variable name 'vardecl' can declare (while expanding MPI_Send)", Options{}},
+		{"vardecl bad type", "{{fn f MPI_Send}}{{vardecl 'int (*)(void)' f}}{{endfn}}", "t.w:1: 'int (*)(void)' is not a type 'vardecl' can declare (a type name, then any '*') (while expanding MPI_Send)", Options{}},
+		{"vardecl without names", "{{fn f MPI_Send}}{{vardecl int}}{{endfn}}", "t.w:1: 'vardecl' takes a type and at least one variable name (got 1 arguments) (while expanding MPI_Send)", Options{}},
 		{"error in a later line of a body", "{{fn f MPI_Send MPI_Recv}}\nok\n{{get_arg 6}}\n{{endfn}}", "t.w:3: index 6 out of range for 'get_arg' (6 elements) (while expanding MPI_Send)", Options{}},
 	}
 	for _, tc := range tests {
@@ -288,6 +320,14 @@ func TestErrors(t *testing.T) {
 				t.Errorf("error:\n%s\nwant:\n%s", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestSyntaxErrorType(t *testing.T) {
+	_, err := gen1(t, "\n\n{{nosuch}}", Options{})
+	var se *SyntaxError
+	if !errors.As(err, &se) || se.File != "t.w" || se.Line != 3 || se.Msg != "unknown macro 'nosuch'" {
+		t.Errorf("error %#v", err)
 	}
 }
 

@@ -114,6 +114,7 @@ default to traces/.`,
 		newCalibrateCmd(s, nil),
 		newDotCmd(s, nil),
 		newCritpathCmd(s, nil),
+		newWrapCmd(s, nil),
 	)
 	return root
 }
