@@ -97,6 +97,18 @@ func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
 	if err != nil {
 		return nil, err
 	}
+	funcs, err := wrap.ParseHeaderExcluding(header, recorderExclusions())
+	if err != nil {
+		return nil, fmt.Errorf("reading the declarations of %s's mpi.h: %w", cc[0], err)
+	}
+	// The wrappers are generated first (it takes milliseconds): the cache
+	// key covers them, so a change of the generator rebuilds the recorder.
+	tmpl, _ := sources.ReadFile("c/mpitrace.w")
+	var gen bytes.Buffer
+	err = wrap.Generate(&gen, funcs, []wrap.Input{{Name: "mpitrace.w", Text: string(tmpl)}}, wrapOptions)
+	if err != nil {
+		return nil, fmt.Errorf("internal error: generating the recorder's wrappers: %w", err)
+	}
 	show := compilerIdentity(ctx, cc)
 	h := sha256.New()
 	fmt.Fprintf(h, "mpitrace recorder %s\ncompiler %s\nshow %s\nsources %s\n", Version, opts.MPICC, show, SourceHash())
@@ -108,20 +120,17 @@ func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
 			h.Write([]byte{'\n'})
 		}
 	}
+	fmt.Fprintf(h, "wrappers %d\n", gen.Len())
+	h.Write(gen.Bytes())
 	key := hex.EncodeToString(h.Sum(nil))[:20]
 	dir := filepath.Join(opts.CacheDir, key)
-	lib := &Library{Path: filepath.Join(dir, LibraryName), Dir: dir, Key: key, MPICC: opts.MPICC}
+	lib := &Library{Path: filepath.Join(dir, LibraryName), Dir: dir, Key: key, MPICC: opts.MPICC, Functions: len(funcs)}
 	if !opts.Force {
 		if st, err := os.Stat(lib.Path); err == nil && st.Mode().IsRegular() {
 			lib.Cached = true
 			return lib, nil
 		}
 	}
-	funcs, err := wrap.ParseHeaderExcluding(header, recorderExclusions())
-	if err != nil {
-		return nil, fmt.Errorf("reading the declarations of %s's mpi.h: %w", cc[0], err)
-	}
-	lib.Functions = len(funcs)
 	if opts.Log != nil {
 		fmt.Fprintf(opts.Log, "mpitrace: building the recorder for %s (%d MPI functions) in %s\n", opts.MPICC, len(funcs), dir)
 	}
@@ -135,12 +144,6 @@ func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
 	defer os.RemoveAll(tmp)
 	if err := writeSources(tmp); err != nil {
 		return nil, err
-	}
-	tmpl, _ := sources.ReadFile("c/mpitrace.w")
-	var gen bytes.Buffer
-	err = wrap.Generate(&gen, funcs, []wrap.Input{{Name: "mpitrace.w", Text: string(tmpl)}}, wrap.Options{SkipUnknown: true, NoDeprecationWarnings: true})
-	if err != nil {
-		return nil, fmt.Errorf("internal error: generating the recorder's wrappers: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "mpit_wrappers.c"), gen.Bytes(), 0o644); err != nil {
 		return nil, err
@@ -175,6 +178,22 @@ func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
 		return nil, fmt.Errorf("installing the recorder into %s: %w", dir, err)
 	}
 	return lib, nil
+}
+
+// wrapOptions generate the recorder's wrappers. Fortran bindings make
+// Fortran programs (mpif.h and "use mpi") recorded like C ones: each
+// Fortran entry point converts its arguments and calls the recorder's C
+// wrapper, which records the event; the MPI library's own Fortran layer,
+// which calls PMPI_ directly in Open MPI (so nothing would be recorded) and
+// the C MPI_ functions in MPICH, is bypassed, so a call is recorded once
+// under either. The upper-case mangling (MPI_SEND) is left out: no Linux
+// Fortran compiler uses it, and the library then exports no MPI_ symbol
+// but the C wrappers.
+var wrapOptions = wrap.Options{
+	SkipUnknown:           true,
+	NoDeprecationWarnings: true,
+	Fortran:               true,
+	FortranManglings:      wrap.MangleLower | wrap.MangleUnderscore | wrap.MangleDoubleUnderscore,
 }
 
 // recorderExclusions are the declarations the recorder does not wrap: only
