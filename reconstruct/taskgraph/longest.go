@@ -27,12 +27,10 @@ type Weights interface {
 // message; the lowest participant; the lowest rank). A cycle is a
 // *CycleError.
 func (g *Graph) Longest(w Weights) (float64, []Edge, error) {
-	l := &longest{g: g, w: w, cur: make([]lcursor, len(g.ranks)),
+	l := &longest{sched: newSched(g), w: w, cur: make([]lcursor, len(g.ranks)),
 		sendVal: make([]float64, g.numSenders), choice: make([]uint64, (g.numOps+63)/64),
 		collVal: make([]float64, len(g.colls)), collArg: make([]uint32, len(g.colls)),
-		arrived: make([]uint32, len(g.colls)), collDone: make([]bool, len(g.colls)),
-		partIn: make([]bool, len(g.parts)), collWait: make(map[uint32][]int32),
-		queued: make([]bool, len(g.ranks)), finArg: -1}
+		partIn: make([]bool, len(g.parts)), finArg: -1}
 	for i := range l.sendVal {
 		l.sendVal[i] = -1
 	}
@@ -44,7 +42,7 @@ func (g *Graph) Longest(w Weights) (float64, []Edge, error) {
 	for h := 0; h < len(l.queue); h++ {
 		r := l.queue[h]
 		l.queued[r] = false
-		if !l.cur[r].finished {
+		if !l.finished[r] {
 			l.advance(int(r))
 		}
 		if h > 4096 && h > len(l.queue)/2 {
@@ -54,7 +52,7 @@ func (g *Graph) Longest(w Weights) (float64, []Edge, error) {
 	}
 	stuck, first := 0, -1
 	for r := range l.cur {
-		if !l.cur[r].finished {
+		if !l.finished[r] {
 			stuck++
 			if first < 0 {
 				first = r
@@ -78,33 +76,20 @@ type lcursor struct {
 	val      float64
 	lastKind uint8
 	lastEnd  int64
-	finished bool
 	waiters  waitHeap
 }
 
 type longest struct {
-	g        *Graph
-	w        Weights
-	cur      []lcursor
-	sendVal  []float64 // per sending operation (senderSlot); -1: not visited yet
-	choice   []uint64  // per operation: the longest path arrives by the cross edge
-	collVal  []float64 // best arrival, then (when done) the value after the node
-	collArg  []uint32  // participation the best arrival came from
-	arrived  []uint32
-	collDone []bool
-	partIn   []bool // participation arrived
-	collWait map[uint32][]int32
-	queue    []int32
-	queued   []bool
-	finVal   float64
-	finArg   int
-}
-
-func (l *longest) enqueue(r int32) {
-	if !l.queued[r] && !l.cur[r].finished {
-		l.queued[r] = true
-		l.queue = append(l.queue, r)
-	}
+	sched
+	w       Weights
+	cur     []lcursor
+	sendVal []float64 // per sending operation (senderSlot); -1: not visited yet
+	choice  []uint64  // per operation: the longest path arrives by the cross edge
+	collVal []float64 // best arrival, then (when done) the value after the node
+	collArg []uint32  // participation the best arrival came from
+	partIn  []bool    // participation arrived
+	finVal  float64
+	finArg  int
 }
 
 // senderSlot returns the index of operation v among the operations that
@@ -132,21 +117,8 @@ func (l *longest) arrive(j uint32, v float64) {
 }
 
 func (l *longest) complete(ci uint32) {
-	g := l.g
-	c := &g.colls[ci]
-	l.collVal[ci] += l.w.Collective(g.collBase + NodeID(ci))
-	l.collDone[ci] = true
-	for j := c.first; j < c.first+c.n; j++ {
-		if !g.parts[j].nb {
-			l.enqueue(g.parts[j].rank)
-		}
-	}
-	if ws, ok := l.collWait[ci]; ok {
-		for _, r := range ws {
-			l.enqueue(r)
-		}
-		delete(l.collWait, ci)
-	}
+	l.collVal[ci] += l.w.Collective(l.g.collBase + NodeID(ci))
+	l.release(ci)
 }
 
 func (l *longest) advance(r int) {
@@ -223,7 +195,7 @@ func (l *longest) advance(r int) {
 				l.finVal, l.finArg = v, r
 			}
 		}
-		c.finished = true
+		l.finished[r] = true
 		return
 	}
 }

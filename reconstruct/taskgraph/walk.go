@@ -51,21 +51,15 @@ type cursor struct {
 	last     NodeID
 	lastKind uint8
 	lastEnd  int64
-	finished bool
 	waiters  waitHeap
 }
 
 type walker struct {
-	g        *Graph
+	sched
 	visit    func(NodeID, []Edge)
 	cur      []cursor
-	arrived  []uint32
-	collDone []bool
 	partPred []NodeID
 	partW    []int64
-	collWait map[uint32][]int32
-	queue    []int32
-	queued   []bool
 	fin      []Edge
 	hasFin   []bool
 	buf      []Edge
@@ -80,10 +74,8 @@ type walker struct {
 // has a cycle, which only inconsistent input produces, Walk stops with a
 // *CycleError after visiting what it could.
 func (g *Graph) Walk(visit func(v NodeID, in []Edge)) error {
-	w := &walker{g: g, visit: visit, cur: make([]cursor, len(g.ranks)),
-		arrived: make([]uint32, len(g.colls)), collDone: make([]bool, len(g.colls)),
+	w := &walker{sched: newSched(g), visit: visit, cur: make([]cursor, len(g.ranks)),
 		partPred: make([]NodeID, len(g.parts)), partW: make([]int64, len(g.parts)),
-		collWait: make(map[uint32][]int32), queued: make([]bool, len(g.ranks)),
 		fin: make([]Edge, len(g.ranks)), hasFin: make([]bool, len(g.ranks))}
 	for i := range w.partPred {
 		w.partPred[i] = None
@@ -97,7 +89,7 @@ func (g *Graph) Walk(visit func(v NodeID, in []Edge)) error {
 	for h := 0; h < len(w.queue); h++ {
 		r := w.queue[h]
 		w.queued[r] = false
-		if !w.cur[r].finished {
+		if !w.finished[r] {
 			w.advance(int(r))
 		}
 		if h > 4096 && h > len(w.queue)/2 {
@@ -107,7 +99,7 @@ func (g *Graph) Walk(visit func(v NodeID, in []Edge)) error {
 	}
 	stuck, first := 0, -1
 	for r := range w.cur {
-		if !w.cur[r].finished {
+		if !w.finished[r] {
 			stuck++
 			if first < 0 {
 				first = r
@@ -125,13 +117,6 @@ func (g *Graph) Walk(visit func(v NodeID, in []Edge)) error {
 	}
 	visit(Finalize, in)
 	return nil
-}
-
-func (w *walker) enqueue(r int32) {
-	if !w.queued[r] && !w.cur[r].finished {
-		w.queued[r] = true
-		w.queue = append(w.queue, r)
-	}
 }
 
 // done reports whether node v has been visited.
@@ -190,18 +175,7 @@ func (w *walker) complete(ci uint32) {
 	}
 	w.cbuf = in
 	w.visit(v, in)
-	w.collDone[ci] = true
-	for j := c.first; j < c.first+c.n; j++ {
-		if !g.parts[j].nb {
-			w.enqueue(g.parts[j].rank)
-		}
-	}
-	if ws, ok := w.collWait[ci]; ok {
-		for _, r := range ws {
-			w.enqueue(r)
-		}
-		delete(w.collWait, ci)
-	}
+	w.release(ci)
 }
 
 // advance moves rank r along its chain as far as it can.
@@ -263,7 +237,7 @@ func (w *walker) advance(r int) {
 				Weight: chainWeight(d, c.lastKind, c.lastEnd, posFin, d.finStart)}
 			w.hasFin[r] = true
 		}
-		c.finished = true
+		w.finished[r] = true
 		return
 	}
 }

@@ -1,0 +1,45 @@
+package taskgraph
+
+// sched is what Walk and Longest share to move the ranks along their
+// chains: the queue of ranks that can advance, the ranks at the end of
+// theirs, and the collectives ranks wait for.
+type sched struct {
+	g        *Graph
+	arrived  []uint32           // per collective: participations arrived
+	collDone []bool             // per collective: every participant arrived
+	collWait map[uint32][]int32 // ranks waiting for a collective, by collective
+	queue    []int32            // ranks that may advance
+	queued   []bool
+	finished []bool // per rank: the rank reached the end of its chain
+}
+
+func newSched(g *Graph) sched {
+	return sched{g: g, arrived: make([]uint32, len(g.colls)), collDone: make([]bool, len(g.colls)),
+		collWait: make(map[uint32][]int32), queued: make([]bool, len(g.ranks)), finished: make([]bool, len(g.ranks))}
+}
+
+// enqueue lets rank r advance, unless it is queued or finished.
+func (s *sched) enqueue(r int32) {
+	if !s.queued[r] && !s.finished[r] {
+		s.queued[r] = true
+		s.queue = append(s.queue, r)
+	}
+}
+
+// release marks collective ci done and lets its blocking participants and
+// the ranks waiting for it advance.
+func (s *sched) release(ci uint32) {
+	c := &s.g.colls[ci]
+	s.collDone[ci] = true
+	for j := c.first; j < c.first+c.n; j++ {
+		if !s.g.parts[j].nb {
+			s.enqueue(s.g.parts[j].rank)
+		}
+	}
+	if ws, ok := s.collWait[ci]; ok {
+		for _, r := range ws {
+			s.enqueue(r)
+		}
+		delete(s.collWait, ci)
+	}
+}
