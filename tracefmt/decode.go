@@ -95,7 +95,7 @@ func (c *cursor) decodeList(ki *kindInfo, p int) (int, error) {
 	b := c.buf
 	ev := &c.ev
 	// The list's name is only built for an error: this is the hot path.
-	lname := func() string { return ki.name + "." + listName(ki.list) }
+	lname := func() string { return ki.name + "." + ki.list.String() }
 	n, q := uvarint(b, p)
 	if q < 0 {
 		return 0, c.errAt(lname(), p, varintErr(q))

@@ -97,19 +97,6 @@ func kindName(k uint64) string {
 	return fmt.Sprintf("kind %d", k)
 }
 
-// listName is the text-form name of a list.
-func listName(l spec.List) string {
-	switch l {
-	case spec.ListRanks:
-		return "ranks"
-	case spec.ListReqs:
-		return "reqs"
-	case spec.ListCompletions:
-		return "completions"
-	}
-	return ""
-}
-
 // listElemMin is the smallest encoding of one element of a list.
 func listElemMin(l spec.List) int {
 	if l == spec.ListCompletions {

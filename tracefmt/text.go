@@ -131,7 +131,7 @@ func (tw *textWriter) appendEvent(b []byte, ev *Event) []byte {
 	}
 	if ki.list != spec.NoList {
 		b = append(b, ' ')
-		b = append(b, listName(ki.list)...)
+		b = append(b, ki.list.String()...)
 		b = append(b, "=["...)
 		switch ki.list {
 		case spec.ListRanks:
@@ -518,7 +518,7 @@ func (s *textSection) event(line string) error {
 			ev.Thread = int(n)
 			continue
 		}
-		if ki.list != spec.NoList && key == listName(ki.list) {
+		if ki.list != spec.NoList && key == ki.list.String() {
 			if err := parseList(&ev, ki.list, val); err != nil {
 				return fmt.Errorf("%s.%s: %w", kindTok, key, err)
 			}

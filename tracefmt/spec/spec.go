@@ -8,6 +8,8 @@
 // reads a prefix of the table (see Versions).
 package spec
 
+import "strconv"
+
 // Kind identifies an event kind. It is the first varint of every event.
 type Kind uint8
 
@@ -264,6 +266,31 @@ func Supported(v uint16) bool {
 		}
 	}
 	return false
+}
+
+// String returns the encoding's name: "uvarint" or "svarint".
+func (e Encoding) String() string {
+	switch e {
+	case Uvarint:
+		return "uvarint"
+	case Svarint:
+		return "svarint"
+	}
+	return "encoding " + strconv.Itoa(int(e))
+}
+
+// String returns the list's text-form name ("ranks", "reqs",
+// "completions"), "" for NoList.
+func (l List) String() string {
+	switch l {
+	case ListRanks:
+		return "ranks"
+	case ListReqs:
+		return "reqs"
+	case ListCompletions:
+		return "completions"
+	}
+	return ""
 }
 
 // KindByName returns the kind with the given text-form name.

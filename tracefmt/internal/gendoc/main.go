@@ -71,28 +71,6 @@ func Section(doc []byte) (string, error) {
 	return strings.TrimPrefix(string(doc[b+len(beginMarker):e]), "\n"), nil
 }
 
-func encName(e spec.Encoding) string {
-	switch e {
-	case spec.Uvarint:
-		return "uvarint"
-	case spec.Svarint:
-		return "svarint"
-	}
-	return fmt.Sprintf("encoding %d", e)
-}
-
-func listName(l spec.List) string {
-	switch l {
-	case spec.ListRanks:
-		return "ranks"
-	case spec.ListReqs:
-		return "reqs"
-	case spec.ListCompletions:
-		return "completions"
-	}
-	return ""
-}
-
 // cell escapes text for a Markdown table cell.
 func cell(s string) string {
 	return strings.NewReplacer("|", `\|`, "*", `\*`).Replace(s)
@@ -124,7 +102,7 @@ func listDoc(l spec.List) string {
 	case spec.ListCompletions:
 		var parts []string
 		for _, f := range spec.CompletionFields {
-			parts = append(parts, fmt.Sprintf("`%s` (%s)", spec.Fields[f].Name, encName(spec.Fields[f].Enc)))
+			parts = append(parts, fmt.Sprintf("`%s` (%s)", spec.Fields[f].Name, spec.Fields[f].Enc))
 		}
 		return "`uvarint n`, then `n` completion records, each " + strings.Join(parts, ", ")
 	}
@@ -148,7 +126,7 @@ func Render() string {
 		}
 		list := "—"
 		if ks.List != spec.NoList {
-			list = "`" + listName(ks.List) + "`"
+			list = "`" + ks.List.String() + "`"
 		}
 		p("| %d | [`%s`](#kind-%d-%s) | %d | %s | %s |\n", k, ks.Name, k, strings.ToLower(ks.Name), ks.Since, fieldNames(ks.Fields), list)
 	}
@@ -162,11 +140,11 @@ func Render() string {
 		if fs.Rank {
 			rank = "yes"
 		}
-		p("| `%s` | %s | %s | %s |\n", fs.Name, encName(fs.Enc), rank, cell(fs.Doc))
+		p("| `%s` | %s | %s | %s |\n", fs.Name, fs.Enc, rank, cell(fs.Doc))
 	}
 	p("\n### Lists\n\n")
 	for _, l := range []spec.List{spec.ListRanks, spec.ListReqs, spec.ListCompletions} {
-		p("- **%s**: %s.\n", listName(l), listDoc(l))
+		p("- **%s**: %s.\n", l, listDoc(l))
 	}
 	for k := spec.Kind(1); k < spec.NumKinds; k++ {
 		ks := &spec.Kinds[k]
@@ -181,10 +159,10 @@ func Render() string {
 		p("\n\n| # | field | encoding | meaning |\n|---:|---|---|---|\n")
 		for i, f := range ks.Fields {
 			fs := &spec.Fields[f]
-			p("| %d | `%s` | %s | %s |\n", i+1, fs.Name, encName(fs.Enc), cell(fs.Doc))
+			p("| %d | `%s` | %s | %s |\n", i+1, fs.Name, fs.Enc, cell(fs.Doc))
 		}
 		if ks.List != spec.NoList {
-			p("\nList `%s`: %s.\n", listName(ks.List), listDoc(ks.List))
+			p("\nList `%s`: %s.\n", ks.List.String(), listDoc(ks.List))
 		} else {
 			p("\nNo list.\n")
 		}
