@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/mpitrace/mpitrace/internal/textdiff"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -247,7 +248,7 @@ func TestGolden(t *testing.T) {
 			}
 			g1.WriteText(&gb1)
 			if gb.String() != gb1.String() {
-				t.Errorf("the graph depends on the number of workers:\n%s", diff(gb1.String(), gb.String()))
+				t.Errorf("the graph depends on the number of workers:\n%s", textdiff.Lines(gb1.String(), gb.String()))
 			}
 			checkGraph(t, g)
 			if err := critpath.WriteCritPathOut(&cb, path, critpath.Nanosecond); err != nil {
@@ -268,7 +269,7 @@ func TestGolden(t *testing.T) {
 					continue
 				}
 				if body != want.got {
-					t.Errorf("%s differs (-want +got):\n%s", want.name, diff(body, want.got))
+					t.Errorf("%s differs (-want +got):\n%s", want.name, textdiff.Lines(body, want.got))
 				}
 			}
 		})
@@ -359,44 +360,4 @@ func checkGraph(t *testing.T, g *taskgraph.Graph) {
 			t.Errorf("Walk never visits %d", v)
 		}
 	}
-}
-
-// diff is a small line diff (LCS), enough for golden outputs.
-func diff(want, got string) string {
-	a := strings.SplitAfter(want, "\n")
-	b := strings.SplitAfter(got, "\n")
-	n, m := len(a), len(b)
-	if n*m > 4_000_000 {
-		return "(outputs too large to diff)\n--- want\n" + want + "\n+++ got\n" + got
-	}
-	l := make([][]int, n+1)
-	for i := range l {
-		l[i] = make([]int, m+1)
-	}
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				l[i][j] = l[i+1][j+1] + 1
-			} else {
-				l[i][j] = max(l[i+1][j], l[i][j+1])
-			}
-		}
-	}
-	var sb strings.Builder
-	i, j := 0, 0
-	for i < n || j < m {
-		switch {
-		case i < n && j < m && a[i] == b[j]:
-			sb.WriteString("  " + a[i])
-			i++
-			j++
-		case j < m && (i == n || l[i][j+1] >= l[i+1][j]):
-			sb.WriteString("+ " + b[j])
-			j++
-		default:
-			sb.WriteString("- " + a[i])
-			i++
-		}
-	}
-	return sb.String()
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/internal/textdiff"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -59,7 +60,7 @@ func TestHaloFromDir(t *testing.T) {
 	var got bytes.Buffer
 	g1.WriteText(&got)
 	if got.String() != want.String() {
-		t.Errorf("one worker gives another graph:\n%s", diff(want.String(), got.String()))
+		t.Errorf("one worker gives another graph:\n%s", textdiff.Lines(want.String(), got.String()))
 	}
 
 	var data []*tracefmt.RankData
@@ -82,7 +83,7 @@ func TestHaloFromDir(t *testing.T) {
 	got.Reset()
 	g2.WriteText(&got)
 	if got.String() != want.String() {
-		t.Errorf("BuildFromRanks gives another graph:\n%s", diff(want.String(), got.String()))
+		t.Errorf("BuildFromRanks gives another graph:\n%s", textdiff.Lines(want.String(), got.String()))
 	}
 
 	p, err := critpath.Compute(g, testModel{})

@@ -3,10 +3,9 @@ package tracefmt_test
 import (
 	"bytes"
 	"flag"
+	"github.com/mpitrace/mpitrace/internal/textdiff"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -78,7 +77,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("%v (run go test ./tracefmt -run TestGolden -update)", err)
 			}
 			if !bytes.Equal(got.Bytes(), want) {
-				t.Fatalf("text of %s differs from %s (-update rewrites it):\n%s", name, path, lineDiff(string(want), got.String()))
+				t.Fatalf("text of %s differs from %s (-update rewrites it):\n%s", name, path, textdiff.Lines(string(want), got.String()))
 			}
 			// The golden text parses back to the same ranks.
 			ranks, err := tracefmt.ParseText(bytes.NewReader(want))
@@ -98,25 +97,8 @@ func TestGolden(t *testing.T) {
 				tracefmt.WriteText(&again, rr)
 			}
 			if again.String() != string(want) {
-				t.Fatalf("golden text is not stable:\n%s", lineDiff(string(want), again.String()))
+				t.Fatalf("golden text is not stable:\n%s", textdiff.Lines(string(want), again.String()))
 			}
 		})
 	}
-}
-
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var a, b string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			b = g[i]
-		}
-		if a != b {
-			return "first difference at line " + strconv.Itoa(i+1) + ":\n- " + a + "\n+ " + b
-		}
-	}
-	return "(no difference)"
 }

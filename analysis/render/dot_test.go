@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mpitrace/mpitrace/internal/textdiff"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,11 +175,11 @@ func TestGoldenDOT(t *testing.T) {
 			// The same input gives the same bytes: render again, and
 			// from a graph built with one worker.
 			if again := render1(t, g, p, c.opts); again != got {
-				t.Errorf("two renderings differ:\n%s", diff(got, again))
+				t.Errorf("two renderings differ:\n%s", textdiff.Lines(got, again))
 			}
 			g1, p1 := load(t, c.input, 1)
 			if one := render1(t, g1, p1, c.opts); one != got {
-				t.Errorf("the DOT depends on the number of workers:\n%s", diff(got, one))
+				t.Errorf("the DOT depends on the number of workers:\n%s", textdiff.Lines(got, one))
 			}
 			if *update {
 				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
@@ -191,7 +192,7 @@ func TestGoldenDOT(t *testing.T) {
 				t.Fatalf("%v (run go test -update)", err)
 			}
 			if string(want) != got {
-				t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", file, diff(string(want), got))
+				t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", file, textdiff.Lines(string(want), got))
 			}
 		})
 	}
@@ -487,45 +488,6 @@ func TestWindowString(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", c.w, got, c.want)
 		}
 	}
-}
-
-// diff is a small line diff (LCS), enough for golden outputs.
-func diff(want, got string) string {
-	a := strings.SplitAfter(want, "\n")
-	b := strings.SplitAfter(got, "\n")
-	n, m := len(a), len(b)
-	if n*m > 4_000_000 {
-		return "(outputs too large to diff)\n--- want\n" + want + "\n+++ got\n" + got
-	}
-	l := make([][]int, n+1)
-	for i := range l {
-		l[i] = make([]int, m+1)
-	}
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				l[i][j] = l[i+1][j+1] + 1
-			} else {
-				l[i][j] = max(l[i+1][j], l[i][j+1])
-			}
-		}
-	}
-	var sb strings.Builder
-	for i, j := 0, 0; i < n || j < m; {
-		switch {
-		case i < n && j < m && a[i] == b[j]:
-			sb.WriteString("  " + a[i])
-			i++
-			j++
-		case j < m && (i == n || l[i][j+1] >= l[i+1][j]):
-			sb.WriteString("+ " + b[j])
-			j++
-		default:
-			sb.WriteString("- " + a[i])
-			i++
-		}
-	}
-	return sb.String()
 }
 
 func TestTimeFormat(t *testing.T) {
