@@ -39,26 +39,7 @@ func (g *Graph) Longest(w Weights) (float64, []Edge, error) {
 		c.lastKind, c.lastEnd = posInit, g.ranks[r].initEnd
 		l.enqueue(int32(r))
 	}
-	for h := 0; h < len(l.queue); h++ {
-		r := l.queue[h]
-		l.queued[r] = false
-		if !l.finished[r] {
-			l.advance(int(r))
-		}
-		if h > 4096 && h > len(l.queue)/2 {
-			l.queue = append(l.queue[:0], l.queue[h+1:]...)
-			h = -1
-		}
-	}
-	stuck, first := 0, -1
-	for r := range l.cur {
-		if !l.finished[r] {
-			stuck++
-			if first < 0 {
-				first = r
-			}
-		}
-	}
+	stuck, first := l.run(l.advance)
 	if stuck > 0 {
 		return 0, nil, l.cycle(first, stuck)
 	}

@@ -43,3 +43,29 @@ func (s *sched) release(ci uint32) {
 		delete(s.collWait, ci)
 	}
 }
+
+// run advances queued ranks until none can, and returns how many ranks did
+// not reach the end of their chain (a cycle) and the first of them.
+func (s *sched) run(advance func(r int)) (stuck, first int) {
+	for h := 0; h < len(s.queue); h++ {
+		r := s.queue[h]
+		s.queued[r] = false
+		if !s.finished[r] {
+			advance(int(r))
+		}
+		if h > 4096 && h > len(s.queue)/2 {
+			s.queue = append(s.queue[:0], s.queue[h+1:]...)
+			h = -1
+		}
+	}
+	first = -1
+	for r, done := range s.finished {
+		if !done {
+			stuck++
+			if first < 0 {
+				first = r
+			}
+		}
+	}
+	return stuck, first
+}

@@ -86,26 +86,7 @@ func (g *Graph) Walk(visit func(v NodeID, in []Edge)) error {
 		c.last, c.lastKind, c.lastEnd = Init, posInit, g.ranks[r].initEnd
 		w.enqueue(int32(r))
 	}
-	for h := 0; h < len(w.queue); h++ {
-		r := w.queue[h]
-		w.queued[r] = false
-		if !w.finished[r] {
-			w.advance(int(r))
-		}
-		if h > 4096 && h > len(w.queue)/2 {
-			w.queue = append(w.queue[:0], w.queue[h+1:]...)
-			h = -1
-		}
-	}
-	stuck, first := 0, -1
-	for r := range w.cur {
-		if !w.finished[r] {
-			stuck++
-			if first < 0 {
-				first = r
-			}
-		}
-	}
+	stuck, first := w.run(w.advance)
 	if stuck > 0 {
 		return w.cycle(first, stuck)
 	}
