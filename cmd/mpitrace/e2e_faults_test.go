@@ -120,9 +120,24 @@ func TestFaultSegfaultAndExit(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "traces")
 		record(t, out, nil, m.launch(3, bin, "noinit", "10")...)
 		_, logs := readTrace(t, out)
+		// Every rank calls exit(0). Open MPI treats the first rank to end
+		// without MPI_Finalize as a failed job and stops the others, so a
+		// rank still on its way to exit may be stopped by the launcher
+		// first: which ranks that happens to depends on scheduling. The
+		// first rank to exit cannot be stopped, so at least one rank must
+		// have the exit end record, and every rank keeps all its calls.
+		exited := 0
 		for _, l := range logs {
-			wantEnd(t, l, spec.EndExit, 0)
-			wantBarriers(t, l, 10)
+			if l.end != nil && l.end.Reason == spec.EndExit {
+				wantEnd(t, l, spec.EndExit, 0)
+				wantBarriers(t, l, 10)
+				exited++
+				continue
+			}
+			wantStoppedByOpenMPI(t, l, 10)
+		}
+		if exited == 0 {
+			t.Errorf("no rank has the exit end record")
 		}
 	})
 }
@@ -211,7 +226,7 @@ func TestFaultSIGKILL(t *testing.T) {
 			// A Barrier event takes at least 8 bytes, so one block holds at
 			// most buffer/8 of them: that is all rank 1 may lose.
 			got := countCalls(l, "MPI_Barrier")
-			if got >= n || got < n-buffer/8 {
+			if got > n || got < n-buffer/8 {
 				t.Fatalf("rank 1 kept %d of %d barriers: it must lose only its unflushed block (< %d events)", got, n, buffer/8)
 			}
 			dump := run(t, dir, mpitraceBin, "dump", out, "--rank", "1")
