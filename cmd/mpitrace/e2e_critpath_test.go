@@ -51,7 +51,7 @@ func critPathItems(t *testing.T, path string) (vertices []string, edges []int64)
 // time each rank was made to compute (a sleep: a lower bound, not a timing
 // equality), ordered as constructed.
 func TestCritpathKnown(t *testing.T) {
-	const unitMs = 40
+	const unitMs = 100
 	unitUs := int64(unitMs * 1000)
 	for _, m := range mpis {
 		bin := ""
@@ -135,8 +135,8 @@ func TestRecordCritpath(t *testing.T) {
 	bin := m.compile(t, "known")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "traces")
-	plain := run(t, dir, m.launch(4, bin, "coll", "10")...)
-	r := record(t, out, []string{"--critpath"}, m.launch(4, bin, "coll", "10")...)
+	plain := run(t, dir, m.launch(4, bin, "coll", "100")...)
+	r := record(t, out, []string{"--critpath"}, m.launch(4, bin, "coll", "100")...)
 	if r.code != 0 || r.stdout != plain.stdout {
 		t.Fatalf("exit %d, stdout %q (alone: %q)\n%s", r.code, r.stdout, plain.stdout, r.stderr)
 	}
@@ -151,7 +151,7 @@ func TestRecordCritpath(t *testing.T) {
 		t.Fatalf("Graphviz rejected taskgraph.dot: %s", svg.stderr)
 	}
 	// --force replaces the analysis too, not only the logs.
-	r = record(t, out, []string{"--force"}, m.launch(4, bin, "coll", "10")...)
+	r = record(t, out, []string{"--force"}, m.launch(4, bin, "coll", "100")...)
 	if _, err := os.Stat(filepath.Join(out, "critPath.out")); r.code != 0 || err == nil {
 		t.Fatalf("--force kept the earlier run's critPath.out (exit %d)", r.code)
 	}

@@ -142,6 +142,44 @@ func TestFaultSegfaultAndExit(t *testing.T) {
 	})
 }
 
+// TestFaultSignalDuringFlush: a launcher's SIGTERM may arrive while a rank
+// is writing its buffer, e.g. at exit: Open MPI stops every rank as soon as
+// one ends without MPI_Finalize. The recorder's test hook makes the rank
+// send itself SIGTERM in the middle of its first flush, every time; the
+// flush must complete, and nothing recorded may be lost.
+func TestFaultSignalDuringFlush(t *testing.T) {
+	for _, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			m.require(t)
+			bin := m.compile(t, "faults")
+			dir := t.TempDir()
+			out := filepath.Join(dir, "traces")
+			argv := append([]string{mpitraceBin, "record", "--out", out, "--"}, m.launch(1, bin, "noinit", "10")...)
+			r := runEnv(t, dir, []string{"MPITRACE_TEST_SIGNAL_IN_FLUSH=15"}, argv...)
+			if r.code == 0 {
+				t.Fatalf("the rank was sent SIGTERM but record exited 0\n%s", r.stderr)
+			}
+			_, logs := readTrace(t, out)
+			l := logs[0]
+			wantBarriers(t, l, 10)
+			// No seq_gap, events_missing, duplicated events...: only the
+			// note that the rank did not finalize.
+			if d := diagCodes(l.diags); !slices.Equal(d, []string{tracefmt.CodeAbnormalEnd}) {
+				t.Errorf("diagnostics %v, want only %s", d, tracefmt.CodeAbnormalEnd)
+			}
+			switch {
+			case l.end == nil:
+				t.Fatalf("no end record")
+			case l.end.Reason == spec.EndExit:
+				t.Logf("the signal was held off until the exit flush was done")
+			default:
+				t.Logf("another thread took the signal and wrote the buffer")
+				wantEnd(t, l, spec.EndSignal, uint64(syscall.SIGTERM))
+			}
+		})
+	}
+}
+
 // TestFaultSIGTERM stops a whole recorded run with SIGTERM, as a batch
 // system does: mpitrace passes it to the launcher, the launcher to the ranks,
 // and every rank's recorder flushes before dying. A rank stopped inside an

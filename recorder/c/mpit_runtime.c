@@ -49,6 +49,7 @@ static struct {
     int failed;            /* writing failed: recording stopped */
     int finalized;         /* MPI_Finalize has returned */
     int signalled;         /* a fatal signal flushed the buffers */
+    int test_signal;       /* MPITRACE_TEST_SIGNAL_IN_FLUSH, for the fault tests */
     int ended;             /* an end block describes everything written */
     uint64_t events, blocks, dropped;
     uint32_t nthreads;
@@ -327,16 +328,46 @@ static void write_names(int locked) {
     if (locked) pthread_mutex_unlock(&names_mu);
 }
 
+/* The signals whose handlers write the log (install_signals fills it).
+ * A thread holds them off while it writes, so a handler never meets a block
+ * of its own thread half compressed or half written: the signal is
+ * delivered right after, when the block is on disk. */
+static sigset_t flush_signals;
+
+static void hold_signals(sigset_t *old) { pthread_sigmask(SIG_BLOCK, &flush_signals, old); }
+static void release_signals(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, old, NULL); }
+
+/* mpit_flush_thread compresses and writes tb's events. tb->flushing is 1
+ * while the buffer is being compressed (nothing written yet: a fatal
+ * signal's handler on another thread writes it as it is) and 2 while this
+ * thread writes it under G.io. */
 MPIT_HIDDEN void mpit_flush_thread(mpit_tb *tb) {
     size_t len = tb->len;
     uint32_t count = tb->count;
     if (count == 0 || G.fd < 0 || G.failed || G.signalled || getpid() != G.pid) return;
+    sigset_t old;
+    hold_signals(&old);
     tb->flushing = 1;
     size_t plen;
     uint8_t *payload = block_payload(tb, len, count, &plen);
     size_t z = G.compress ? ZSTD_compressCCtx(tb->zctx, tb->zbuf + MPIT_BLOCK_HEADER_SIZE, tb->zcap, payload, plen, G.zlevel)
                           : plen; /* stored as is */
+    if (G.test_signal) {
+        /* Fault tests: the launcher's signal arrives in the middle of a flush. */
+        int sig = G.test_signal;
+        G.test_signal = 0;
+        kill(getpid(), sig);
+    }
     pthread_mutex_lock(&G.io);
+    if (G.signalled) {
+        /* A fatal signal's handler wrote this buffer while it was being
+         * compressed; nothing may be written after it. */
+        pthread_mutex_unlock(&G.io);
+        tb->flushing = 0;
+        release_signals(&old);
+        return;
+    }
+    tb->flushing = 2;
     write_names(1);
     if (!ZSTD_isError(z) && z < plen) {
         frame(tb->zbuf + MPIT_BLOCK_HEADER_SIZE, MPIT_BLOCK_EVENTS, MPIT_CODEC_ZSTD, z, plen);
@@ -352,9 +383,10 @@ MPIT_HIDDEN void mpit_flush_thread(mpit_tb *tb) {
     } else {
         G.dropped += count;
     }
-    pthread_mutex_unlock(&G.io);
     tb_reset(tb, count);
     tb->flushing = 0;
+    pthread_mutex_unlock(&G.io);
+    release_signals(&old);
 }
 
 MPIT_HIDDEN void mpit_reserve_slow(mpit_tb *tb, size_t need) {
@@ -506,11 +538,13 @@ static void end_block(int reason, int sig) {
 /* Final flush: normal exit, exit without finalize, abort, signals.     */
 
 /* flush_raw writes a thread's complete events as an uncompressed block; it
- * allocates nothing and takes no lock, so a signal handler can call it. */
+ * allocates nothing and takes no lock, so a signal handler can call it. A
+ * buffer being compressed (flushing 1) is intact and is written; one being
+ * written by its thread (flushing 2) is left to that thread. */
 static void flush_raw(mpit_tb *tb) {
     size_t len = __atomic_load_n(&tb->len, __ATOMIC_ACQUIRE);
     uint32_t count = tb->count;
-    if (count == 0 || tb->flushing) return;
+    if (count == 0 || tb->flushing == 2) return;
     size_t plen;
     uint8_t *payload = block_payload(tb, len, count, &plen);
     frame(payload, MPIT_BLOCK_EVENTS, MPIT_CODEC_NONE, plen, plen);
@@ -537,12 +571,14 @@ static void mpit_final_flush(int reason, int sig) {
             }
         }
         G.signalled = 1;
-        if (pthread_mutex_trylock(&G.io) != 0) {
-            /* Another thread is writing a block; give it a moment. */
-            for (int i = 0; i < 1000 && pthread_mutex_trylock(&G.io) != 0; i++) {
-                struct timespec ts = {0, 100000};
-                nanosleep(&ts, NULL);
-            }
+        /* Another thread may be writing a block; give it a moment. (This
+         * thread is not the writer unless the signal is a fault raised by
+         * the recorder itself: the others are held off while it writes.) */
+        int locked = pthread_mutex_trylock(&G.io) == 0;
+        for (int i = 0; i < 1000 && !locked; i++) {
+            struct timespec ts = {0, 100000};
+            nanosleep(&ts, NULL);
+            locked = pthread_mutex_trylock(&G.io) == 0;
         }
         /* A call under way (e.g. a rank stopped inside MPI_Recv) is
          * recorded as a plain call that ends now. */
@@ -563,8 +599,12 @@ static void mpit_final_flush(int reason, int sig) {
         for (mpit_tb *tb = G.threads; tb; tb = tb->next) flush_raw(tb);
         if (!G.failed) end_block(reason, sig);
         G.ended = 1;
-        return; /* the mutex stays held: nothing else writes after a fatal signal */
+        /* Nothing writes after this: every writer checks G.signalled. */
+        if (locked) pthread_mutex_unlock(&G.io);
+        return;
     }
+    sigset_t old;
+    hold_signals(&old);
     for (mpit_tb *tb = G.threads; tb; tb = tb->next) {
         if (tb == mpit_self || tb->count == 0) continue;
         mpit_flush_thread(tb); /* other threads: best effort, they should be done */
@@ -574,6 +614,7 @@ static void mpit_final_flush(int reason, int sig) {
     if (!G.failed && !G.ended) end_block(reason, sig);
     G.ended = 1;
     pthread_mutex_unlock(&G.io);
+    release_signals(&old);
 }
 
 static void at_exit(void) {
@@ -641,18 +682,27 @@ static void on_cont(int sig, siginfo_t *info, void *uctx) {
 }
 
 static void install_signals(void) {
+    /* Held off while a thread writes the log, and while a handler does:
+     * only the signals other processes send, since a fault (SIGSEGV,
+     * SIGBUS, SIGFPE, SIGILL) raised while blocked kills at once. */
+    sigemptyset(&flush_signals);
+    sigaddset(&flush_signals, SIGCONT);
+    sigaddset(&flush_signals, SIGTERM);
+    sigaddset(&flush_signals, SIGINT);
+    sigaddset(&flush_signals, SIGQUIT);
+    sigaddset(&flush_signals, SIGABRT);
     struct sigaction sc;
     memset(&sc, 0, sizeof sc);
     sc.sa_sigaction = on_cont;
     sc.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sc.sa_mask);
+    sc.sa_mask = flush_signals;
     sigaction(SIGCONT, &sc, &old_cont);
     for (int i = 0; i < NSIG_FATAL; i++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_sigaction = on_signal;
         sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-        sigemptyset(&sa.sa_mask);
+        sa.sa_mask = flush_signals;
         sigaction(fatal_signals[i], &sa, &old_actions[i]);
     }
 }
@@ -1507,6 +1557,7 @@ __attribute__((constructor)) static void mpit_load(void) {
     G.zlevel = (int)env_long("MPITRACE_ZSTD_LEVEL", 1, -5, 19);
     G.compress = (int)env_long("MPITRACE_COMPRESS", 1, 0, 1);
     G.clocksync = (int)env_long("MPITRACE_CLOCKSYNC", 10, 0, 1000);
+    G.test_signal = (int)env_long("MPITRACE_TEST_SIGNAL_IN_FLUSH", 0, 0, 64);
     G.next_comm = MPIT_COMM_SELF + 1;
     const char *inc = getenv("MPITRACE_INCLUDE"), *exc = getenv("MPITRACE_EXCLUDE");
     uint16_t *on = calloc((size_t)mpit_fn_count + 1, sizeof *on);
