@@ -180,6 +180,35 @@ func TestFaultSignalDuringFlush(t *testing.T) {
 	}
 }
 
+// TestFaultProgramHandler: a signal handler the program installed before
+// MPI_Init still runs under the recorder, with the signal mask it would
+// have had without it: a handler that siglongjmps out leaves the program
+// with the mask it would have had alone. The recorder writes the log when
+// the signal arrives.
+func TestFaultProgramHandler(t *testing.T) {
+	for _, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			m.require(t)
+			bin := m.compile(t, "faults")
+			dir := t.TempDir()
+			out := filepath.Join(dir, "traces")
+			plain := run(t, dir, m.launch(2, bin, "jump", "10")...)
+			r := record(t, out, nil, m.launch(2, bin, "jump", "10")...)
+			if plain.code != 0 || r.code != 0 {
+				t.Fatalf("exit %d under record, %d alone\n%s", r.code, plain.code, r.stderr)
+			}
+			if got, want := sortedLines(r.stdout), sortedLines(plain.stdout); !slices.Equal(got, want) || len(want) != 2 {
+				t.Fatalf("under record the program printed\n%q\nalone\n%q", got, want)
+			}
+			_, logs := readTrace(t, out)
+			for _, l := range logs {
+				wantEnd(t, l, spec.EndSignal, uint64(syscall.SIGTERM))
+				wantBarriers(t, l, 10)
+			}
+		})
+	}
+}
+
 // TestFaultSIGTERM stops a whole recorded run with SIGTERM, as a batch
 // system does: mpitrace passes it to the launcher, the launcher to the ranks,
 // and every rank's recorder flushes before dying. A rank stopped inside an

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -344,6 +345,7 @@ static void release_signals(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, 
 MPIT_HIDDEN void mpit_flush_thread(mpit_tb *tb) {
     size_t len = tb->len;
     uint32_t count = tb->count;
+    uint64_t seq = tb->seq;
     if (count == 0 || G.fd < 0 || G.failed || G.signalled || getpid() != G.pid) return;
     sigset_t old;
     hold_signals(&old);
@@ -359,9 +361,11 @@ MPIT_HIDDEN void mpit_flush_thread(mpit_tb *tb) {
         kill(getpid(), sig);
     }
     pthread_mutex_lock(&G.io);
-    if (G.signalled) {
-        /* A fatal signal's handler wrote this buffer while it was being
-         * compressed; nothing may be written after it. */
+    if (G.signalled || tb->seq != seq) {
+        /* A handler (a fatal signal's, or the buffer's own thread's SIGCONT
+         * while another thread flushes it at exit) wrote this buffer while
+         * it was being compressed. After a fatal signal nothing more is
+         * written. */
         pthread_mutex_unlock(&G.io);
         tb->flushing = 0;
         release_signals(&old);
@@ -541,35 +545,27 @@ static void end_block(int reason, int sig) {
  * allocates nothing and takes no lock, so a signal handler can call it. A
  * buffer being compressed (flushing 1) is intact and is written; one being
  * written by its thread (flushing 2) is left to that thread. */
-static void flush_raw(mpit_tb *tb) {
+static int flush_raw(mpit_tb *tb) {
     size_t len = __atomic_load_n(&tb->len, __ATOMIC_ACQUIRE);
     uint32_t count = tb->count;
-    if (count == 0 || tb->flushing == 2) return;
+    if (count == 0 || tb->flushing == 2) return 0;
     size_t plen;
     uint8_t *payload = block_payload(tb, len, count, &plen);
     frame(payload, MPIT_BLOCK_EVENTS, MPIT_CODEC_NONE, plen, plen);
-    if (write_all(payload - MPIT_BLOCK_HEADER_SIZE, MPIT_BLOCK_HEADER_SIZE + plen) == 0) {
+    int ok = write_all(payload - MPIT_BLOCK_HEADER_SIZE, MPIT_BLOCK_HEADER_SIZE + plen) == 0;
+    if (ok) {
         G.events += count;
         G.blocks++;
     }
     tb_reset(tb, count);
+    return ok;
 }
 
 static void mpit_final_flush(int reason, int sig) {
     if (G.fd < 0 || getpid() != G.pid) return;
     if (reason == MPIT_END_SIGNAL) {
-        /* Stop recording, then write every thread's buffer without locks. */
+        /* Stop recording; no flush starts after this. */
         mpit_on = 0;
-        if (G.ended) {
-            /* Killed after the final flush (e.g. after MPI_Finalize, while
-             * the launcher stops the job): the log is complete as it is. */
-            int pending = 0;
-            for (mpit_tb *tb = G.threads; tb; tb = tb->next) pending |= tb->count != 0 || (tb->depth && tb->cur_fn);
-            if (!pending) {
-                G.signalled = 1;
-                return;
-            }
-        }
         G.signalled = 1;
         /* Another thread may be writing a block; give it a moment. (This
          * thread is not the writer unless the signal is a fault raised by
@@ -579,6 +575,17 @@ static void mpit_final_flush(int reason, int sig) {
             struct timespec ts = {0, 100000};
             nanosleep(&ts, NULL);
             locked = pthread_mutex_trylock(&G.io) == 0;
+        }
+        if (G.ended) {
+            /* Killed after the final flush (e.g. after MPI_Finalize, while
+             * the launcher stops the job, or while this handler waited for
+             * the exit flush to finish): the log is complete as it is. */
+            int pending = 0;
+            for (mpit_tb *tb = G.threads; tb; tb = tb->next) pending |= tb->count != 0 || (tb->depth && tb->cur_fn);
+            if (!pending) {
+                if (locked) pthread_mutex_unlock(&G.io);
+                return;
+            }
         }
         /* A call under way (e.g. a rank stopped inside MPI_Recv) is
          * recorded as a plain call that ends now. */
@@ -627,6 +634,30 @@ static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGTERM, SIGFPE, S
 #define NSIG_FATAL (int)(sizeof fatal_signals / sizeof fatal_signals[0])
 static struct sigaction old_actions[NSIG_FATAL];
 
+/* run_as_delivered runs the handler the program had installed (old) as the
+ * kernel would have: with the mask in force when the signal arrived, plus
+ * that handler's sa_mask and the signal itself. (Our handlers run with the
+ * flush signals held off; a program handler that longjmps out must not
+ * leave them blocked.) It returns 0 when old is the default action, for the
+ * caller to carry out. */
+static int run_as_delivered(int sig, siginfo_t *info, const struct sigaction *old, void *uctx) {
+    int siginfo = (old->sa_flags & SA_SIGINFO) != 0;
+    if (siginfo ? old->sa_sigaction == NULL : old->sa_handler == SIG_DFL) return 0;
+    if (!siginfo && old->sa_handler == SIG_IGN) return 1;
+    if (uctx) {
+        sigset_t mask = ((ucontext_t *)uctx)->uc_sigmask;
+        for (int s = 1; s < NSIG; s++)
+            if (sigismember(&old->sa_mask, s) == 1) sigaddset(&mask, s);
+        if (!(old->sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
+        pthread_sigmask(SIG_SETMASK, &mask, NULL);
+    }
+    if (siginfo)
+        old->sa_sigaction(sig, info, uctx);
+    else
+        old->sa_handler(sig);
+    return 1;
+}
+
 static void on_signal(int sig, siginfo_t *info, void *uctx) {
     int saved = errno;
     int i;
@@ -635,18 +666,7 @@ static void on_signal(int sig, siginfo_t *info, void *uctx) {
     if (!G.signalled) mpit_final_flush(MPIT_END_SIGNAL, sig);
     errno = saved;
     if (i == NSIG_FATAL) return;
-    struct sigaction *old = &old_actions[i];
-    if (old->sa_flags & SA_SIGINFO) {
-        if (old->sa_sigaction) {
-            old->sa_sigaction(sig, info, uctx);
-            return;
-        }
-    } else if (old->sa_handler == SIG_IGN) {
-        return;
-    } else if (old->sa_handler != SIG_DFL) {
-        old->sa_handler(sig);
-        return;
-    }
+    if (run_as_delivered(sig, info, &old_actions[i], uctx)) return;
     /* Default action: restore it and deliver the signal again. */
     signal(sig, SIG_DFL);
     sigset_t set;
@@ -669,16 +689,16 @@ static void on_cont(int sig, siginfo_t *info, void *uctx) {
     mpit_tb *tb = mpit_self;
     if (tb && !tb->depth && !tb->flushing && tb->count && !G.signalled && G.fd >= 0 && getpid() == G.pid &&
         pthread_mutex_trylock(&G.io) == 0) {
-        write_names(0);
-        flush_raw(tb);
-        G.ended = 0;
+        /* Checked again under the lock: a fatal signal's handler or an exit
+         * flush on another thread may have got there first. */
+        if (!G.signalled && !tb->flushing && tb->count) {
+            write_names(0);
+            if (flush_raw(tb)) G.ended = 0;
+        }
         pthread_mutex_unlock(&G.io);
     }
     errno = saved;
-    if ((old_cont.sa_flags & SA_SIGINFO) && old_cont.sa_sigaction)
-        old_cont.sa_sigaction(sig, info, uctx);
-    else if (!(old_cont.sa_flags & SA_SIGINFO) && old_cont.sa_handler != SIG_DFL && old_cont.sa_handler != SIG_IGN)
-        old_cont.sa_handler(sig);
+    run_as_delivered(sig, info, &old_cont, uctx);
 }
 
 static void install_signals(void) {
