@@ -23,23 +23,7 @@ func TestRecordMix(t *testing.T) {
 		for _, np := range []int{4, 3} {
 			t.Run(fmt.Sprintf("%s/np%d", m.name, np), func(t *testing.T) {
 				m.require(t)
-				bin := m.compile(t, "mix")
-				dir := t.TempDir()
-				plain := run(t, dir, m.launch(np, bin)...)
-				if plain.code != 0 {
-					t.Fatalf("without the recorder: exit %d\n%s", plain.code, plain.stderr)
-				}
-				out := filepath.Join(dir, "traces")
-				rec := record(t, out, nil, m.launch(np, bin)...)
-				if rec.code != 0 {
-					t.Fatalf("record exited %d\nstderr:\n%s", rec.code, rec.stderr)
-				}
-				if !slices.Equal(sortedLines(rec.stdout), sortedLines(plain.stdout)) {
-					t.Fatalf("the program's output changed under record:\nrecorded:\n%s\nplain:\n%s", rec.stdout, plain.stdout)
-				}
-				if rec.stderr != "" {
-					t.Errorf("record printed on a successful run: %s", rec.stderr)
-				}
+				out := recordLikePlain(t, m, np, m.compile(t, "mix"))
 				tr, logs := readTrace(t, out)
 				if tr.Size != np || len(logs) != np {
 					t.Fatalf("world size %d, %d rank logs; want %d", tr.Size, len(logs), np)
@@ -51,6 +35,30 @@ func TestRecordMix(t *testing.T) {
 			})
 		}
 	}
+}
+
+// recordLikePlain runs bin on np ranks without the recorder, then records
+// it into DIR/traces, which it returns: both runs must succeed with the same
+// output, and record must print nothing of its own.
+func recordLikePlain(t *testing.T, m mpiImpl, np int, bin string) string {
+	t.Helper()
+	dir := t.TempDir()
+	plain := run(t, dir, m.launch(np, bin)...)
+	if plain.code != 0 {
+		t.Fatalf("without the recorder: exit %d\n%s", plain.code, plain.stderr)
+	}
+	out := filepath.Join(dir, "traces")
+	rec := record(t, out, nil, m.launch(np, bin)...)
+	if rec.code != 0 {
+		t.Fatalf("record exited %d\nstderr:\n%s", rec.code, rec.stderr)
+	}
+	if !slices.Equal(sortedLines(rec.stdout), sortedLines(plain.stdout)) {
+		t.Fatalf("the program's output changed under record:\nrecorded:\n%s\nplain:\n%s", rec.stdout, plain.stdout)
+	}
+	if rec.stderr != "" {
+		t.Errorf("record printed on a successful run: %s", rec.stderr)
+	}
+	return out
 }
 
 // TestRecordExitStatus: record exits with the application's status and
@@ -149,13 +157,20 @@ type done struct {
 // completions checks a completion list against the wanted one, in order.
 func (c *mixChecker) completions(cl *call, want []done) {
 	c.t.Helper()
+	c.completionsFlags(cl, want, 0)
+}
+
+// completionsFlags is completions for requests whose completions carry the
+// given flags (spec.CompletionPersistent, spec.CompletionCancelled).
+func (c *mixChecker) completionsFlags(cl *call, want []done, flags uint64) {
+	c.t.Helper()
 	if len(cl.Completions) != len(want) {
 		c.fail("%s completed %d requests, want %d", cl.fn, len(cl.Completions), len(want))
 	}
 	for i, w := range want {
 		g := cl.Completions[i]
-		if g.Req != w.req || g.Flags != 0 {
-			c.fail("%s completion %d: req %d flags %d, want req %d", cl.fn, i, g.Req, g.Flags, w.req)
+		if g.Req != w.req || g.Flags != flags {
+			c.fail("%s completion %d: req %d flags %d, want req %d flags %d", cl.fn, i, g.Req, g.Flags, w.req, flags)
 		}
 		if w.isReceived && (g.Src != w.src || g.Tag != w.stag || g.Bytes != w.sbytes) {
 			c.fail("%s completion %d (req %d): status src=%d tag=%d bytes=%d, want %d %d %d",
