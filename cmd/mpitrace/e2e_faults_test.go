@@ -50,13 +50,19 @@ func wantBarriers(t *testing.T, l *rankLog, n int) {
 	}
 }
 
+// faultSetup compiles the faults fixture with m's compiler and returns it,
+// a fresh directory and the trace directory in it.
+func faultSetup(t *testing.T, m mpiImpl) (bin, dir, out string) {
+	t.Helper()
+	m.require(t)
+	dir = t.TempDir()
+	return m.compile(t, "faults"), dir, filepath.Join(dir, "traces")
+}
+
 func TestFaultAbort(t *testing.T) {
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
-			m.require(t)
-			bin := m.compile(t, "faults")
-			dir := t.TempDir()
-			out := filepath.Join(dir, "traces")
+			bin, _, out := faultSetup(t, m)
 			r := record(t, out, nil, m.launch(3, bin, "abort", "10")...)
 			if r.code == 0 {
 				t.Fatalf("a rank called abort() but record exited 0")
@@ -84,10 +90,7 @@ func TestFaultAbort(t *testing.T) {
 func TestFaultMPIAbort(t *testing.T) {
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
-			m.require(t)
-			bin := m.compile(t, "faults")
-			dir := t.TempDir()
-			out := filepath.Join(dir, "traces")
+			bin, dir, out := faultSetup(t, m)
 			plain := run(t, dir, m.launch(3, bin, "mpi_abort", "10")...)
 			r := record(t, out, nil, m.launch(3, bin, "mpi_abort", "10")...)
 			if r.code != plain.code || r.code == 0 {
@@ -150,10 +153,7 @@ func TestFaultSegfaultAndExit(t *testing.T) {
 func TestFaultSignalDuringFlush(t *testing.T) {
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
-			m.require(t)
-			bin := m.compile(t, "faults")
-			dir := t.TempDir()
-			out := filepath.Join(dir, "traces")
+			bin, dir, out := faultSetup(t, m)
 			argv := append([]string{mpitraceBin, "record", "--out", out, "--"}, m.launch(1, bin, "noinit", "10")...)
 			r := runEnv(t, dir, []string{"MPITRACE_TEST_SIGNAL_IN_FLUSH=15"}, argv...)
 			if r.code == 0 {
@@ -188,10 +188,7 @@ func TestFaultSignalDuringFlush(t *testing.T) {
 func TestFaultProgramHandler(t *testing.T) {
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
-			m.require(t)
-			bin := m.compile(t, "faults")
-			dir := t.TempDir()
-			out := filepath.Join(dir, "traces")
+			bin, dir, out := faultSetup(t, m)
 			plain := run(t, dir, m.launch(2, bin, "jump", "10")...)
 			r := record(t, out, nil, m.launch(2, bin, "jump", "10")...)
 			if plain.code != 0 || r.code != 0 {
@@ -215,10 +212,7 @@ func TestFaultProgramHandler(t *testing.T) {
 // MPI call has that call recorded.
 func TestFaultSIGTERM(t *testing.T) {
 	m := mpis[0]
-	m.require(t)
-	bin := m.compile(t, "faults")
-	dir := t.TempDir()
-	out := filepath.Join(dir, "traces")
+	bin, dir, out := faultSetup(t, m)
 	ready := filepath.Join(dir, "ready")
 	os.Mkdir(ready, 0o755)
 	args := append([]string{"record", "--out", out, "--"}, m.launch(3, bin, "wait", "10", ready)...)
@@ -275,10 +269,7 @@ func wantStoppedByOpenMPI(t *testing.T, l *rankLog, barriers int) {
 func TestFaultSIGKILL(t *testing.T) {
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
-			m.require(t)
-			bin := m.compile(t, "faults")
-			dir := t.TempDir()
-			out := filepath.Join(dir, "traces")
+			bin, dir, out := faultSetup(t, m)
 			const n, buffer = 1200, 4096
 			// Two ranks: oversubscribed MPICH ranks poll each other slowly.
 			record(t, out, []string{"--buffer", "4k"}, m.launch(2, bin, "kill", fmt.Sprint(n))...)
