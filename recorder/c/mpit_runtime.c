@@ -262,10 +262,12 @@ static uint8_t *block_payload(mpit_tb *tb, size_t len, uint32_t count, size_t *p
 
 /* reset starts the next block after `count` events were handed over. */
 static void tb_reset(mpit_tb *tb, uint32_t count) {
-    tb->seq += count;
     tb->base = tb->last_end;
     tb->count = 0;
     __atomic_store_n(&tb->len, 0, __ATOMIC_RELEASE);
+    /* Last: mpit_flush_thread compares it to tell whether a handler wrote
+     * the buffer while it was compressing it. */
+    __atomic_store_n(&tb->seq, tb->seq + count, __ATOMIC_RELEASE);
 }
 
 /* Function names are written to the log's string table when a function is
@@ -343,12 +345,19 @@ static void release_signals(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, 
  * signal's handler on another thread writes it as it is) and 2 while this
  * thread writes it under G.io. */
 MPIT_HIDDEN void mpit_flush_thread(mpit_tb *tb) {
-    size_t len = tb->len;
-    uint32_t count = tb->count;
-    uint64_t seq = tb->seq;
-    if (count == 0 || G.fd < 0 || G.failed || G.signalled || getpid() != G.pid) return;
+    if (tb->count == 0 || G.fd < 0 || G.failed || G.signalled || getpid() != G.pid) return;
     sigset_t old;
     hold_signals(&old);
+    /* seq first: a handler that writes this buffer meanwhile (tb_reset)
+     * changes it last, so seeing the old seq here and the same one under
+     * G.io below means nobody else wrote these events. */
+    uint64_t seq = __atomic_load_n(&tb->seq, __ATOMIC_ACQUIRE);
+    uint32_t count = tb->count;
+    size_t len = __atomic_load_n(&tb->len, __ATOMIC_ACQUIRE);
+    if (count == 0) {
+        release_signals(&old);
+        return;
+    }
     tb->flushing = 1;
     size_t plen;
     uint8_t *payload = block_payload(tb, len, count, &plen);
