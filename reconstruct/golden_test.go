@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/internal/testmodel"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -22,15 +23,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the -- graph -- and -- critpath -- sections of testdata/*.test")
 
-// testModel is a latency model with round numbers: a message costs
-// 1000 ns + 1 ns per byte, a collective 2000 ns + 10 ns per byte per
-// process + 100 ns per process.
-type testModel struct{}
-
-func (testModel) P2P(b int64) float64 { return 1000 + float64(b) }
-func (testModel) CollectiveOrFallback(name string, b int64, p int) (float64, string) {
-	return 2000 + 10*float64(b) + 100*float64(p), name
-}
+// testModel is the golden tests' latency model, with round numbers.
+type testModel = testmodel.Round
 
 // A golden case is a txtar-like file: a comment, then sections "-- name --".
 //

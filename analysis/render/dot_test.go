@@ -18,6 +18,7 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/analysis/render"
+	"github.com/mpitrace/mpitrace/internal/testmodel"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -26,15 +27,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.dot")
 
-// testModel is a latency model with round numbers (as in reconstruct's
-// golden tests): a message costs 1000 ns + 1 ns per byte, a collective
-// 2000 ns + 10 ns per byte per process + 100 ns per process.
-type testModel struct{}
-
-func (testModel) P2P(b int64) float64 { return 1000 + float64(b) }
-func (testModel) CollectiveOrFallback(name string, b int64, p int) (float64, string) {
-	return 2000 + 10*float64(b) + 100*float64(p), name
-}
+// testModel is the golden tests' latency model, with round numbers.
+type testModel = testmodel.Round
 
 const testModelName = "test model (1 us + 1 ns/byte)"
 
