@@ -509,3 +509,80 @@ func TestRecordThreads(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordThreadsNonblocking: eight threads per rank each post an Irecv and
+// an Isend and complete them with Waitall or Testall polls, so MPI frees and
+// hands out request handles on all threads at once. Every completion must
+// name the requests its own thread created just before (the recorder takes
+// the ids before PMPI can free the handles), and critpath --strict must match
+// every message.
+func TestRecordThreadsNonblocking(t *testing.T) {
+	const threads, iters = 8, 150
+	for _, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			m.require(t)
+			bin := m.compile(t, "threads")
+			out := filepath.Join(t.TempDir(), "traces")
+			r := record(t, out, []string{"--buffer", "4k"}, m.launch(2, bin, fmt.Sprint(threads), fmt.Sprint(iters), "nb")...)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			_, logs := readTrace(t, out)
+			for _, l := range logs {
+				if n := l.diags.Len(); n != 0 {
+					t.Fatalf("rank %d: diagnostics %v", l.rank, diagCodes(l.diags))
+				}
+				type pending struct{ recv, send uint64 }
+				open := map[int]*pending{} // per thread: the requests not completed yet
+				done := map[int]int{}      // per thread: iterations completed
+				wrong := 0
+				for _, c := range l.calls {
+					p := open[c.Thread]
+					if p == nil {
+						p = &pending{}
+						open[c.Thread] = p
+					}
+					switch c.fn {
+					case "MPI_Irecv":
+						p.recv = c.Req()
+					case "MPI_Isend":
+						p.send = c.Req()
+					case "MPI_Waitall", "MPI_Testall":
+						if len(c.Completions) == 0 {
+							continue
+						}
+						var got []uint64
+						for _, x := range c.Completions {
+							got = append(got, x.Req)
+							if x.Req == p.recv && (x.Src != int64(l.rank^1) || x.Bytes != 4) {
+								t.Errorf("rank %d thread %d: receive completion %+v, want source %d and 4 bytes", l.rank, c.Thread, x, l.rank^1)
+							}
+						}
+						if !slices.Equal(got, []uint64{p.recv, p.send}) {
+							if wrong < 5 {
+								t.Errorf("rank %d thread %d: %s completed requests %v, the thread's own are [%d %d]", l.rank, c.Thread, c.fn, got, p.recv, p.send)
+							}
+							wrong++
+						}
+						done[c.Thread]++
+						*p = pending{}
+					}
+				}
+				if wrong > 0 {
+					t.Errorf("rank %d: %d completions name another thread's requests", l.rank, wrong)
+				}
+				if len(done) != threads {
+					t.Errorf("rank %d: completions on %d threads, want %d", l.rank, len(done), threads)
+				}
+				for th, n := range done {
+					if n != iters {
+						t.Errorf("rank %d thread %d: %d completed iterations, want %d", l.rank, th, n, iters)
+					}
+				}
+			}
+			if cp := run(t, filepath.Dir(out), mpitraceBin, "critpath", "--strict", "-o", "-", out); cp.code != 0 {
+				t.Errorf("critpath --strict exited %d:\n%s", cp.code, cp.stderr)
+			}
+		})
+	}
+}

@@ -149,6 +149,20 @@ MPIT_HIDDEN int mpit_in_place(const void *buf);
 enum { MPIT_REQ_SEND = 1, MPIT_REQ_RECV = 2, MPIT_REQ_COLL = 3, MPIT_REQ_OTHER = 4 };
 MPIT_HIDDEN uint64_t mpit_req_new(MPI_Request req, int kind, int persistent, mpit_comm *comm);
 
+/* A request handle a call was given, and what the recorder knows of it.
+ * Completion wrappers copy the handles and look their ids up before the
+ * PMPI call: once PMPI has freed a completed request, another thread may
+ * get the same handle for a new request before this one is looked up. */
+typedef struct {
+    MPI_Request h;
+    uint64_t id;      /* 0: not a request the recorder saw created */
+    int kind;         /* MPIT_REQ_*, | 0x100 when persistent */
+    mpit_comm *comm;
+} mpit_reqcopy;
+MPIT_HIDDEN mpit_reqcopy *mpit_req_copy(int n, const MPI_Request *reqs, mpit_reqcopy *stackbuf);
+MPIT_HIDDEN void mpit_req_peek(int n, mpit_reqcopy *rc);
+MPIT_HIDDEN mpit_comm *mpit_msg_take(MPI_Message msg);
+
 /* ---- recorders for the argument-carrying families (mpit_runtime.c) ---- */
 
 MPIT_HIDDEN void mpit_rec_send(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t count,
@@ -168,8 +182,8 @@ MPIT_HIDDEN void mpit_rec_probe(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
                                 int tag, MPI_Comm comm, int flag, const MPI_Status *st,
                                 MPI_Message *msg);
 MPIT_HIDDEN void mpit_rec_mrecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t count,
-                                MPI_Datatype type, MPI_Message msg, const MPI_Status *st,
-                                MPI_Request *req);
+                                MPI_Datatype type, MPI_Message msg, mpit_comm *comm,
+                                const MPI_Status *st, MPI_Request *req);
 MPIT_HIDDEN void mpit_rec_coll(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, MPI_Comm comm,
                                int root, uint64_t sbytes, uint64_t rbytes, MPI_Request *req);
 MPIT_HIDDEN void mpit_rec_commnew(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1,
@@ -179,13 +193,13 @@ MPIT_HIDDEN void mpit_rec_commfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1
 MPIT_HIDDEN void mpit_rec_start(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int n,
                                 const MPI_Request *reqs);
 MPIT_HIDDEN void mpit_rec_reqfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1,
-                                  MPI_Request req);
+                                  const mpit_reqcopy *req);
 
-/* Completion: the wrapper copies the request handles before the PMPI call
- * (it nulls completed ones) and passes the statuses the call filled. The
- * completed requests are given as indices into the copied array. */
+/* Completion: the wrapper copies the request handles and their ids before
+ * the PMPI call (mpit_req_copy, mpit_req_peek) and passes the statuses the
+ * call filled. The completed requests are given as indices into the copy. */
 MPIT_HIDDEN void mpit_rec_complete(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int flag,
-                                   const MPI_Request *before, const int *idx, int nidx,
+                                   const mpit_reqcopy *before, const int *idx, int nidx,
                                    const MPI_Status *st, int status_by_request);
 
 /* How a communicator was created (mpit_rec_commnew's `how`). */
@@ -197,12 +211,12 @@ enum {
 
 /* Completion helpers for the Wait/Test family; `ret` is the PMPI result. */
 MPIT_HIDDEN void mpit_rec_all(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int flag, int n,
-                              const MPI_Request *before, const MPI_Status *st);
+                              const mpit_reqcopy *before, const MPI_Status *st);
 MPIT_HIDDEN void mpit_rec_some(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int n,
-                               const MPI_Request *before, int outcount, const int *indices,
+                               const mpit_reqcopy *before, int outcount, const int *indices,
                                const MPI_Status *st);
 MPIT_HIDDEN void mpit_rec_one(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int flag,
-                              const MPI_Request *before, int index, const MPI_Status *st);
+                              const mpit_reqcopy *before, int index, const MPI_Status *st);
 
 /* mpit_rec_coll's root when the collective has none. */
 #define MPIT_NO_ROOT (-99999)
@@ -210,6 +224,15 @@ MPIT_HIDDEN void mpit_rec_one(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int
 /* MPIT_BEGIN opens a wrapper: tb_ is the buffer when the call is recorded. */
 #define MPIT_BEGIN(fn)                     \
     mpit_tb *tb_ = mpit_begin(fn);         \
+    uint64_t t0_ = tb_ ? (tb_->cur_t0 = mpit_now()) : 0
+
+/* MPIT_BEGIN_DO is MPIT_BEGIN that runs `pre` when the call is recorded,
+ * before the clock is read (e.g. looking up request ids). */
+#define MPIT_BEGIN_DO(fn, pre)             \
+    mpit_tb *tb_ = mpit_begin(fn);         \
+    if (tb_) {                             \
+        pre;                               \
+    }                                      \
     uint64_t t0_ = tb_ ? (tb_->cur_t0 = mpit_now()) : 0
 
 /* Lifecycle hooks. */
@@ -223,7 +246,6 @@ MPIT_HIDDEN void mpit_clock_event(mpit_tb *tb, int phase);
  * application passed MPI_STATUS(ES)_IGNORE. Small arrays live on the stack. */
 #define MPIT_STACK_REQS 32
 MPIT_HIDDEN MPI_Status *mpit_status_array(int n, MPI_Status *stackbuf);
-MPIT_HIDDEN MPI_Request *mpit_req_array(int n, MPI_Request *stackbuf);
 MPIT_HIDDEN void mpit_free_array(void *p, void *stackbuf);
 
 /* MPIT_ARR passes a count array of either int or MPI_Count elements. */

@@ -743,8 +743,9 @@ typedef struct {
     uint64_t key;
     uint64_t id;
     void *ptr;
-    int32_t kind;
-    int32_t used;
+    uint32_t owner; /* recorder thread that added it (requests) */
+    int16_t kind;
+    int16_t used;
 } slot;
 
 typedef struct {
@@ -777,6 +778,38 @@ static slot *tab_find(table *t, uint64_t key) {
     for (size_t i = hash_key(key) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
         if (!t->s[i].used) return NULL;
         if (t->s[i].key == key) return &t->s[i];
+    }
+}
+
+/* taken reports whether id was already given to one of the first n copies
+ * of handle key (an array can hold MPICH's shared handle several times). */
+static int taken(const mpit_reqcopy *rc, int n, uint64_t key, uint64_t id) {
+    for (int j = 0; j < n; j++)
+        if (rc[j].id == id && KEY(rc[j].h) == key) return 1;
+    return 0;
+}
+
+/* tab_find_owned returns, among the slots of key not taken by the first n
+ * entries of rc, the oldest that thread owner added, else the oldest.
+ * Callers hold t->mu. */
+static slot *tab_find_owned(table *t, uint64_t key, uint32_t owner, const mpit_reqcopy *rc, int n) {
+    if (!t->cap) return NULL;
+    slot *first = NULL;
+    for (size_t i = hash_key(key) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+        slot *s = &t->s[i];
+        if (!s->used) return first;
+        if (s->key != key || (n > 0 && taken(rc, n, key, s->id))) continue;
+        if (s->owner == owner) return s;
+        if (!first) first = s;
+    }
+}
+
+/* tab_find_id returns the slot of key whose id is id. Callers hold t->mu. */
+static slot *tab_find_id(table *t, uint64_t key, uint64_t id) {
+    if (!t->cap) return NULL;
+    for (size_t i = hash_key(key) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+        if (!t->s[i].used) return NULL;
+        if (t->s[i].key == key && t->s[i].id == id) return &t->s[i];
     }
 }
 
@@ -1102,38 +1135,59 @@ MPIT_HIDDEN uint64_t mpit_req_new(MPI_Request req, int kind, int persistent, mpi
     if (s) {
         s->id = id;
         s->ptr = comm;
-        s->kind = kind | (persistent ? 0x100 : 0);
+        s->kind = (int16_t)(kind | (persistent ? 0x100 : 0));
+        s->owner = mpit_self ? mpit_self->thread : 0;
     }
     pthread_mutex_unlock(&reqs.mu);
     return id;
 }
 
-/* req_take returns the request's id, kind and communicator; it forgets
- * non-persistent requests (their handle may be reused). */
-static uint64_t req_take(MPI_Request h, int *kind, mpit_comm **comm) {
-    uint64_t id = 0;
-    *kind = 0;
-    *comm = NULL;
-    pthread_mutex_lock(&reqs.mu);
-    slot *s = tab_find(&reqs, KEY(h));
-    if (s) {
-        id = s->id;
-        *kind = s->kind;
-        *comm = s->ptr;
-        if (!(s->kind & 0x100)) tab_del(&reqs, s);
-    }
-    pthread_mutex_unlock(&reqs.mu);
-    return id;
+MPIT_HIDDEN mpit_reqcopy *mpit_req_copy(int n, const MPI_Request *reqs_in, mpit_reqcopy *stackbuf) {
+    mpit_reqcopy *rc = n <= MPIT_STACK_REQS ? stackbuf : malloc(sizeof *rc * (size_t)n);
+    if (!rc) return NULL;
+    for (int i = 0; i < n; i++) rc[i] = (mpit_reqcopy){.h = reqs_in[i]};
+    return rc;
 }
 
-static uint64_t req_lookup(MPI_Request h, int del) {
+/* mpit_req_peek looks up the ids of the copied handles, preferring the
+ * requests this thread created when MPI gave several live requests the same
+ * handle (MPICH does for sends that completed at once). */
+MPIT_HIDDEN void mpit_req_peek(int n, mpit_reqcopy *rc) {
+    int any = 0;
+    for (int i = 0; i < n && !any; i++) any = rc[i].h != MPI_REQUEST_NULL;
+    if (!any) return;
+    uint32_t me = mpit_self ? mpit_self->thread : 0;
+    pthread_mutex_lock(&reqs.mu);
+    for (int i = 0; i < n; i++) {
+        if (rc[i].h == MPI_REQUEST_NULL) continue;
+        slot *s = tab_find_owned(&reqs, KEY(rc[i].h), me, rc, i);
+        if (s) {
+            rc[i].id = s->id;
+            rc[i].kind = s->kind;
+            rc[i].comm = s->ptr;
+        }
+    }
+    pthread_mutex_unlock(&reqs.mu);
+}
+
+/* req_forget drops the requests at idx once they completed (persistent ones
+ * stay: they can be started again). */
+static void req_forget(const mpit_reqcopy *rc, const int *idx, int nidx) {
+    pthread_mutex_lock(&reqs.mu);
+    for (int k = 0; k < nidx; k++) {
+        const mpit_reqcopy *r = &rc[idx[k]];
+        if (!r->id || (r->kind & 0x100)) continue;
+        slot *s = tab_find_id(&reqs, KEY(r->h), r->id);
+        if (s) tab_del(&reqs, s);
+    }
+    pthread_mutex_unlock(&reqs.mu);
+}
+
+static uint64_t req_lookup(MPI_Request h) {
     uint64_t id = 0;
     pthread_mutex_lock(&reqs.mu);
-    slot *s = tab_find(&reqs, KEY(h));
-    if (s) {
-        id = s->id;
-        if (del) tab_del(&reqs, s);
-    }
+    slot *s = tab_find_owned(&reqs, KEY(h), mpit_self ? mpit_self->thread : 0, NULL, 0);
+    if (s) id = s->id;
     pthread_mutex_unlock(&reqs.mu);
     return id;
 }
@@ -1141,11 +1195,6 @@ static uint64_t req_lookup(MPI_Request h, int del) {
 MPIT_HIDDEN MPI_Status *mpit_status_array(int n, MPI_Status *stackbuf) {
     if (n <= MPIT_STACK_REQS) return stackbuf;
     return malloc(sizeof(MPI_Status) * (size_t)n);
-}
-
-MPIT_HIDDEN MPI_Request *mpit_req_array(int n, MPI_Request *stackbuf) {
-    if (n <= MPIT_STACK_REQS) return stackbuf;
-    return malloc(sizeof(MPI_Request) * (size_t)n);
 }
 
 MPIT_HIDDEN void mpit_free_array(void *p, void *stackbuf) {
@@ -1235,20 +1284,24 @@ MPIT_HIDDEN void mpit_rec_probe(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
     mpit_commit(tb, p, t1);
 }
 
-MPIT_HIDDEN void mpit_rec_mrecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t count,
-                                MPI_Datatype type, MPI_Message msg, const MPI_Status *st, MPI_Request *req) {
+/* mpit_msg_take returns the communicator of a matched message and forgets
+ * the message; called before the PMPI call that frees its handle. */
+MPIT_HIDDEN mpit_comm *mpit_msg_take(MPI_Message msg) {
+    if (msg == MPI_MESSAGE_NO_PROC) return &mpit_comm_self; /* a receive from MPI_PROC_NULL */
     mpit_comm *c = NULL;
-    if (msg == MPI_MESSAGE_NO_PROC) {
-        c = &mpit_comm_self; /* a receive from MPI_PROC_NULL */
-    } else {
-        pthread_mutex_lock(&msgs.mu);
-        slot *s = tab_find(&msgs, KEY(msg));
-        if (s) {
-            c = s->ptr;
-            tab_del(&msgs, s);
-        }
-        pthread_mutex_unlock(&msgs.mu);
+    pthread_mutex_lock(&msgs.mu);
+    slot *s = tab_find(&msgs, KEY(msg));
+    if (s) {
+        c = s->ptr;
+        tab_del(&msgs, s);
     }
+    pthread_mutex_unlock(&msgs.mu);
+    return c;
+}
+
+MPIT_HIDDEN void mpit_rec_mrecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t count,
+                                MPI_Datatype type, MPI_Message msg, mpit_comm *c, const MPI_Status *st,
+                                MPI_Request *req) {
     int64_t src = msg == MPI_MESSAGE_NO_PROC ? MPIT_PROC_NULL : MPIT_UNDEFINED_RANK;
     uint8_t *p;
     if (req) {
@@ -1274,19 +1327,25 @@ MPIT_HIDDEN void mpit_rec_start(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
     if (!p) return;
     p = mpit_put_start(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0);
     p = mpit_put_u(p, (uint64_t)n);
-    for (int i = 0; i < n; i++) p = mpit_put_u(p, req_lookup(rq[i], 0));
+    for (int i = 0; i < n; i++) p = mpit_put_u(p, req_lookup(rq[i]));
     mpit_commit(tb, p, t1);
 }
 
-MPIT_HIDDEN void mpit_rec_reqfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, MPI_Request req) {
-    uint64_t id = req_lookup(req, 1);
+MPIT_HIDDEN void mpit_rec_reqfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, const mpit_reqcopy *req) {
+    /* Freed, even when persistent: its handle is no longer the program's. */
+    if (req->id) {
+        pthread_mutex_lock(&reqs.mu);
+        slot *s = tab_find_id(&reqs, KEY(req->h), req->id);
+        if (s) tab_del(&reqs, s);
+        pthread_mutex_unlock(&reqs.mu);
+    }
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_REQFREE);
-    p = mpit_put_reqfree(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, id);
+    p = mpit_put_reqfree(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, req->id);
     mpit_commit(tb, p, t1);
 }
 
 MPIT_HIDDEN void mpit_rec_complete(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int flag,
-                                   const MPI_Request *before, const int *idx, int nidx, const MPI_Status *st,
+                                   const mpit_reqcopy *before, const int *idx, int nidx, const MPI_Status *st,
                                    int status_by_request) {
     if (nidx < 0) nidx = 0;
     uint8_t *p = reserve_list(tb, MPIT_MAXSIZE_COMPLETE + 10 + 50 * (size_t)nidx);
@@ -1296,9 +1355,9 @@ MPIT_HIDDEN void mpit_rec_complete(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1
     for (int k = 0; k < nidx; k++) {
         int i = idx[k];
         const MPI_Status *s = st ? (status_by_request ? &st[i] : &st[k]) : NULL;
-        int kind;
-        mpit_comm *c;
-        uint64_t id = req_take(before[i], &kind, &c);
+        int kind = before[i].kind;
+        mpit_comm *c = before[i].comm;
+        uint64_t id = before[i].id;
         uint64_t flags = (kind & 0x100) ? MPIT_COMPLETION_PERSISTENT : 0;
         int64_t src = 0, tag = 0;
         uint64_t bytes = 0;
@@ -1317,6 +1376,7 @@ MPIT_HIDDEN void mpit_rec_complete(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1
         p = mpit_put_u(p, bytes);
         p = mpit_put_u(p, flags);
     }
+    req_forget(before, idx, nidx);
     mpit_commit(tb, p, t1);
 }
 
@@ -1615,7 +1675,7 @@ __attribute__((constructor)) static void mpit_load(void) {
  * succeeded (and, for Testall, flag is true); with MPI_ERR_IN_STATUS the
  * statuses say which ones did. */
 MPIT_HIDDEN void mpit_rec_all(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int flag, int n,
-                              const MPI_Request *before, const MPI_Status *st) {
+                              const mpit_reqcopy *before, const MPI_Status *st) {
     int stackidx[MPIT_STACK_REQS] = {0};
     int *idx = n <= MPIT_STACK_REQS ? stackidx : calloc((size_t)n, sizeof(int));
     int k = 0;
@@ -1626,7 +1686,7 @@ MPIT_HIDDEN void mpit_rec_all(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int
     }
     if (flag && (ret == MPI_SUCCESS || ret == MPI_ERR_IN_STATUS)) {
         for (int i = 0; i < n; i++) {
-            if (before[i] == MPI_REQUEST_NULL) continue;
+            if (before[i].h == MPI_REQUEST_NULL) continue;
             if (ret == MPI_ERR_IN_STATUS && st[i].MPI_ERROR == MPI_ERR_PENDING) continue;
             idx[k++] = i;
         }
@@ -1637,7 +1697,7 @@ MPIT_HIDDEN void mpit_rec_all(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int
 
 /* Waitsome/Testsome: the call lists the completed indices. */
 MPIT_HIDDEN void mpit_rec_some(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int n,
-                               const MPI_Request *before, int outcount, const int *indices,
+                               const mpit_reqcopy *before, int outcount, const int *indices,
                                const MPI_Status *st) {
     (void)n;
     if ((ret != MPI_SUCCESS && ret != MPI_ERR_IN_STATUS) || outcount == MPI_UNDEFINED || outcount < 0) outcount = 0;
@@ -1646,8 +1706,8 @@ MPIT_HIDDEN void mpit_rec_some(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, in
 
 /* Wait/Test/Waitany/Testany: at most one request, at `index`. */
 MPIT_HIDDEN void mpit_rec_one(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int flag,
-                              const MPI_Request *before, int index, const MPI_Status *st) {
+                              const mpit_reqcopy *before, int index, const MPI_Status *st) {
     int done = ret == MPI_SUCCESS && flag && index != MPI_UNDEFINED && index >= 0 &&
-               before[index] != MPI_REQUEST_NULL;
+               before[index].h != MPI_REQUEST_NULL;
     mpit_rec_complete(tb, fn, t0, t1, flag, before, &index, done ? 1 : 0, st, 0);
 }

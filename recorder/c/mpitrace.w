@@ -155,27 +155,31 @@ MPIT_HIDDEN const int mpit_fn_count = MPIT_FN_COUNT_ - 1;
     MPI_Status s_;
     MPI_Status *sp_ = {{4}} == MPI_STATUS_IGNORE ? &s_ : {{4}};
     MPI_Message m_ = *{{3}};
-    MPIT_BEGIN(MPIT_FN_{{f}});
+    mpit_comm *mc_ = NULL;
+    MPIT_BEGIN_DO(MPIT_FN_{{f}}, mc_ = mpit_msg_take(m_));
     {{ret_val}} = P{{f}}({{0}}, {{1}}, {{2}}, {{3}}, sp_);
     if (!tb_) return {{ret_val}};
-    MPIT_RECORD({{ret_val}}, MPIT_FN_{{f}}, mpit_rec_mrecv(tb_, MPIT_FN_{{f}}, t0_, t1_, {{1}}, {{2}}, m_, sp_, NULL));
+    MPIT_RECORD({{ret_val}}, MPIT_FN_{{f}}, mpit_rec_mrecv(tb_, MPIT_FN_{{f}}, t0_, t1_, {{1}}, {{2}}, m_, mc_, sp_, NULL));
 {{endfn}}
 
 {{fn f MPI_Imrecv MPI_Imrecv_c}}
     MPI_Message m_ = *{{3}};
-    MPIT_BEGIN(MPIT_FN_{{f}});
+    mpit_comm *mc_ = NULL;
+    MPIT_BEGIN_DO(MPIT_FN_{{f}}, mc_ = mpit_msg_take(m_));
     {{callfn}}
     if (!tb_) return {{ret_val}};
-    MPIT_RECORD({{ret_val}}, MPIT_FN_{{f}}, mpit_rec_mrecv(tb_, MPIT_FN_{{f}}, t0_, t1_, {{1}}, {{2}}, m_, NULL, {{4}}));
+    MPIT_RECORD({{ret_val}}, MPIT_FN_{{f}}, mpit_rec_mrecv(tb_, MPIT_FN_{{f}}, t0_, t1_, {{1}}, {{2}}, m_, mc_, NULL, {{4}}));
 {{endfn}}
 
-/* ---- completion: request handles are copied first, PMPI nulls them ---- */
+/* ---- completion: request handles and their ids are taken first (PMPI
+ * nulls the handles and frees the requests, whose handles another thread
+ * may then be given) ---- */
 
 {{fn f MPI_Wait}}
     MPI_Status s_;
     MPI_Status *sp_ = {{1}} == MPI_STATUS_IGNORE ? &s_ : {{1}};
-    MPI_Request r_ = *{{0}};
-    MPIT_BEGIN(MPIT_FN_{{f}});
+    mpit_reqcopy r_ = {.h = *{{0}}};
+    MPIT_BEGIN_DO(MPIT_FN_{{f}}, mpit_req_peek(1, &r_));
     {{ret_val}} = P{{f}}({{0}}, sp_);
     if (!tb_) return {{ret_val}};
     mpit_rec_one(tb_, MPIT_FN_{{f}}, t0_, mpit_now(), {{ret_val}}, 1, &r_, 0, sp_);
@@ -184,8 +188,8 @@ MPIT_HIDDEN const int mpit_fn_count = MPIT_FN_COUNT_ - 1;
 {{fn f MPI_Test}}
     MPI_Status s_;
     MPI_Status *sp_ = {{2}} == MPI_STATUS_IGNORE ? &s_ : {{2}};
-    MPI_Request r_ = *{{0}};
-    MPIT_BEGIN(MPIT_FN_{{f}});
+    mpit_reqcopy r_ = {.h = *{{0}}};
+    MPIT_BEGIN_DO(MPIT_FN_{{f}}, mpit_req_peek(1, &r_));
     {{ret_val}} = P{{f}}({{0}}, {{1}}, sp_);
     if (!tb_) return {{ret_val}};
     mpit_rec_one(tb_, MPIT_FN_{{f}}, t0_, mpit_now(), {{ret_val}}, *{{1}}, &r_, 0, sp_);
@@ -194,10 +198,9 @@ MPIT_HIDDEN const int mpit_fn_count = MPIT_FN_COUNT_ - 1;
 {{fn f MPI_Waitany}}
     MPI_Status s_;
     MPI_Status *sp_ = {{3}} == MPI_STATUS_IGNORE ? &s_ : {{3}};
-    MPI_Request rs_[MPIT_STACK_REQS];
-    MPI_Request *before_ = mpit_req_array({{0}}, rs_);
-    if (before_ && {{0}} > 0) memcpy(before_, {{1}}, sizeof(MPI_Request) * (size_t){{0}});
-    MPIT_BEGIN(before_ ? MPIT_FN_{{f}} : 0);
+    mpit_reqcopy rs_[MPIT_STACK_REQS];
+    mpit_reqcopy *before_ = mpit_req_copy({{0}}, {{1}}, rs_);
+    MPIT_BEGIN_DO(before_ ? MPIT_FN_{{f}} : 0, mpit_req_peek({{0}}, before_));
     {{ret_val}} = P{{f}}({{0}}, {{1}}, {{2}}, sp_);
     if (tb_) mpit_rec_one(tb_, MPIT_FN_{{f}}, t0_, mpit_now(), {{ret_val}}, 1, before_, *{{2}}, sp_);
     mpit_free_array(before_, rs_);
@@ -206,22 +209,20 @@ MPIT_HIDDEN const int mpit_fn_count = MPIT_FN_COUNT_ - 1;
 {{fn f MPI_Testany}}
     MPI_Status s_;
     MPI_Status *sp_ = {{4}} == MPI_STATUS_IGNORE ? &s_ : {{4}};
-    MPI_Request rs_[MPIT_STACK_REQS];
-    MPI_Request *before_ = mpit_req_array({{0}}, rs_);
-    if (before_ && {{0}} > 0) memcpy(before_, {{1}}, sizeof(MPI_Request) * (size_t){{0}});
-    MPIT_BEGIN(before_ ? MPIT_FN_{{f}} : 0);
+    mpit_reqcopy rs_[MPIT_STACK_REQS];
+    mpit_reqcopy *before_ = mpit_req_copy({{0}}, {{1}}, rs_);
+    MPIT_BEGIN_DO(before_ ? MPIT_FN_{{f}} : 0, mpit_req_peek({{0}}, before_));
     {{ret_val}} = P{{f}}({{0}}, {{1}}, {{2}}, {{3}}, sp_);
     if (tb_) mpit_rec_one(tb_, MPIT_FN_{{f}}, t0_, mpit_now(), {{ret_val}}, *{{3}}, before_, *{{2}}, sp_);
     mpit_free_array(before_, rs_);
 {{endfn}}
 
 {{fn f MPI_Waitall}}
-    MPI_Request rs_[MPIT_STACK_REQS];
+    mpit_reqcopy rs_[MPIT_STACK_REQS];
     MPI_Status ss_[MPIT_STACK_REQS];
-    MPI_Request *before_ = mpit_req_array({{0}}, rs_);
+    mpit_reqcopy *before_ = mpit_req_copy({{0}}, {{1}}, rs_);
     MPI_Status *sp_ = {{2}} == MPI_STATUSES_IGNORE ? mpit_status_array({{0}}, ss_) : {{2}};
-    if (before_ && {{0}} > 0) memcpy(before_, {{1}}, sizeof(MPI_Request) * (size_t){{0}});
-    MPIT_BEGIN(before_ && sp_ ? MPIT_FN_{{f}} : 0);
+    MPIT_BEGIN_DO(before_ && sp_ ? MPIT_FN_{{f}} : 0, mpit_req_peek({{0}}, before_));
     {{ret_val}} = P{{f}}({{0}}, {{1}}, sp_ ? sp_ : {{2}});
     if (tb_) mpit_rec_all(tb_, MPIT_FN_{{f}}, t0_, mpit_now(), {{ret_val}}, 1, {{0}}, before_, sp_);
     mpit_free_array(before_, rs_);
@@ -229,12 +230,11 @@ MPIT_HIDDEN const int mpit_fn_count = MPIT_FN_COUNT_ - 1;
 {{endfn}}
 
 {{fn f MPI_Testall}}
-    MPI_Request rs_[MPIT_STACK_REQS];
+    mpit_reqcopy rs_[MPIT_STACK_REQS];
     MPI_Status ss_[MPIT_STACK_REQS];
-    MPI_Request *before_ = mpit_req_array({{0}}, rs_);
+    mpit_reqcopy *before_ = mpit_req_copy({{0}}, {{1}}, rs_);
     MPI_Status *sp_ = {{3}} == MPI_STATUSES_IGNORE ? mpit_status_array({{0}}, ss_) : {{3}};
-    if (before_ && {{0}} > 0) memcpy(before_, {{1}}, sizeof(MPI_Request) * (size_t){{0}});
-    MPIT_BEGIN(before_ && sp_ ? MPIT_FN_{{f}} : 0);
+    MPIT_BEGIN_DO(before_ && sp_ ? MPIT_FN_{{f}} : 0, mpit_req_peek({{0}}, before_));
     {{ret_val}} = P{{f}}({{0}}, {{1}}, {{2}}, sp_ ? sp_ : {{3}});
     if (tb_) mpit_rec_all(tb_, MPIT_FN_{{f}}, t0_, mpit_now(), {{ret_val}}, *{{2}}, {{0}}, before_, sp_);
     mpit_free_array(before_, rs_);
@@ -242,12 +242,11 @@ MPIT_HIDDEN const int mpit_fn_count = MPIT_FN_COUNT_ - 1;
 {{endfn}}
 
 {{fn f MPI_Waitsome MPI_Testsome}}
-    MPI_Request rs_[MPIT_STACK_REQS];
+    mpit_reqcopy rs_[MPIT_STACK_REQS];
     MPI_Status ss_[MPIT_STACK_REQS];
-    MPI_Request *before_ = mpit_req_array({{0}}, rs_);
+    mpit_reqcopy *before_ = mpit_req_copy({{0}}, {{1}}, rs_);
     MPI_Status *sp_ = {{4}} == MPI_STATUSES_IGNORE ? mpit_status_array({{0}}, ss_) : {{4}};
-    if (before_ && {{0}} > 0) memcpy(before_, {{1}}, sizeof(MPI_Request) * (size_t){{0}});
-    MPIT_BEGIN(before_ && sp_ ? MPIT_FN_{{f}} : 0);
+    MPIT_BEGIN_DO(before_ && sp_ ? MPIT_FN_{{f}} : 0, mpit_req_peek({{0}}, before_));
     {{ret_val}} = P{{f}}({{0}}, {{1}}, {{2}}, {{3}}, sp_ ? sp_ : {{4}});
     if (tb_) mpit_rec_some(tb_, MPIT_FN_{{f}}, t0_, mpit_now(), {{ret_val}}, {{0}}, before_, *{{2}}, {{3}}, sp_);
     mpit_free_array(before_, rs_);
@@ -269,11 +268,11 @@ MPIT_HIDDEN const int mpit_fn_count = MPIT_FN_COUNT_ - 1;
 {{endfn}}
 
 {{fn f MPI_Request_free}}
-    MPI_Request r_ = *{{0}};
-    MPIT_BEGIN(MPIT_FN_{{f}});
+    mpit_reqcopy r_ = {.h = *{{0}}};
+    MPIT_BEGIN_DO(MPIT_FN_{{f}}, mpit_req_peek(1, &r_));
     {{callfn}}
     if (!tb_) return {{ret_val}};
-    MPIT_RECORD({{ret_val}}, MPIT_FN_{{f}}, mpit_rec_reqfree(tb_, MPIT_FN_{{f}}, t0_, t1_, r_));
+    MPIT_RECORD({{ret_val}}, MPIT_FN_{{f}}, mpit_rec_reqfree(tb_, MPIT_FN_{{f}}, t0_, t1_, &r_));
 {{endfn}}
 
 /* ---- collectives: the bytes this rank sends and receives ---- */
