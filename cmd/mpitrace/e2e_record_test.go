@@ -438,6 +438,27 @@ func TestRecordUsage(t *testing.T) {
 	}
 }
 
+// recordThreads records fixtures/programs/threads.c on 2 ranks with small
+// blocks (so the threads' blocks interleave in the file) and returns the
+// trace directory and its logs, which must have no diagnostics.
+func recordThreads(t *testing.T, m mpiImpl, args ...string) (string, []*rankLog) {
+	t.Helper()
+	m.require(t)
+	bin := m.compile(t, "threads")
+	out := filepath.Join(t.TempDir(), "traces")
+	r := record(t, out, []string{"--buffer", "4k"}, m.launch(2, append([]string{bin}, args...)...)...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	_, logs := readTrace(t, out)
+	for _, l := range logs {
+		if n := l.diags.Len(); n != 0 {
+			t.Fatalf("rank %d: diagnostics %v", l.rank, diagCodes(l.diags))
+		}
+	}
+	return out, logs
+}
+
 // TestRecordThreads: four threads per rank call MPI_Sendrecv at once under
 // MPI_THREAD_MULTIPLE; every call is recorded once, on the thread that made
 // it, with its own arguments, and the rank's events come back merged by
@@ -446,18 +467,8 @@ func TestRecordThreads(t *testing.T) {
 	const threads, iters = 4, 200
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
-			m.require(t)
-			bin := m.compile(t, "threads")
-			out := filepath.Join(t.TempDir(), "traces")
-			r := record(t, out, []string{"--buffer", "4k"}, m.launch(2, bin, fmt.Sprint(threads), fmt.Sprint(iters))...)
-			if r.code != 0 {
-				t.Fatalf("exit %d\n%s", r.code, r.stderr)
-			}
-			_, logs := readTrace(t, out)
+			_, logs := recordThreads(t, m, fmt.Sprint(threads), fmt.Sprint(iters))
 			for _, l := range logs {
-				if n := l.diags.Len(); n != 0 {
-					t.Fatalf("rank %d: diagnostics %v", l.rank, diagCodes(l.diags))
-				}
 				var dups []uint64 // communicator index of thread t's duplicate
 				perThread := map[int]int{}
 				tagOfThread := map[int]int64{}
@@ -520,18 +531,8 @@ func TestRecordThreadsNonblocking(t *testing.T) {
 	const threads, iters = 8, 150
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
-			m.require(t)
-			bin := m.compile(t, "threads")
-			out := filepath.Join(t.TempDir(), "traces")
-			r := record(t, out, []string{"--buffer", "4k"}, m.launch(2, bin, fmt.Sprint(threads), fmt.Sprint(iters), "nb")...)
-			if r.code != 0 {
-				t.Fatalf("exit %d\n%s", r.code, r.stderr)
-			}
-			_, logs := readTrace(t, out)
+			out, logs := recordThreads(t, m, fmt.Sprint(threads), fmt.Sprint(iters), "nb")
 			for _, l := range logs {
-				if n := l.diags.Len(); n != 0 {
-					t.Fatalf("rank %d: diagnostics %v", l.rank, diagCodes(l.diags))
-				}
 				type pending struct{ recv, send uint64 }
 				open := map[int]*pending{} // per thread: the requests not completed yet
 				done := map[int]int{}      // per thread: iterations completed
