@@ -156,17 +156,14 @@ func (b *build) collectives(members map[commKey][]int32) error {
 			if n == maxLen {
 				continue
 			}
-			sev := tracefmt.Error
-			if b.isLossy(int(m)) {
-				sev = tracefmt.DataLoss
-			}
+			sev, note := b.missing(int(m))
 			file := ""
 			if res := b.res[m]; res != nil {
 				file = res.p.file
 			}
 			addDiag(&b.diags, sev, CodeCollectiveCount, int(m), file,
 				"rank %d made %d collective calls on %s, other members up to %d: the last instances lack its call%s",
-				m, n, commName(g.key), maxLen, lostNote(sev, int(m)))
+				m, n, commName(g.key), maxLen, note)
 		}
 		for i, r := range g.ranks {
 			if _, ok := slices.BinarySearch(mem, r); !ok {

@@ -102,7 +102,32 @@ func TestFaultMPIAbort(t *testing.T) {
 			if last := logs[1].calls[len(logs[1].calls)-1]; last.fn != "MPI_Abort" {
 				t.Errorf("rank 1's last call is %s, want MPI_Abort", last.fn)
 			}
+			wantSameVerdict(t, out, logs)
 		})
+	}
+}
+
+// wantSameVerdict checks that stats, critpath and dot give one --strict
+// verdict on a trace: data loss (3) exactly when some rank's log lost
+// something, else 0. A rank that ended by MPI_Abort or a signal, with its end
+// record, lost nothing.
+func wantSameVerdict(t *testing.T, out string, logs []*rankLog) {
+	t.Helper()
+	want := 0
+	for _, l := range logs {
+		if l.diags.Count(tracefmt.DataLoss) > 0 {
+			want = 3
+		}
+	}
+	for _, argv := range [][]string{
+		{"stats", "--strict", out},
+		{"critpath", "--strict", "-o", "-", out},
+		{"dot", "--strict", out},
+	} {
+		r := run(t, filepath.Dir(out), append([]string{mpitraceBin}, argv...)...)
+		if r.code != want {
+			t.Errorf("mpitrace %s exited %d, want %d (the same verdict as the reader's diagnostics)\n%s", argv[0], r.code, want, r.stderr)
+		}
 	}
 }
 
