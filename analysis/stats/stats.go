@@ -72,10 +72,26 @@ type Rank struct {
 	// start of MPI_Finalize (or the last event's end).
 	AppNs int64 `json:"app_ns"`
 	// MPINs is the time spent in recorded MPI calls within AppNs.
-	MPINs  int64   `json:"mpi_ns"`
-	Calls  int64   `json:"calls"`
-	Funcs  []*Func `json:"functions"` // by total time, descending
-	byName map[string]*Func
+	MPINs int64   `json:"mpi_ns"`
+	Calls int64   `json:"calls"`
+	Funcs []*Func `json:"functions"` // by total time, descending
+	// Unfinished are the calls that began and never returned in the log:
+	// where the rank hung, or was stopped (one per thread at most).
+	Unfinished []Unfinished `json:"unfinished,omitempty"`
+	byName     map[string]*Func
+}
+
+// Unfinished is an MPI call that never returned in a rank's log.
+type Unfinished struct {
+	Rank   int    `json:"rank"`
+	Thread int    `json:"thread"`
+	Name   string `json:"name"`
+	// StartNs is when it began, from the end of the rank's MPI_Init (or its
+	// first event).
+	StartNs int64 `json:"start_ns"`
+	// WaitedNs is how long it had been under way when the log ends: at
+	// least that long.
+	WaitedNs int64 `json:"waited_at_least_ns"`
 }
 
 // MPIPercent is the share of the application time spent in MPI.
@@ -179,8 +195,17 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 	if initEnd >= 0 {
 		start = initEnd
 	}
+	rs.Unfinished = unfinished(r, start, last)
 	if finStart >= 0 {
 		end = finStart
+	}
+	// A rank that hung in a call was in MPI until its log ends.
+	for _, u := range rs.Unfinished {
+		if start < 0 || u.Name == "MPI_Init" || u.Name == "MPI_Init_thread" {
+			continue // stopped before the application began
+		}
+		end = max(end, start+u.StartNs+u.WaitedNs)
+		rs.MPINs += u.WaitedNs
 	}
 	if end > start {
 		rs.AppNs = end - start
@@ -196,6 +221,31 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 	}
 	rs.Funcs = sortFuncs(rs.byName)
 	return rs, nil
+}
+
+// unfinished lists r's calls that never returned; origin is the rank's
+// time origin, last the end of its last event.
+func unfinished(r *tracefmt.RankReader, origin, last int64) []Unfinished {
+	var out []Unfinished
+	logEnd := last
+	if e := r.End(); e != nil {
+		logEnd = max(logEnd, e.Time)
+	}
+	for _, p := range r.Pending() {
+		logEnd = max(logEnd, p.Time)
+	}
+	for _, p := range r.Unfinished() {
+		name, ok := r.Strings().Lookup(p.Fn)
+		if !ok {
+			name = "unknown function"
+		}
+		u := Unfinished{Rank: r.Rank(), Thread: p.Thread, Name: name, WaitedNs: logEnd - p.Start}
+		if origin >= 0 {
+			u.StartNs = p.Start - origin
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // Merge builds the profile of the given ranks (in any order).

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/latency"
+	"github.com/mpitrace/mpitrace/analysis/stats"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -181,14 +183,15 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 		enc := json.NewEncoder(s.Out)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(struct {
-			Trace   string            `json:"trace"`
-			Model   string            `json:"model"`
-			Unit    string            `json:"unit"`
-			Output  string            `json:"critpath_out"`
-			Summary *critpath.Summary `json:"summary"`
-		}{opts.Dir, a.modelName, unit.String(), opts.Out, sum})
+			Trace      string                    `json:"trace"`
+			Model      string                    `json:"model"`
+			Unit       string                    `json:"unit"`
+			Output     string                    `json:"critpath_out"`
+			Summary    *critpath.Summary         `json:"summary"`
+			Unfinished []tracefmt.UnfinishedCall `json:"unfinished,omitempty"`
+		}{opts.Dir, a.modelName, unit.String(), opts.Out, sum, a.trace.Unfinished()})
 	default:
-		err = writeSummary(s.Out, opts.Dir, a.modelName, opts.Out, sum, unit)
+		err = writeSummary(s.Out, opts.Dir, a, opts.Out, sum, unit)
 	}
 	if err != nil {
 		return err
@@ -196,10 +199,42 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	return reportDiagnostics(s, a.diags, &opts.traceFlags)
 }
 
-func writeSummary(w io.Writer, dir, model, out string, sum *critpath.Summary, unit critpath.Unit) error {
+func writeSummary(w io.Writer, dir string, a *analysis, out string, sum *critpath.Summary, unit critpath.Unit) error {
 	fmt.Fprintf(w, "Critical path of %s (written to %s)\n", dir, out)
-	fmt.Fprintf(w, "Latency model: %s\n\n", model)
-	return sum.WriteText(w, unit)
+	fmt.Fprintf(w, "Latency model: %s\n\n", a.modelName)
+	if err := sum.WriteText(w, unit); err != nil {
+		return err
+	}
+	return writeUnfinished(w, a.trace)
+}
+
+// writeUnfinished says, when the run hung or was stopped, which MPI calls
+// never returned: the critical path ends at the operations before them.
+func writeUnfinished(w io.Writer, t *tracefmt.Trace) error {
+	calls := t.Unfinished()
+	if len(calls) == 0 {
+		return nil
+	}
+	ranks := map[int]bool{}
+	for _, c := range calls {
+		ranks[c.Rank] = true
+	}
+	fmt.Fprintf(w, "\nThe run did not end normally: %d of %d ranks were inside MPI calls that never returned\n"+
+		"(the run hung there, or was stopped); the path ends at the operations before them:\n", len(ranks), t.Size)
+	for _, c := range calls {
+		began := ""
+		if f, ok := t.Rank(c.Rank); ok {
+			if v, ok := f.Header.Get(tracefmt.KeyInitMonotonicNS); ok {
+				if init, err := strconv.ParseInt(v, 10, 64); err == nil && c.Start >= init {
+					began = ", began " + stats.Duration(c.Start-init) + " after MPI_Init"
+				}
+			}
+		}
+		if _, err := fmt.Fprintf(w, "  rank %d thread %d: %s%s, waited at least %s\n", c.Rank, c.Thread, c.Name, began, stats.Duration(c.Time-c.Start)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeCritPathFile writes critPath.out through a temporary file, so a
