@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -139,12 +137,8 @@ func runCalibrate(ctx context.Context, opts *calibrateOptions, s *Streams) error
 	}
 	m.Source = latency.SourceCalibrated
 	m.Machine, m.MPI, m.Procs, m.CPUs = res.Host, res.MPI, res.Procs, res.CPUs
-	var b bytes.Buffer
-	if err := m.Write(&b); err != nil {
+	if err := writeOutput(opts.Out, m.Write); err != nil {
 		return err
-	}
-	if err := writeFileAtomic(opts.Out, b.Bytes()); err != nil {
-		return fmt.Errorf("writing %s: %w", opts.Out, err)
 	}
 	if res.Oversubscribed() {
 		fmt.Fprintf(s.Err, "mpitrace: warning: %d ranks shared %d cores: the measured latencies include waiting for a core\n", res.Procs, res.CPUs)
@@ -172,27 +166,4 @@ func parseBytes(v string) (int64, error) {
 		return 0, fmt.Errorf("expected a size such as 4096, 64k or 4M")
 	}
 	return n * mult, nil
-}
-
-// writeFileAtomic writes data to path through a temporary file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
 }

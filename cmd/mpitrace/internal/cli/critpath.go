@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -202,15 +201,7 @@ func writeSummary(w io.Writer, dir, model, out string, sum *critpath.Summary, un
 	return sum.WriteText(w, unit)
 }
 
-// writeCritPathFile writes critPath.out through a temporary file, so a
-// failed run never leaves half a file.
+// writeCritPathFile writes critPath.out to path (see writeOutput).
 func writeCritPathFile(path string, p *critpath.Path, unit critpath.Unit) error {
-	var b bytes.Buffer
-	if err := critpath.WriteCritPathOut(&b, p, unit); err != nil {
-		return err
-	}
-	if err := writeFileAtomic(path, b.Bytes()); err != nil {
-		return fmt.Errorf("writing %s: %w", path, unwrapPathError(err))
-	}
-	return nil
+	return writeOutput(path, func(w io.Writer) error { return critpath.WriteCritPathOut(w, p, unit) })
 }

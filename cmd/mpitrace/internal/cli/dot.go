@@ -1,10 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -196,16 +196,7 @@ func runDot(opts *dotOptions, s *Streams) error {
 		return pathErr
 	}
 	ro := render.DOTOptions{Unit: opts.Unit, CriticalOnly: opts.CriticalOnly, Ranks: opts.Ranks, Window: opts.Window, Model: modelName}
-	if opts.Output == "" || opts.Output == "-" {
-		err = render.WriteDOT(s.Out, g, path, m, ro)
-	} else {
-		var b bytes.Buffer
-		if err = render.WriteDOT(&b, g, path, m, ro); err == nil {
-			if werr := writeFileAtomic(opts.Output, b.Bytes()); werr != nil {
-				err = fmt.Errorf("writing %s: %w", opts.Output, unwrapPathError(werr))
-			}
-		}
-	}
+	err = writeOutputTo(s, opts.Output, func(w io.Writer) error { return render.WriteDOT(w, g, path, m, ro) })
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -205,12 +205,10 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 		return err
 	}
 	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.modelName, CriticalOnly: a.graph.NumNodes() > bigDOTGraph}
-	var b bytes.Buffer
-	if err := render.WriteDOT(&b, a.graph, a.path, a.model, ro); err != nil {
+	if err := writeOutput(filepath.Join(dir, taskGraphDOT), func(w io.Writer) error {
+		return render.WriteDOT(w, a.graph, a.path, a.model, ro)
+	}); err != nil {
 		return err
-	}
-	if err := writeFileAtomic(filepath.Join(dir, taskGraphDOT), b.Bytes()); err != nil {
-		return fmt.Errorf("writing %s: %w", taskGraphDOT, unwrapPathError(err))
 	}
 	sum := critpath.Summarize(a.graph, a.path, 5)
 	if err := writeSummary(s.Err, opts.Out, a.modelName, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond); err != nil {
