@@ -68,7 +68,7 @@ share cores with other work while it runs (it reports oversubscription).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&opts.Out, "out", "o", "model.json", "model `file` to write")
+	outputFlag(f, &opts.Out, "model.json", "model `file` to write ('-': stdout, the fits then go to stderr)")
 	f.StringVar(&opts.MPICC, "mpicc", os.Getenv("MPITRACE_MPICC"), "MPI C compiler `wrapper` to build the benchmark with (default: the launcher's MPI)")
 	f.BoolVar(&opts.Quick, "quick", false, "a small, fast run (sizes 4 B to 4 KiB, fewer trials): for tests, not for real models")
 	f.StringVar(&opts.P2PMax, "p2p-max", "", "largest point-to-point size, e.g. 4M (default 4M; at least 32k for a useful model)")
@@ -137,7 +137,7 @@ func runCalibrate(ctx context.Context, opts *calibrateOptions, s *Streams) error
 	}
 	m.Source = latency.SourceCalibrated
 	m.Machine, m.MPI, m.Procs, m.CPUs = res.Host, res.MPI, res.Procs, res.CPUs
-	if err := writeOutput(opts.Out, m.Write); err != nil {
+	if err := writeModel(s, opts.Out, m, time.Since(start)); err != nil {
 		return err
 	}
 	if res.Oversubscribed() {
@@ -146,8 +146,21 @@ func runCalibrate(ctx context.Context, opts *calibrateOptions, s *Streams) error
 	if cfg.P2PMax < 32<<10 {
 		fmt.Fprintf(s.Err, "mpitrace: warning: point-to-point sizes stop at %d bytes: larger messages are extrapolated\n", cfg.P2PMax)
 	}
+	return nil
+}
+
+// writeModel writes the model to path and its fits on stdout, or with
+// path "-" the model on stdout and the fits on stderr.
+func writeModel(s *Streams, path string, m *latency.Model, took time.Duration) error {
+	if err := writeOutputTo(s, path, m.Write); err != nil {
+		return err
+	}
+	if path == "-" {
+		fmt.Fprintf(s.Err, "%s", m.Summary())
+		return nil
+	}
 	fmt.Fprintf(s.Out, "%s", m.Summary())
-	fmt.Fprintf(s.Out, "wrote %s (%d points, %s)\n", opts.Out, len(m.Points), time.Since(start).Round(time.Second))
+	fmt.Fprintf(s.Out, "wrote %s (%d points, %s)\n", path, len(m.Points), took.Round(time.Second))
 	return nil
 }
 

@@ -62,7 +62,7 @@ heaviest edges.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&opts.Out, "out", "o", "critPath.out", "`file` for the critical path ('-': stdout, no summary)")
+	outputFlag(f, &opts.Out, "critPath.out", "`file` for the critical path ('-': stdout, no summary)")
 	f.StringVar(&opts.Model, "model", "", "latency model `file` from mpitrace calibrate (default: the embedded model)")
 	f.StringVar(&opts.Unit, "unit", "us", "unit of computation edges in critPath.out and the summary: ns, us, ms or s")
 	f.BoolVar(&opts.JSON, "json", false, "print the summary and the path as JSON")

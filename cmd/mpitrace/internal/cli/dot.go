@@ -90,7 +90,7 @@ errors, and with --strict 3 when it lost data.`,
 	f.StringVar(&opts.windowArg, "window", "", "draw only operations starting in `T0:T1` after their rank's MPI_Init (e.g. 100ms:250ms, :2s, 1s:)")
 	f.StringVar(&opts.Model, "model", "", "latency model `FILE` written by mpitrace calibrate (default: the embedded model)")
 	f.StringVar(&opts.unitArg, "unit", "us", "`UNIT` of the times in labels: ns, us, ms or s")
-	f.StringVarP(&opts.Output, "output", "o", "", "write the DOT to `FILE` instead of stdout")
+	outputFlag(f, &opts.Output, "", "write the DOT to `FILE` instead of stdout")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
 	return cmd
 }

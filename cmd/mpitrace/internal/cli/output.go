@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // writeOutputTo is writeOutput, or the command's standard output when path
@@ -206,4 +209,34 @@ func (e *ioErrWriter) Write(p []byte) (int, error) {
 		e.err = err
 	}
 	return n, err
+}
+
+// deprecatedFor is the annotation of a deprecated flag spelling: its value
+// names the spelling to use.
+const deprecatedFor = "mpitrace-deprecated-for"
+
+// outputFlag defines -o/--output, the output flag of every command, and
+// --out, its former spelling in record, critpath and calibrate: hidden,
+// deprecated, still working.
+func outputFlag(f *pflag.FlagSet, p *string, value, usage string) {
+	f.StringVarP(p, "output", "o", value, usage)
+	f.StringVar(p, "out", value, usage)
+	f.Lookup("out").Hidden = true
+	f.SetAnnotation("out", deprecatedFor, []string{"-o or --output"})
+}
+
+// outputGiven reports whether the output flag was given.
+func outputGiven(cmd *cobra.Command) bool {
+	return cmd.Flags().Changed("output") || cmd.Flags().Changed("out")
+}
+
+// warnDeprecated says on stderr, once a flag, which deprecated spellings
+// the command line used. (pflag's own MarkDeprecated would print to
+// stdout, in cobra's way.)
+func warnDeprecated(cmd *cobra.Command, s *Streams) {
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if use := f.Annotations[deprecatedFor]; len(use) > 0 {
+			fmt.Fprintf(s.Err, "mpitrace: warning: --%s is deprecated: use %s\n", f.Name, use[0])
+		}
+	})
 }

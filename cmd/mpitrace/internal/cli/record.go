@@ -57,7 +57,7 @@ not a launcher (a singleton MPI program, a script) gets it through its
 environment. mpitrace exits with the launcher's exit status, and never mixes
 or overwrites an earlier recording.`,
 		Example: `  mpitrace record -- mpirun -np 4 ./app input.dat
-  mpitrace record --out run2 -- mpirun.mpich -np 4 ./app
+  mpitrace record -o run2 -- mpirun.mpich -np 4 ./app
   mpitrace record --exclude 'MPI_Wtime,MPI_Comm_rank' -- mpirun -np 64 ./app
   mpitrace record --critpath -- mpirun -np 4 ./app && xdot traces/taskgraph.dot`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -78,7 +78,7 @@ or overwrites an earlier recording.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&opts.Out, "out", "o", "traces", "output `directory` for the rank logs")
+	outputFlag(f, &opts.Out, "traces", "output `directory` for the rank logs")
 	f.BoolVar(&opts.Force, "force", false, "replace the recording already in the output directory")
 	f.StringVar(&opts.MPICC, "mpicc", os.Getenv("MPITRACE_MPICC"), "MPI C compiler `wrapper` to build the recorder with (default: the application's MPI)")
 	f.StringVar(&opts.Include, "include", "", "record only these MPI functions (comma-separated, a trailing * matches a prefix)")
@@ -345,7 +345,7 @@ func prepareOutDir(dir string, force bool) error {
 			}
 		}
 		if len(old) > 0 && !force {
-			return fmt.Errorf("%s already holds a recording (%d files); record into another directory with --out, or replace it with --force", dir, len(old))
+			return fmt.Errorf("%s already holds a recording (%d files); record into another directory with -o, or replace it with --force", dir, len(old))
 		}
 		for _, n := range old {
 			if err := os.Remove(filepath.Join(dir, n)); err != nil {

@@ -98,7 +98,10 @@ that decides the run time.
 
 Commands that read traces take the trace directory as their argument and
 default to traces/.`,
-		Version:       Version,
+		Version: Version,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			warnDeprecated(cmd, s)
+		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
