@@ -132,20 +132,31 @@ func TestOutputFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(p, 0o600); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	// The read end, opened without waiting for a writer; without one a
-	// read ends at once with nothing.
+	// The read end, opened without waiting for a writer (so that opening
+	// the write end does not wait either). Until a writer comes, a read
+	// finds the end of the file: the reader reads until it has all the
+	// data or its time is up.
 	r, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	r.SetReadDeadline(time.Now().Add(time.Minute))
+	data := strings.Repeat("through the pipe\n", 10000) // more than a pipe buffer
+	deadline := time.Now().Add(10 * time.Second)
+	r.SetReadDeadline(deadline)
 	got := make(chan string, 1)
 	go func() {
-		b, _ := io.ReadAll(r)
+		var b []byte
+		buf := make([]byte, 1<<16)
+		for len(b) < len(data) && time.Now().Before(deadline) {
+			n, err := r.Read(buf)
+			b = append(b, buf[:n]...)
+			if n == 0 || err != nil {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
 		got <- string(b)
 	}()
-	data := strings.Repeat("through the pipe\n", 10000) // more than a pipe buffer
 	if err := writeData(p, data); err != nil {
 		t.Fatal(err)
 	}
