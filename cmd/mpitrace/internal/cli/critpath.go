@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,12 +16,15 @@ import (
 )
 
 type critpathOptions struct {
-	Dir   string
-	Out   string
-	Model string
-	Unit  string
-	JSON  bool
-	Top   int
+	Dir string
+	// Out is the critPath.out file ("-": stdout). With JSON it is written
+	// only when OutGiven.
+	Out      string
+	OutGiven bool
+	Model    string
+	Unit     string
+	JSON     bool
+	Top      int
 	traceFlags
 }
 
@@ -42,19 +44,25 @@ size; a collective its model time at (bytes per process, members). The model
 is --model (written by 'mpitrace calibrate') or, without it, a default one
 embedded in mpitrace (which the output says).
 
-The path goes to critPath.out (-o; '-' for stdout), one item per line,
-alternating vertex and edge: a vertex is the MPI function name and the rank
-(-1 for MPI_Init, MPI_Finalize and collectives), a computation edge its time
-rounded to an integer in --unit, a message edge its size in bytes. A summary
-goes to stdout: the path's length against the measured run time, its share
-by rank, by MPI function, computation against communication, and its
-heaviest edges.`,
+The path goes to critPath.out (or -o FILE), one item per line, alternating
+vertex and edge: a vertex is the MPI function name and the rank (-1 for
+MPI_Init, MPI_Finalize and collectives), a computation edge its time rounded
+to an integer in --unit, a message edge its size in bytes. A summary goes to
+stdout: the path's length against the measured run time, its share by rank,
+by MPI function, computation against communication, and its heaviest
+edges. With -o - the path goes to stdout instead of the summary.
+
+With --json, stdout holds one JSON object instead: the summary and the path
+itself (its vertices, and the edges between them with their weights in ns);
+critPath.out is then written only when -o names a file.`,
 		Example: `  mpitrace critpath traces/
   mpitrace critpath traces/ -o critPath.out --model model.json --unit ms
-  mpitrace critpath traces/ --json | jq .summary.by_rank`,
+  mpitrace critpath traces/ --json | jq .summary.by_rank
+  mpitrace critpath traces/ --json | jq -r '.path.vertices[] | "\(.name) \(.rank)"'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Dir = traceDirArg(args)
+			opts.OutGiven = outputGiven(cmd)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -62,10 +70,10 @@ heaviest edges.`,
 		},
 	}
 	f := cmd.Flags()
-	outputFlag(f, &opts.Out, "critPath.out", "`file` for the critical path ('-': stdout, no summary)")
+	outputFlag(f, &opts.Out, "critPath.out", "`file` for the critical path ('-': stdout, no summary; with --json: none unless given)")
 	f.StringVar(&opts.Model, "model", "", "latency model `file` from mpitrace calibrate (default: the embedded model)")
 	f.StringVar(&opts.Unit, "unit", "us", "unit of computation edges in critPath.out and the summary: ns, us, ms or s")
-	f.BoolVar(&opts.JSON, "json", false, "print the summary and the path as JSON")
+	f.BoolVar(&opts.JSON, "json", false, "print the summary and the path as JSON on stdout")
 	f.IntVar(&opts.Top, "top", 10, "heaviest edges to list in the summary")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
 	return cmd
@@ -162,37 +170,43 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	if err != nil {
 		return err
 	}
-	if opts.Out == "-" {
-		w := bufio.NewWriter(s.Out)
-		if err := critpath.WriteCritPathOut(w, a.path, unit); err != nil {
+	// Where critPath.out goes: -o (stdout for -), critPath.out by default;
+	// with --json only where -o says, and never to the JSON's stdout (the
+	// JSON holds the path).
+	out := opts.Out
+	if opts.JSON && (!opts.OutGiven || out == "-") {
+		out = ""
+	}
+	if out != "" {
+		if err := writeOutputTo(s, out, func(w io.Writer) error { return critpath.WriteCritPathOut(w, a.path, unit) }); err != nil {
 			return err
 		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-	} else if err := writeCritPathFile(opts.Out, a.path, unit); err != nil {
-		return err
 	}
 	sum := critpath.Summarize(a.graph, a.path, opts.Top)
 	switch {
-	case opts.Out == "-":
 	case opts.JSON:
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(struct {
+		err = writeJSON(s.Out, struct {
 			Trace   string            `json:"trace"`
 			Model   string            `json:"model"`
 			Unit    string            `json:"unit"`
-			Output  string            `json:"critpath_out"`
+			Output  string            `json:"critpath_out,omitempty"`
 			Summary *critpath.Summary `json:"summary"`
-		}{opts.Dir, a.modelName, unit.String(), opts.Out, sum})
-	default:
-		err = writeSummary(s.Out, opts.Dir, a.modelName, opts.Out, sum, unit)
+			Path    *critpath.Path    `json:"path"`
+		}{opts.Dir, a.modelName, unit.String(), out, sum, a.path})
+	case out != "-":
+		err = writeSummary(s.Out, opts.Dir, a.modelName, out, sum, unit)
 	}
 	if err != nil {
 		return err
 	}
 	return reportDiagnostics(s, a.diags, &opts.traceFlags)
+}
+
+// writeJSON writes v as indented JSON: the --json output of the commands.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func writeSummary(w io.Writer, dir, model, out string, sum *critpath.Summary, unit critpath.Unit) error {

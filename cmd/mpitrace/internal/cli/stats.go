@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -80,9 +79,7 @@ func runStats(opts *statsOptions, s *Streams) error {
 	}
 	p := stats.Merge(ranks)
 	if opts.JSON {
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(p); err != nil {
+		if err := writeJSON(s.Out, p); err != nil {
 			return err
 		}
 	} else if err := stats.WriteText(s.Out, p, stats.TextOptions{PerRank: opts.PerRank, Top: opts.Top}); err != nil {
