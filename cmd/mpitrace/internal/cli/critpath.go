@@ -52,9 +52,15 @@ stdout: the path's length against the measured run time, its share by rank,
 by MPI function, computation against communication, and its heaviest
 edges. With -o - the path goes to stdout instead of the summary.
 
-With --json, stdout holds one JSON object instead: the summary and the path
-itself (its vertices, and the edges between them with their weights in ns);
-critPath.out is then written only when -o names a file.`,
+With --json, stdout holds one JSON object instead: the summary, the path
+itself (its vertices, and the edges between them with their weights in ns),
+and the trace's diagnostics (counts by severity and code, and a list with
+severity, code, rank and message); critPath.out is then written only when
+-o names a file.
+
+Problems in the trace are printed on stderr, one line each; when data was
+lost the summary says so. The exit status is 1 when the trace has errors,
+and with --strict 3 when it lost data.`,
 		Example: `  mpitrace critpath traces/
   mpitrace critpath traces/ -o critPath.out --model model.json --unit ms
   mpitrace critpath traces/ --json | jq .summary.by_rank
@@ -186,15 +192,16 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	switch {
 	case opts.JSON:
 		err = writeJSON(s.Out, struct {
-			Trace   string            `json:"trace"`
-			Model   string            `json:"model"`
-			Unit    string            `json:"unit"`
-			Output  string            `json:"critpath_out,omitempty"`
-			Summary *critpath.Summary `json:"summary"`
-			Path    *critpath.Path    `json:"path"`
-		}{opts.Dir, a.modelName, unit.String(), out, sum, a.path})
+			Trace       string            `json:"trace"`
+			Model       string            `json:"model"`
+			Unit        string            `json:"unit"`
+			Output      string            `json:"critpath_out,omitempty"`
+			Summary     *critpath.Summary `json:"summary"`
+			Path        *critpath.Path    `json:"path"`
+			Diagnostics *diagnosticsJSON  `json:"diagnostics"`
+		}{opts.Dir, a.modelName, unit.String(), out, sum, a.path, newDiagnosticsJSON(a.diags)})
 	case out != "-":
-		err = writeSummary(s.Out, opts.Dir, a.modelName, out, sum, unit)
+		err = writeSummary(s.Out, opts.Dir, a.modelName, out, sum, unit, a.diags)
 	}
 	if err != nil {
 		return err
@@ -209,9 +216,13 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func writeSummary(w io.Writer, dir, model, out string, sum *critpath.Summary, unit critpath.Unit) error {
+// writeSummary writes the text summary of critpath and record --critpath:
+// what was analysed, where the path went, the model, whether data was
+// lost, and the summary's tables.
+func writeSummary(w io.Writer, dir, model, out string, sum *critpath.Summary, unit critpath.Unit, diags *tracefmt.Diagnostics) error {
 	fmt.Fprintf(w, "Critical path of %s (written to %s)\n", dir, out)
-	fmt.Fprintf(w, "Latency model: %s\n\n", model)
+	fmt.Fprintf(w, "Latency model: %s\n", model)
+	fmt.Fprintf(w, "%s\n", dataLossLine(diags))
 	return sum.WriteText(w, unit)
 }
 

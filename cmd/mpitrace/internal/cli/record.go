@@ -211,7 +211,7 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 		return err
 	}
 	sum := critpath.Summarize(a.graph, a.path, 5)
-	if err := writeSummary(s.Err, opts.Out, a.modelName, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond); err != nil {
+	if err := writeSummary(s.Err, opts.Out, a.modelName, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond, a.diags); err != nil {
 		return err
 	}
 	what := "the task graph"

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -31,7 +32,13 @@ received, over all ranks and per rank; and per rank the application time
 Bytes are counted where they were moved: a send's bytes at the send, a
 receive's at the call that returned its status (Recv, or the Wait/Test that
 completed an Irecv), a collective's at the collective (bytes this rank sent
-and received). Functions are sorted by total time.`,
+and received). Functions are sorted by total time.
+
+--json prints the same as one JSON object, with the trace's diagnostics
+(counts by severity and code, and a list with severity, code, rank and
+message). Problems in the trace are printed on stderr, one line each; when
+data was lost the text output says so first. The exit status is 1 when the
+trace has errors, and with --strict 3 when it lost data.`,
 		Example: `  mpitrace stats traces/
   mpitrace stats traces/ --per-rank --top 10
   mpitrace stats traces/ --json | jq '.aggregate[0]'`,
@@ -78,12 +85,18 @@ func runStats(opts *statsOptions, s *Streams) error {
 		return err
 	}
 	p := stats.Merge(ranks)
+	diags := t.Diagnostics()
 	if opts.JSON {
-		if err := writeJSON(s.Out, p); err != nil {
-			return err
-		}
-	} else if err := stats.WriteText(s.Out, p, stats.TextOptions{PerRank: opts.PerRank, Top: opts.Top}); err != nil {
+		err = writeJSON(s.Out, struct {
+			*stats.Profile
+			Diagnostics *diagnosticsJSON `json:"diagnostics"`
+		}{p, newDiagnosticsJSON(diags)})
+	} else {
+		fmt.Fprint(s.Out, dataLossLine(diags))
+		err = stats.WriteText(s.Out, p, stats.TextOptions{PerRank: opts.PerRank, Top: opts.Top})
+	}
+	if err != nil {
 		return err
 	}
-	return reportDiagnostics(s, t.Diagnostics(), &opts.traceFlags)
+	return reportDiagnostics(s, diags, &opts.traceFlags)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
@@ -64,4 +65,69 @@ func reportDiagnostics(s *Streams, d *tracefmt.Diagnostics, f *traceFlags) error
 		return &ExitCodeError{Code: ExitDataLoss, Err: fmt.Errorf("--strict: the trace lost data (%d data-loss diagnostics, see above)", n)}
 	}
 	return nil
+}
+
+// diagnosticsJSON is a diagnostics table in --json outputs: counts by
+// severity (every severity, 0 included) and by code, and the list.
+type diagnosticsJSON struct {
+	Counts struct {
+		Info     int `json:"info"`
+		Warning  int `json:"warning"`
+		DataLoss int `json:"data_loss"`
+		Error    int `json:"error"`
+	} `json:"counts"`
+	Codes map[string]int `json:"codes"`
+	// Elided counts the diagnostics counted but not listed (beyond 1000 of
+	// one code).
+	Elided int              `json:"elided,omitempty"`
+	List   []diagnosticJSON `json:"list"`
+}
+
+type diagnosticJSON struct {
+	Severity string `json:"severity"` // info, warning, data_loss or error
+	Code     string `json:"code"`
+	Rank     int    `json:"rank"` // -1: not about one rank
+	File     string `json:"file,omitempty"`
+	Block    *int   `json:"block,omitempty"`
+	Offset   *int64 `json:"offset,omitempty"`
+	Message  string `json:"message"`
+}
+
+// severityJSON names a severity in JSON.
+func severityJSON(s tracefmt.Severity) string {
+	return strings.ReplaceAll(s.String(), " ", "_")
+}
+
+func newDiagnosticsJSON(d *tracefmt.Diagnostics) *diagnosticsJSON {
+	j := &diagnosticsJSON{Codes: map[string]int{}, Elided: d.Elided(), List: []diagnosticJSON{}}
+	j.Counts.Info, j.Counts.Warning = d.Count(tracefmt.Info), d.Count(tracefmt.Warning)
+	j.Counts.DataLoss, j.Counts.Error = d.Count(tracefmt.DataLoss), d.Count(tracefmt.Error)
+	for _, c := range d.Codes() {
+		j.Codes[c] = d.CountCode(c)
+	}
+	for _, x := range d.All() {
+		dj := diagnosticJSON{Severity: severityJSON(x.Severity), Code: x.Code, Rank: x.Rank, File: x.File, Message: x.Message}
+		if x.Block >= 0 {
+			dj.Block = &x.Block
+		}
+		if x.Offset >= 0 {
+			dj.Offset = &x.Offset
+		}
+		j.List = append(j.List, dj)
+	}
+	return j
+}
+
+// dataLossLine is the line a text summary gives when data was lost, ""
+// when none was.
+func dataLossLine(d *tracefmt.Diagnostics) string {
+	n := d.Count(tracefmt.DataLoss)
+	if n == 0 {
+		return ""
+	}
+	s := "s"
+	if n == 1 {
+		s = ""
+	}
+	return fmt.Sprintf("Data lost: %d data-loss diagnostic%s (listed on stderr): the figures cover what the logs kept\n", n, s)
 }
