@@ -139,6 +139,9 @@ func analyze(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error)
 	if err != nil {
 		return nil, err
 	}
+	if note := filterNote(t, a.diags); note != "" {
+		fmt.Fprintf(s.Err, "mpitrace: note: %s\n", note)
+	}
 	a.path, a.pathErr = critpath.Compute(a.graph, a.model)
 	return a, nil
 }
