@@ -105,3 +105,25 @@ func TestSummarySaysDataLost(t *testing.T) {
 		}
 	}
 }
+
+// stats lists MPI_Init and MPI_Finalize apart from the application's MPI
+// functions, in the text and in the JSON.
+func TestStatsInitFinalizeApart(t *testing.T) {
+	dir := writeTrace(t)
+	code, out, _ := runCLI(t, "stats", dir)
+	_, all, _ := strings.Cut(out, "All ranks:\n")
+	all, apart, found := strings.Cut(all, "\nMPI_Init and MPI_Finalize (")
+	if code != 0 || !found || strings.Contains(all, "MPI_Init") || strings.Contains(all, "MPI_Finalize") ||
+		!strings.Contains(apart, " MPI_Init ") || !strings.Contains(apart, " MPI_Finalize ") {
+		t.Errorf("stats: exit %d; MPI_Init and MPI_Finalize not apart:\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "stats", dir, "--json")
+	var j struct {
+		All          []struct{ Name string } `json:"aggregate"`
+		InitFinalize []struct{ Name string } `json:"init_finalize"`
+	}
+	decodeOnly(t, out, &j)
+	if all := fmt.Sprint(j.All); code != 0 || len(j.InitFinalize) != 2 || len(j.All) != 3 || strings.Contains(all, "MPI_Init") || strings.Contains(all, "MPI_Finalize") {
+		t.Errorf("stats --json: aggregate %v, init_finalize %v", j.All, j.InitFinalize)
+	}
+}

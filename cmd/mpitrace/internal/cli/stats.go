@@ -27,7 +27,12 @@ func newStatsCmd(s *Streams, runF func(context.Context, *statsOptions) error) *c
 		Long: `Profile a trace like mpiP: for every MPI function, the number of calls,
 the time spent in them (total, mean, min, max) and the bytes sent and
 received, over all ranks and per rank; and per rank the application time
-(MPI_Init to MPI_Finalize) and the share of it spent in MPI.
+(MPI_Init to MPI_Finalize), the share of it spent in MPI and the MPI calls
+made in it.
+
+MPI_Init and MPI_Finalize are listed apart, and left out of the time in MPI
+(as mpiP does): they hold MPI's start-up and shut-down and the recorder's
+clock synchronisation, which can take longer than the whole application.
 
 Bytes are counted where they were moved: a send's bytes at the send, a
 receive's at the call that returned its status (Recv, or the Wait/Test that
