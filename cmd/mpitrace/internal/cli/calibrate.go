@@ -79,6 +79,9 @@ share cores with other work while it runs (it reports oversubscription).`,
 }
 
 func runCalibrate(ctx context.Context, opts *calibrateOptions, s *Streams) error {
+	if err := checkOutputFlag(opts.Out); err != nil {
+		return err
+	}
 	cfg := calibrate.DefaultConfig()
 	if opts.Quick {
 		cfg = calibrate.CIConfig()

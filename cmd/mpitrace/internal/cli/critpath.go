@@ -172,8 +172,8 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	if opts.Top < 0 {
 		return flagErrorf("--top must be 0 or more")
 	}
-	if opts.Out == "" {
-		return flagErrorf("-o needs a file name (or - for stdout)")
+	if err := checkOutputFlag(opts.Out); err != nil {
+		return err
 	}
 	a, err := analyzePath(opts.Dir, opts.Model, s)
 	if err != nil {

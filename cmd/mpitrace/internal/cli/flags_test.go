@@ -62,6 +62,16 @@ func TestOutputFlagSpelling(t *testing.T) {
 	}
 }
 
+// An empty -o is a usage error where the output has a default file.
+func TestOutputFlagEmpty(t *testing.T) {
+	for _, args := range [][]string{{"critpath", writeTrace(t), "-o", ""}, {"calibrate", "-o", "", "--", "mpirun", "-np", "2"}} {
+		code, out, errs := runCLI(t, args...)
+		if code != ExitUsage || out != "" || !strings.HasPrefix(errs, "mpitrace: -o needs a file name (or - for stdout)\nusage: ") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errs)
+		}
+	}
+}
+
 // --out is deprecated: one warning line on stderr, nothing on stdout.
 func TestOutputFlagDeprecated(t *testing.T) {
 	dir := writeTrace(t)

@@ -225,6 +225,15 @@ func outputFlag(f *pflag.FlagSet, p *string, value, usage string) {
 	f.SetAnnotation("out", deprecatedFor, []string{"-o or --output"})
 }
 
+// checkOutputFlag refuses an empty -o of a command whose output has a
+// default file.
+func checkOutputFlag(path string) error {
+	if path == "" {
+		return flagErrorf("-o needs a file name (or - for stdout)")
+	}
+	return nil
+}
+
 // outputGiven reports whether the output flag was given.
 func outputGiven(cmd *cobra.Command) bool {
 	return cmd.Flags().Changed("output") || cmd.Flags().Changed("out")
