@@ -78,7 +78,7 @@ and with --strict 3 when it lost data.`,
 	f := cmd.Flags()
 	outputFlag(f, &opts.Out, "critPath.out", "`file` for the critical path ('-': stdout, no summary; with --json: none unless given)")
 	f.StringVar(&opts.Model, "model", "", "latency model `file` from mpitrace calibrate (default: the embedded model)")
-	f.StringVar(&opts.Unit, "unit", "us", "unit of computation edges in critPath.out and the summary: ns, us, ms or s")
+	f.StringVar(&opts.Unit, "unit", "us", "`unit` of computation edges in critPath.out and the summary: ns, us, ms or s")
 	f.BoolVar(&opts.JSON, "json", false, "print the summary and the path as JSON on stdout")
 	f.IntVar(&opts.Top, "top", 10, "heaviest edges to list in the summary")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")

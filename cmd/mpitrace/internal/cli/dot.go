@@ -90,9 +90,9 @@ errors, and with --strict 3 when it lost data.`,
 	f.BoolVar(&opts.CriticalOnly, "critical-only", false, "draw only the critical path's vertices and edges")
 	f.StringArrayVar(&opts.ranksArg, "ranks", nil, "draw only these `ranks`: N, A-B, or a list of them (0,2-3)")
 	f.StringVar(&opts.windowArg, "window", "", "draw only operations starting in `T0:T1` after their rank's MPI_Init (e.g. 100ms:250ms, :2s, 1s:)")
-	f.StringVar(&opts.Model, "model", "", "latency model `FILE` written by mpitrace calibrate (default: the embedded model)")
-	f.StringVar(&opts.unitArg, "unit", "us", "`UNIT` of the times in labels: ns, us, ms or s")
-	outputFlag(f, &opts.Output, "", "write the DOT to `FILE` instead of stdout")
+	f.StringVar(&opts.Model, "model", "", "latency model `file` from mpitrace calibrate (default: the embedded model)")
+	f.StringVar(&opts.unitArg, "unit", "us", "`unit` of the times in labels: ns, us, ms or s")
+	outputFlag(f, &opts.Output, "", "write the DOT to `file` instead of stdout")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
 	return cmd
 }

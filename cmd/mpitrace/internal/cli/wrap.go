@@ -74,7 +74,7 @@ layer; {{vardecl}} declares wrapper-local variables.`,
 	f.StringVarP(&opts.Compiler, "compiler", "c", "mpicc", "MPI compiler `wrapper` whose preprocessor reads mpi.h (may carry flags: \"mpicc -DX\")")
 	f.StringArrayVarP(&opts.Includes, "include", "I", nil, "extra include `directory` for reading mpi.h (repeatable)")
 	f.StringVarP(&opts.PMPIInit, "pmpi-init", "i", "pmpi_init_", "Fortran pmpi_init `binding` a static wrapper library calls: PMPI_INIT, pmpi_init, pmpi_init_ or pmpi_init__")
-	outputFlag(f, &opts.Output, "", "write the output to `FILE` instead of stdout")
+	outputFlag(f, &opts.Output, "", "write the output to `file` instead of stdout")
 	f.BoolVar(&opts.HeaderNames, "header-names", false, "name the wrappers' parameters as mpi.h does, like wrap.py (default: arg_0, arg_1, ...)")
 	return cmd
 }
