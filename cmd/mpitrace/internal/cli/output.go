@@ -41,11 +41,17 @@ func writeOutputTo(s *Streams, path string, write func(io.Writer) error) error {
 //   - A symbolic link is followed: its target is written (or created), the
 //     link stays.
 //   - Anything else that exists (a character device such as /dev/null, a
-//     FIFO) is opened and written in place, never replaced.
+//     FIFO, the pipe or terminal /dev/stdout stands for) is opened and
+//     written in place, never replaced.
 //
 // An error writing the file names it ("writing PATH: ..."); an error that
 // write returns for another reason is returned as it is.
 func writeOutput(path string, write func(io.Writer) error) error {
+	// What the kernel finds at path, through every link: /dev/stdout's
+	// pipe has no name outputTarget could follow to.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		return outputIOErrorOf(path, writeInPlace(path, write))
+	}
 	target, st, err := outputTarget(path)
 	if err != nil {
 		return outputError(path, err)
@@ -58,6 +64,12 @@ func writeOutput(path string, write func(io.Writer) error) error {
 	default:
 		err = writeInPlace(target, write)
 	}
+	return outputIOErrorOf(path, err)
+}
+
+// outputIOErrorOf is err, or the line naming path for an error of the
+// output file itself.
+func outputIOErrorOf(path string, err error) error {
 	var ioErr *outputIOError
 	if errors.As(err, &ioErr) {
 		return outputError(path, ioErr.err)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -277,5 +278,32 @@ func TestCommandsFollowLinks(t *testing.T) {
 		if st, _ := os.Stat(target); st.Mode() != 0o600 {
 			t.Errorf("%v -o link: target mode %v, want 0600 kept", c.args, st.Mode())
 		}
+	}
+}
+
+// /dev/stdout and /proc/self/fd/N name what a descriptor is open on: a
+// pipe there is written into.
+func TestOutputDescriptorLink(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	path := fmt.Sprintf("/proc/self/fd/%d", w.Fd())
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("no %s: %v", path, err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(r)
+		got <- string(b)
+	}()
+	err = writeData(path, "through the descriptor\n")
+	w.Close()
+	if err != nil {
+		t.Fatalf("writing to %s: %v", path, err)
+	}
+	if s := <-got; s != "through the descriptor\n" {
+		t.Errorf("the pipe got %q", s)
 	}
 }
