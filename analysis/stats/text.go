@@ -26,6 +26,13 @@ func WriteText(w io.Writer, p *Profile, o TextOptions) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if len(p.InitFinalize) > 0 {
+		fmt.Fprintf(w, "\nMPI_Init and MPI_Finalize (MPI start-up and shut-down, with the recorder's clock synchronisation; not in the time in MPI):\n")
+		funcTable(tw, p.InitFinalize, 0)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(w, "\nPer rank:\n")
 	fmt.Fprintln(tw, "rank\tapp time\tMPI time\tMPI %\tcalls\t")
 	for _, r := range p.Ranks {

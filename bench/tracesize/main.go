@@ -59,7 +59,7 @@ func run(mpicc, mpirun string, np int) error {
 			return fmt.Errorf("compiling %s: %v\n%s", src, err, out)
 		}
 		dir := filepath.Join(work, "traces-"+p.name)
-		argv := []string{"record", "--out", dir, "--", mpirun}
+		argv := []string{"record", "-o", dir, "--", mpirun}
 		if filepath.Base(mpirun) == "mpirun.openmpi" || filepath.Base(mpirun) == "mpirun" {
 			argv = append(argv, "--oversubscribe")
 		}

@@ -231,7 +231,7 @@ func TestFaultSignalDuringFlush(t *testing.T) {
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
 			bin, dir, out := faultSetup(t, m)
-			argv := append([]string{mpitraceBin, "record", "--out", out, "--"}, m.launch(1, bin, "noinit", "10")...)
+			argv := append([]string{mpitraceBin, "record", "-o", out, "--"}, m.launch(1, bin, "noinit", "10")...)
 			r := runEnv(t, dir, []string{"MPITRACE_TEST_SIGNAL_IN_FLUSH=15"}, argv...)
 			if r.code == 0 {
 				t.Fatalf("the rank was sent SIGTERM but record exited 0\n%s", r.stderr)
@@ -292,7 +292,7 @@ func TestFaultSIGTERM(t *testing.T) {
 	bin, dir, out := faultSetup(t, m)
 	ready := filepath.Join(dir, "ready")
 	os.Mkdir(ready, 0o755)
-	args := append([]string{"record", "--out", out, "--"}, m.launch(3, bin, "wait", "10", ready)...)
+	args := append([]string{"record", "-o", out, "--"}, m.launch(3, bin, "wait", "10", ready)...)
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, mpitraceBin, args...)

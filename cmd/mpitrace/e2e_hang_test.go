@@ -33,7 +33,7 @@ func startRecord(t *testing.T, m mpiImpl, np int, mode string, env []string, wra
 	bin, dir, out := faultSetup(t, m)
 	ready = filepath.Join(dir, "ready")
 	os.Mkdir(ready, 0o755)
-	argv := append(append([]string{}, wrap...), mpitraceBin, "record", "--out", out, "--")
+	argv := append(append([]string{}, wrap...), mpitraceBin, "record", "-o", out, "--")
 	argv = append(argv, m.launch(np, bin, mode, "5", ready)...)
 	cmd = exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir

@@ -423,7 +423,7 @@ func TestRecordUsage(t *testing.T) {
 	}{
 		{[]string{"record"}, 2, "needs the command to run"},
 		{[]string{"record", "--buffer", "12", "--", "true"}, 2, "--buffer"},
-		{[]string{"record", "--out", filepath.Join(dir, "x"), "--", "/no/such/program"}, 127, "cannot run /no/such/program"},
+		{[]string{"record", "-o", filepath.Join(dir, "x"), "--", "/no/such/program"}, 127, "cannot run /no/such/program"},
 	} {
 		r := run(t, dir, append([]string{mpitraceBin}, tc.args...)...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {

@@ -687,7 +687,7 @@ static void open_log(void) {
         G.failed = 1;
         mpit_on = 0;
         if (err == EEXIST)
-            mpit_warn_once("exists", "mpitrace: rank %d: %s already exists: a trace directory holds one recording; choose another directory (MPITRACE_DIR or `mpitrace record --out`); recording disabled, the application continues",
+            mpit_warn_once("exists", "mpitrace: rank %d: %s already exists: a trace directory holds one recording; choose another directory (MPITRACE_DIR or `mpitrace record -o`); recording disabled, the application continues",
                            G.rank, G.path);
         else
             mpit_warn_once("open", "mpitrace: rank %d: cannot create %s: %s; recording disabled, the application continues",
