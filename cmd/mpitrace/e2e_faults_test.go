@@ -497,8 +497,15 @@ func TestFaultMPIError(t *testing.T) {
 				}
 				// When the job is stopped, the other ranks may be killed
 				// before they print, with or without the recorder; rank 1,
-				// which makes the bad call, prints first.
+				// which makes the bad call, prints first. MPICH's launcher
+				// may also drop what the ranks printed last when it tears
+				// the job down (seen without the recorder too): under MPICH
+				// a fatal error's output is not compared.
+				racy := fatal && m.name == "mpich"
 				for _, line := range strings.Split(plain.stdout, "\n") {
+					if racy {
+						break
+					}
 					if strings.HasPrefix(line, "rank 1:") && !strings.Contains(r.stdout, line) {
 						t.Errorf("rank 1 did not print %q under the recorder:\n%s", line, r.stdout)
 					}
@@ -508,6 +515,9 @@ func TestFaultMPIError(t *testing.T) {
 				}
 				// The MPI's own report of the error, as without the recorder.
 				for _, line := range strings.Split(normalizeMPIError(plain.stderr), "\n") {
+					if racy {
+						break
+					}
 					if strings.Contains(line, "MPI_Send") && !strings.Contains(normalizeMPIError(r.stderr), line) {
 						t.Errorf("the MPI's message %q is missing under the recorder:\n%s", line, r.stderr)
 					}
