@@ -587,3 +587,37 @@ func TestRecordThreadsNonblocking(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordWrongMPI: a recorder built for one MPI, loaded into a program
+// of the other (a wrong guess, or a preload by hand), detects it when it is
+// loaded and steps aside: the program runs exactly as without the recorder,
+// and one line says why nothing was recorded and how to record it.
+func TestRecordWrongMPI(t *testing.T) {
+	for i, m := range mpis {
+		other := mpis[1-i]
+		t.Run(other.name+"-recorder-in-"+m.name, func(t *testing.T) {
+			m.require(t)
+			other.require(t)
+			bin := m.compile(t, "mix")
+			dir := t.TempDir()
+			plain := run(t, dir, m.launch(3, bin)...)
+			out := filepath.Join(dir, "traces")
+			r := record(t, out, []string{"--mpicc", other.cc}, m.launch(3, bin)...)
+			if r.code != plain.code || !slices.Equal(sortedLines(r.stdout), sortedLines(plain.stdout)) {
+				t.Fatalf("the program changed under the wrong recorder: exit %d (alone %d)\n%s\nstderr:\n%s", r.code, plain.code, r.stdout, r.stderr)
+			}
+			var said []string
+			for _, l := range mpitraceLines(r.stderr) {
+				if strings.Contains(l, "the recorder was built for") {
+					said = append(said, l)
+				}
+			}
+			if len(said) != 1 || !strings.Contains(said[0], "--mpicc") {
+				t.Errorf("want one line naming the fix (--mpicc), got %q\nstderr:\n%s", said, r.stderr)
+			}
+			if files, _ := filepath.Glob(filepath.Join(out, "rank-*.mpit")); len(files) != 0 {
+				t.Errorf("%d rank logs written by a recorder of the wrong MPI", len(files))
+			}
+		})
+	}
+}

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "mpit.h"
 
+#include <dlfcn.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -1922,11 +1924,98 @@ static long env_long(const char *name, long def, long lo, long hi) {
     return x;
 }
 
-__attribute__((constructor)) static void mpit_load(void) {
+/* ------------------------------------------------------------------ */
+/* The recorder in a process of another MPI                            */
+
+/* The recorder is compiled against one MPI's mpi.h: its handles and
+ * constants mean nothing to another MPI (Open MPI's MPI_COMM_WORLD is a
+ * pointer, MPICH's an integer). `record` picks the MPI from the program and
+ * the launcher; when the guess is wrong, or the recorder is preloaded by
+ * hand into the wrong program, the recorder must step aside before the
+ * program runs. */
+#ifdef OPEN_MPI
+#define MPIT_BUILT_FOR_OMPI 1
+#else
+#define MPIT_BUILT_FOR_OMPI 0
+#endif
+
+/* foreign_mpi returns the library of the MPI the process calls (the one
+ * that defines its PMPI_Init) when it is not the MPI the recorder was built
+ * for, else NULL; *ompi says whether that library is Open MPI's. */
+static const char *foreign_mpi(int *ompi) {
+    static Dl_info info;
+    if (!dladdr((void *)&PMPI_Init, &info) || !info.dli_fname || !info.dli_fname[0]) return NULL;
+    void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) return NULL;
+    *ompi = dlsym(h, "ompi_mpi_comm_world") != NULL;
+    dlclose(h);
+    return *ompi == MPIT_BUILT_FOR_OMPI ? NULL : info.dli_fname;
+}
+
+/* without_self returns the LD_PRELOAD list without the recorder's library
+ * (path: its file), in out; entries are separated by colons or spaces. */
+static void without_self(const char *list, const char *path, char *out, size_t n) {
+    char real[4096], rp[4096];
+    if (!realpath(path, real)) snprintf(real, sizeof real, "%s", path);
+    size_t k = 0;
+    out[0] = '\0';
+    for (const char *p = list; p && *p;) {
+        while (*p == ':' || *p == ' ') p++;
+        const char *e = p;
+        while (*e && *e != ':' && *e != ' ') e++;
+        size_t len = (size_t)(e - p);
+        if (len > 0 && len < sizeof rp) {
+            memcpy(rp, p, len);
+            rp[len] = '\0';
+            char r2[4096];
+            int self = !strcmp(rp, path) || (realpath(rp, r2) && !strcmp(r2, real));
+            if (!self && k + len + 2 < n) {
+                if (k) out[k++] = ':';
+                memcpy(out + k, p, len);
+                k += len;
+                out[k] = '\0';
+            }
+        }
+        p = e;
+    }
+}
+
+/* step_aside runs the program again, without the recorder: its
+ * constructors have run, but nothing of the program yet. */
+static void step_aside(char **argv, const char *lib, int ompi) {
+    const char *prog = argv && argv[0] ? argv[0] : "the program";
+    mpit_warn_once("foreign", "mpitrace: the recorder was built for %s, but %s uses %s (%s): it runs without recording; record it with --mpicc naming its MPI's C compiler wrapper (e.g. mpitrace record --mpicc %s -- ...)",
+                   MPIT_BUILT_FOR_OMPI ? "Open MPI" : "MPICH", prog, ompi ? "Open MPI" : "an MPICH-based MPI", lib,
+                   ompi ? "mpicc.openmpi" : "mpicc.mpich");
+    mpit_on = 0;
+    Dl_info self;
+    if (!argv || !dladdr((void *)&step_aside, &self) || !self.dli_fname) return;
+    static char rest[8192];
+    without_self(getenv("LD_PRELOAD"), self.dli_fname, rest, sizeof rest);
+    if (rest[0])
+        setenv("LD_PRELOAD", rest, 1);
+    else
+        unsetenv("LD_PRELOAD");
+    setenv("MPITRACE_STEPPED_ASIDE", "1", 1); /* never twice */
+    execv("/proc/self/exe", argv);
+    /* The program goes on with the recorder switched off. */
+}
+
+/* glibc calls constructors with the program's arguments and environment. */
+__attribute__((constructor)) static void mpit_load(int argc, char **argv, char **envp) {
+    (void)argc;
+    (void)envp;
     crc_init();
     pthread_key_create(&G.key, tb_destroy);
     const char *v = getenv("MPITRACE_STATE_DIR");
     if (v) snprintf(G.state_dir, sizeof G.state_dir, "%s", v);
+    int ompi = 0;
+    const char *lib = getenv("MPITRACE_STEPPED_ASIDE") ? NULL : foreign_mpi(&ompi);
+    if (lib) {
+        step_aside(argv, lib, ompi);
+        return;
+    }
+    if (getenv("MPITRACE_STEPPED_ASIDE")) return; /* recording stays off */
     v = getenv("MPITRACE_DIR");
     snprintf(G.dir, sizeof G.dir, "%s", v && *v ? v : "traces");
     v = getenv("MPITRACE_RUN_ID");
