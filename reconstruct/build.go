@@ -15,6 +15,10 @@ type Options struct {
 	// Workers bounds the goroutines that decode and match ranks
 	// (GOMAXPROCS when <= 0). The graph does not depend on it.
 	Workers int
+	// Filtered says the trace was recorded with an --include or --exclude
+	// filter: a message or collective call one rank misses of another may
+	// be one the filter left out, so it is a warning, not an error.
+	Filtered bool
 }
 
 func (o Options) workers() int {
@@ -221,6 +225,8 @@ func (b *build) missing(r int) (sev tracefmt.Severity, note string) {
 		return tracefmt.DataLoss, "; rank " + itoa(r) + "'s log is incomplete"
 	case b.res[r].end.early != "":
 		return tracefmt.Warning, "; rank " + itoa(r) + " ended early (" + b.res[r].end.early + ")"
+	case b.opts.Filtered:
+		return tracefmt.Warning, "; the recording's --include/--exclude may have left out its other half"
 	}
 	return tracefmt.Error, ""
 }

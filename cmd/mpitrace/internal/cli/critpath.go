@@ -134,7 +134,7 @@ func analyze(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error)
 	if s.ErrTTY {
 		fmt.Fprintf(s.Err, "mpitrace: reading %d ranks of %s...\r", len(t.Files), t.Dir)
 	}
-	a.graph, a.diags, err = reconstruct.Build(t, reconstruct.Options{})
+	a.graph, a.diags, err = reconstruct.Build(t, reconstruct.Options{Filtered: recordFilter(t) != ""})
 	if s.ErrTTY {
 		fmt.Fprintf(s.Err, "\033[K")
 	}

@@ -49,7 +49,16 @@ func TestFilterExplainsUnmatched(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filteredTrace(t, c.include, c.exclude, c.recv)
 			for _, cmd := range []string{"critpath", "dot"} {
-				_, _, errs := runCLI(t, cmd, dir)
+				code, _, errs := runCLI(t, cmd, dir)
+				// A filter's unmatched messages are warnings (exit 0);
+				// without a filter they are errors of the trace (exit 1).
+				wantCode := 0
+				if c.name == "no filter" {
+					wantCode = 1
+				}
+				if code != wantCode {
+					t.Errorf("%s: exit %d, want %d; stderr:\n%s", cmd, code, wantCode, errs)
+				}
 				note := ""
 				for _, l := range strings.SplitAfter(errs, "\n") {
 					if strings.HasPrefix(l, "mpitrace: note: ") {
