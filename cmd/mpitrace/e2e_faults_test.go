@@ -570,3 +570,29 @@ func lookupFn(t *testing.T, dir string, rank int, id uint64) (string, bool) {
 	defer r.Close()
 	return r.Strings().Lookup(id)
 }
+
+// TestFaultBeforeInit: before MPI_Init the recorder has no log to write to
+// and keeps events in memory, up to a bound; a program that calls MPI (here
+// MPI_Initialized) more often than that before MPI_Init loses the excess,
+// counted in the end record, and runs on unharmed (the buffer once grew
+// past its end).
+func TestFaultBeforeInit(t *testing.T) {
+	m := mpis[0]
+	bin, dir, out := faultSetup(t, m)
+	const n = 9000000 // 32 MiB of 4-byte events is 8.4 million
+	plain := run(t, dir, m.launch(1, bin, "preinit", fmt.Sprint(n))...)
+	r := record(t, out, nil, m.launch(1, bin, "preinit", fmt.Sprint(n))...)
+	if r.code != 0 || plain.code != 0 {
+		t.Fatalf("exit %d (alone %d)\n%s", r.code, plain.code, r.stderr)
+	}
+	_, logs := readTrace(t, out)
+	l := logs[0]
+	wantEnd(t, l, spec.EndFinalize, 0)
+	kept := uint64(countCalls(l, "MPI_Initialized"))
+	if l.end.Dropped == 0 || kept+l.end.Dropped != n {
+		t.Errorf("%d MPI_Initialized kept and %d dropped, want %d in all and some dropped", kept, l.end.Dropped, n)
+	}
+	if !slices.Contains(diagCodes(l.diags), tracefmt.CodeDroppedEvents) || countCalls(l, "MPI_Barrier") != 1 {
+		t.Errorf("diagnostics %v, %d barriers", diagCodes(l.diags), countCalls(l, "MPI_Barrier"))
+	}
+}

@@ -476,18 +476,37 @@ MPIT_HIDDEN void mpit_reserve_slow(mpit_tb *tb, size_t need) {
      * event: grow the buffer, within the block size bound. */
     size_t cap = tb->cap;
     while (cap < tb->len + need) cap *= 2;
-    if (cap + MPIT_BLOCK_PREFIX > MPIT_MAX_BLOCK_SIZE / 2) return; /* caller checks */
-    pthread_mutex_lock(&tb->mu); /* the flusher may be reading the buffer */
-    uint8_t *b = realloc(tb->buf, MPIT_BLOCK_PREFIX + cap);
-    size_t zcap = ZSTD_compressBound(cap + MPIT_BLOCK_PREFIX);
-    uint8_t *z = b ? realloc(tb->zbuf, MPIT_BLOCK_HEADER_SIZE + zcap) : NULL;
-    if (b) tb->buf = b;
-    if (z) {
-        tb->zbuf = z;
-        tb->zcap = zcap;
-        tb->cap = cap;
+    /* The flusher may be reading the buffer. (In a forked child, where the
+     * recorder writes nothing, the lock may be stuck: go on without it.) */
+    int locked = pthread_mutex_trylock(&tb->mu) == 0;
+    if (!locked && getpid() == G.pid) {
+        pthread_mutex_lock(&tb->mu);
+        locked = 1;
     }
-    pthread_mutex_unlock(&tb->mu);
+    if (cap + MPIT_BLOCK_PREFIX <= MPIT_MAX_BLOCK_SIZE / 2) {
+        uint8_t *b = realloc(tb->buf, MPIT_BLOCK_PREFIX + cap);
+        size_t zcap = ZSTD_compressBound(cap + MPIT_BLOCK_PREFIX);
+        uint8_t *z = b ? realloc(tb->zbuf, MPIT_BLOCK_HEADER_SIZE + zcap) : NULL;
+        if (b) tb->buf = b;
+        if (z) {
+            tb->zbuf = z;
+            tb->zcap = zcap;
+            tb->cap = cap;
+        }
+    }
+    if (tb->len + need > tb->cap && need <= tb->cap) {
+        /* Nowhere to put more (no log can be written, or no memory): drop
+         * what is not written, counted, and start the buffer afresh. */
+        __atomic_fetch_add(&G.dropped, tb->count - tb->done_count, __ATOMIC_RELAXED);
+        tb->seq += tb->done_count;
+        tb->base = tb->last_end;
+        tb->len = 0;
+        tb->count = 0;
+        tb->done_len = 0;
+        tb->done_count = 0;
+        mpit_publish(tb);
+    }
+    if (locked) pthread_mutex_unlock(&tb->mu);
 }
 
 /* reserve_list is mpit_reserve for events whose size depends on input; it
