@@ -100,11 +100,12 @@ type Trace struct {
 // manifest.json if present, and checks every file's header. It fails when
 // the files cannot belong together — two run ids (the error names a file of
 // each), two world sizes, two files for one rank, a manifest of another run
-// — and for a file that is not an mpitrace file or has an unsupported
-// version. Other damage is a diagnostic: a rank file whose header cannot be
-// read (unreadable_rank, error), a rank of 0..size-1 without a file
-// (missing_rank, data loss), a file named for another rank (file_name_rank,
-// warning).
+// — and when no rank file is usable (the error wraps the first file's:
+// ErrNotMpitrace, a *VersionError, ...). Other damage is a diagnostic: a
+// rank file that is skipped because it is empty, not an mpitrace file, of
+// an unsupported version or without a readable header (unreadable_rank,
+// data loss), a rank of 0..size-1 without a usable file (missing_rank,
+// data loss), a file named for another rank (file_name_rank, warning).
 func OpenDir(dir string) (*Trace, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -132,15 +133,18 @@ func OpenDir(dir string) (*Trace, error) {
 	}
 	byRank := make(map[int]*RankFile)
 	var first *RankFile
+	var firstErr error // why the first skipped file was skipped
 	for _, name := range names {
 		path := filepath.Join(dir, name)
 		h, err := ReadHeader(path)
 		if err != nil {
-			if errors.Is(err, ErrNotMpitrace) || errors.As(err, new(*VersionError)) {
-				return nil, err
+			// Empty, foreign, damaged or too new: the file is skipped
+			// and its rank counts as missing, whatever the reason.
+			if firstErr == nil {
+				firstErr = err
 			}
-			t.dirDiags.Add(Diagnostic{Severity: Error, Code: CodeUnreadableRank, Rank: -1, File: path, Block: -1, Offset: -1,
-				Message: fmt.Sprintf("rank file skipped: %v", err)})
+			t.dirDiags.Add(Diagnostic{Severity: DataLoss, Code: CodeUnreadableRank, Rank: -1, File: path, Block: -1, Offset: -1,
+				Message: fmt.Sprintf("rank file skipped: %s", skipReason(err, path))})
 			continue
 		}
 		rf := &RankFile{Rank: h.Rank, Path: path, Header: h}
@@ -167,7 +171,10 @@ func OpenDir(dir string) (*Trace, error) {
 		}
 	}
 	if first == nil {
-		return nil, fmt.Errorf("%s: none of the %d rank files has a readable header (%s)", dir, len(names), t.dirDiags.Summary())
+		if len(names) == 1 {
+			return nil, firstErr
+		}
+		return nil, &noUsableFileError{dir: dir, n: len(names), first: firstErr}
 	}
 	t.RunID = first.Header.RunID
 	t.Size = first.Header.Size
@@ -200,6 +207,25 @@ func OpenDir(dir string) (*Trace, error) {
 	}
 	return t, nil
 }
+
+// skipReason is err without the file name it starts with.
+func skipReason(err error, path string) string {
+	return strings.TrimPrefix(err.Error(), path+": ")
+}
+
+// noUsableFileError is OpenDir's error when no rank file is usable: it
+// names the first file's problem and wraps its error.
+type noUsableFileError struct {
+	dir   string
+	n     int
+	first error
+}
+
+func (e *noUsableFileError) Error() string {
+	return fmt.Sprintf("%s: none of the %d rank files is usable (the first: %v)", e.dir, e.n, e.first)
+}
+
+func (e *noUsableFileError) Unwrap() error { return e.first }
 
 // rankRanges formats sorted ranks as "3, 5-9".
 func rankRanges(rs []int) string {
