@@ -63,7 +63,7 @@ const (
 
 	// Directory (OpenDir).
 	CodeMissingRank     = "missing_rank"     // a rank of 0..size-1 has no usable file
-	CodeUnreadableRank  = "unreadable_rank"  // a rank file skipped: empty, not an mpitrace file, unsupported version, no readable header
+	CodeUnreadableRank  = "unreadable_rank"  // a rank file skipped: empty, not an mpitrace file, unsupported version, no readable header, not a regular file
 	CodeFileNameRank    = "file_name_rank"   // a file's name and header disagree on its rank
 	CodeBadManifest     = "bad_manifest"     // manifest.json cannot be parsed
 	CodeManifestMissing = "manifest_missing" // no manifest.json

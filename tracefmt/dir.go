@@ -114,7 +114,7 @@ func OpenDir(dir string) (*Trace, error) {
 	t := &Trace{Dir: dir}
 	var names []string
 	for _, e := range ents {
-		if rankFileRE.MatchString(e.Name()) && !e.IsDir() {
+		if rankFileRE.MatchString(e.Name()) {
 			names = append(names, e.Name())
 		}
 	}

@@ -91,17 +91,13 @@ type eventsBlock struct {
 }
 
 // OpenRank opens and scans a rank file. Close releases it.
+// Only regular files are read (see openRegular).
 func OpenRank(path string) (*RankReader, error) {
-	f, err := os.Open(path)
+	f, size, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	r, err := newRankReader(f, st.Size(), path, ReaderOptions{})
+	r, err := newRankReader(f, size, path, ReaderOptions{})
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -180,18 +176,15 @@ func newRankReader(ra io.ReaderAt, size int64, name string, o ReaderOptions) (*R
 }
 
 // ReadHeader reads only the header of a rank file: the magic, the version
-// and the first valid header block. It is much cheaper than OpenRank.
+// and the first valid header block. It is much cheaper than OpenRank. Only
+// regular files are read.
 func ReadHeader(path string) (Header, error) {
-	f, err := os.Open(path)
+	f, size, err := openRegular(path)
 	if err != nil {
 		return Header{}, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return Header{}, err
-	}
-	return readHeader(f, st.Size(), path, ReaderOptions{})
+	return readHeader(f, size, path, ReaderOptions{})
 }
 
 // readHeader is ReadHeader on any io.ReaderAt.
