@@ -65,8 +65,12 @@ func (f *frame) check(maxBlock int) error {
 // over the payload.
 func crcStart(h []byte) uint32 { return crc32.Update(0, castagnoli, h[4:16]) }
 
-// appendFrame appends a frame header and payload for a block.
-func appendFrame(dst []byte, typ, codec uint8, raw int, payload []byte) []byte {
+// AppendBlock appends one block to dst: its frame (sync marker, type,
+// codec, the payload's stored size, raw size raw, checksum) and the payload
+// as given, compressed or not. A Writer writes whole valid files; this is
+// for tools and tests that craft blocks of their own (docs/format.md, "File
+// layout").
+func AppendBlock(dst []byte, typ, codec uint8, raw int, payload []byte) []byte {
 	var h [spec.BlockHeaderSize]byte
 	binary.LittleEndian.PutUint32(h[0:], spec.BlockSync)
 	h[4] = typ

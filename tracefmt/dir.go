@@ -187,24 +187,11 @@ func OpenDir(dir string) (*Trace, error) {
 			return nil, fmt.Errorf("%s: %s says the world has %d ranks, %s says %d", dir, ManifestName, m.WorldSize, first.Path, t.Size)
 		}
 	}
-	var missing []int
-	for r := 0; r < t.Size; r++ {
-		if rf, ok := byRank[r]; ok {
-			t.Files = append(t.Files, *rf)
-		} else {
-			missing = append(missing, r)
-		}
+	for _, rf := range byRank {
+		t.Files = append(t.Files, *rf)
 	}
-	const maxListed = 32
-	for i, r := range missing {
-		if i == maxListed {
-			t.dirDiags.Add(Diagnostic{Severity: DataLoss, Code: CodeMissingRank, Rank: -1, File: dir, Block: -1, Offset: -1,
-				Message: fmt.Sprintf("%d more ranks have no usable file (%s)", len(missing)-maxListed, rankRanges(missing[maxListed:]))})
-			break
-		}
-		t.dirDiags.Add(Diagnostic{Severity: DataLoss, Code: CodeMissingRank, Rank: r, File: filepath.Join(dir, RankFileName(r)), Block: -1, Offset: -1,
-			Message: fmt.Sprintf("no usable file for rank %d of %d", r, t.Size)})
-	}
+	slices.SortFunc(t.Files, func(a, b RankFile) int { return a.Rank - b.Rank })
+	t.missingRanks(first)
 	return t, nil
 }
 
@@ -227,20 +214,55 @@ func (e *noUsableFileError) Error() string {
 
 func (e *noUsableFileError) Unwrap() error { return e.first }
 
-// rankRanges formats sorted ranks as "3, 5-9".
-func rankRanges(rs []int) string {
+// missingRanks reports the ranks of 0..size-1 without a usable file: one
+// diagnostic each when they are few, else one for all of them that names
+// claim, the file whose header gave the size. The size is a claim of a few
+// bytes: nothing here takes time or memory per rank of it.
+func (t *Trace) missingRanks(claim *RankFile) {
+	var gaps []rankSpan
+	n, next := 0, 0
+	gap := func(end int) { // ranks next..end-1 have no file
+		if end > next {
+			gaps = append(gaps, rankSpan{next, end - 1})
+			n += end - next
+		}
+		next = end + 1
+	}
+	for _, f := range t.Files {
+		gap(f.Rank)
+	}
+	gap(t.Size)
+	const maxListed = 32
+	if n > maxListed {
+		t.dirDiags.Add(Diagnostic{Severity: DataLoss, Code: CodeMissingRank, Rank: claim.Rank, File: claim.Path, Block: -1, Offset: -1,
+			Message: fmt.Sprintf("the header says the world has %d ranks, but %d of them have no usable file in %s (%s)", t.Size, n, t.Dir, spanList(gaps))})
+		return
+	}
+	for _, g := range gaps {
+		for r := g.lo; r <= g.hi; r++ {
+			t.dirDiags.Add(Diagnostic{Severity: DataLoss, Code: CodeMissingRank, Rank: r, File: filepath.Join(t.Dir, RankFileName(r)), Block: -1, Offset: -1,
+				Message: fmt.Sprintf("no usable file for rank %d of %d", r, t.Size)})
+		}
+	}
+}
+
+// rankSpan is the ranks lo..hi.
+type rankSpan struct{ lo, hi int }
+
+// spanList formats spans as "3, 5-9", the first 20 of them.
+func spanList(spans []rankSpan) string {
+	const maxShown = 20
 	var parts []string
-	for i := 0; i < len(rs); {
-		j := i
-		for j+1 < len(rs) && rs[j+1] == rs[j]+1 {
-			j++
+	for i, s := range spans {
+		if i == maxShown {
+			parts = append(parts, fmt.Sprintf("and %d more ranges", len(spans)-maxShown))
+			break
 		}
-		if i == j {
-			parts = append(parts, strconv.Itoa(rs[i]))
+		if s.lo == s.hi {
+			parts = append(parts, strconv.Itoa(s.lo))
 		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", rs[i], rs[j]))
+			parts = append(parts, fmt.Sprintf("%d-%d", s.lo, s.hi))
 		}
-		i = j + 1
 	}
 	return strings.Join(parts, ", ")
 }

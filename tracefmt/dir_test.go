@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -333,4 +334,71 @@ func TestTestgenTimesAndRequests(t *testing.T) {
 	if d.Len() != 0 {
 		t.Error(d.Summary())
 	}
+}
+
+// totalAlloc returns the bytes fn allocates.
+func totalAlloc(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A file may claim a world of 2^24 ranks in a few hundred bytes: the
+// directory is opened without allocating per claimed rank, and the missing
+// ranks are one diagnostic naming the file that claims them.
+func TestOpenDirHugeWorld(t *testing.T) {
+	for _, rank := range []int{0, 1<<24 - 1} {
+		dir := t.TempDir()
+		data, err := testgen.HugeWorld(rank, 1<<24)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, tracefmt.RankFileName(rank))
+		os.WriteFile(path, data, 0o644)
+		var tr *tracefmt.Trace
+		n := totalAlloc(func() { tr, err = tracefmt.OpenDir(dir) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 1<<20 {
+			t.Errorf("rank %d: opening a %d-byte file claiming 2^24 ranks allocated %d bytes", rank, len(data), n)
+		}
+		d := tr.Diagnostics()
+		if tr.Size != 1<<24 || len(tr.Files) != 1 || d.Len() != 1 || d.CountCode(tracefmt.CodeMissingRank) != 1 {
+			t.Fatalf("size %d, %d files: %s", tr.Size, len(tr.Files), diagLines(d))
+		}
+		want := "0-16777214"
+		if rank == 0 {
+			want = "1-16777215"
+		}
+		if x := d.All()[0]; x.File != path || x.Rank != rank || !strings.Contains(x.Message, "16777215 of them have no usable file") ||
+			!strings.Contains(x.Message, want) {
+			t.Errorf("%v", x)
+		}
+	}
+	// Many gaps: the ranges listed are bounded too.
+	b := testgen.New(400)
+	dir := t.TempDir()
+	for r := 0; r < 400; r += 2 {
+		data, _ := b.Bytes(r)
+		os.WriteFile(filepath.Join(dir, tracefmt.RankFileName(r)), data, 0o644)
+	}
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := tr.Diagnostics()
+	if d.Len() != 1 || len(d.All()[0].Message) > 300 || !strings.Contains(d.All()[0].Message, "1, 3, 5") {
+		t.Errorf("%s", diagLines(d))
+	}
+}
+
+func diagLines(d *tracefmt.Diagnostics) string {
+	var s []string
+	for _, x := range d.All() {
+		s = append(s, x.String())
+	}
+	return strings.Join(s, "\n")
 }
