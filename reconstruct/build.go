@@ -3,6 +3,7 @@ package reconstruct
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
@@ -30,8 +31,15 @@ func (o Options) workers() int {
 // they say (see Check). The error is for I/O failures and for graphs too
 // large to represent.
 func Build(t *tracefmt.Trace, opts Options) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {
-	b := newBuild(t.Size, opts)
-	err := t.ForEachRank(opts.workers(), func(r *tracefmt.RankReader) error {
+	ranks := make([]int, len(t.Files))
+	for i, f := range t.Files {
+		ranks[i] = f.Rank
+	}
+	b, err := newBuild(t.Size, ranks, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = t.ForEachRank(opts.workers(), func(r *tracefmt.RankReader) error {
 		lossy := func() bool {
 			e := r.End()
 			d := r.Diagnostics()
@@ -62,24 +70,28 @@ func BuildFromRanks(ranks []*tracefmt.RankData, opts Options) (*taskgraph.Graph,
 // count as lost). Sources are consumed concurrently.
 func BuildFromSources(srcs []tracefmt.Source, opts Options) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {
 	size := len(srcs)
-	seen := make(map[int]bool)
+	ranks := make([]int, 0, len(srcs))
 	for _, s := range srcs {
 		h := s.Header()
 		size = max(size, h.Size)
 		if h.Rank < 0 {
 			return nil, nil, fmt.Errorf("a source has rank %d", h.Rank)
 		}
-		if seen[h.Rank] {
-			return nil, nil, fmt.Errorf("two sources for rank %d", h.Rank)
-		}
-		seen[h.Rank] = true
+		ranks = append(ranks, h.Rank)
 	}
-	for r := range seen {
+	slices.Sort(ranks)
+	for i, r := range ranks {
+		if i > 0 && r == ranks[i-1] {
+			return nil, nil, fmt.Errorf("two sources for rank %d", r)
+		}
 		if r >= size {
 			return nil, nil, fmt.Errorf("rank %d in a world of size %d", r, size)
 		}
 	}
-	b := newBuild(size, opts)
+	b, err := newBuild(size, ranks, opts)
+	if err != nil {
+		return nil, nil, err
+	}
 	errs := make([]error, len(srcs))
 	parallel(len(srcs), opts.workers(), func(i int) {
 		s := srcs[i]
@@ -127,15 +139,16 @@ func parallel(n, workers int, fn func(i int)) {
 	wg.Wait()
 }
 
-// build is one reconstruction.
+// build is one reconstruction. Its per-rank tables hold the ranks with a
+// log only: a world may claim many more.
 type build struct {
 	size  int
 	opts  Options
 	gb    *taskgraph.Builder
 	names *nameTable
-	res   []*rankResult // by rank; nil: no log
+	ranks []int         // the ranks with a log, increasing
+	res   []*rankResult // by position in ranks (see result)
 	diags tracefmt.Diagnostics
-	world []int32
 }
 
 // rankResult is what a rank's pass leaves for the cross-rank phases.
@@ -160,15 +173,29 @@ type gchan struct {
 	tag  int64
 }
 
-func newBuild(size int, opts Options) *build {
-	gb := taskgraph.NewBuilder(size)
+// newBuild prepares the reconstruction of a world of size ranks of which
+// ranks (sorted, distinct) have a log.
+func newBuild(size int, ranks []int, opts Options) (*build, error) {
+	gb, err := taskgraph.NewBuilderFor(size, ranks)
+	if err != nil {
+		return nil, err
+	}
 	return &build{size: size, opts: opts, gb: gb, names: &nameTable{gb: gb, m: make(map[string]nameInfo)},
-		res: make([]*rankResult, size)}
+		ranks: ranks, res: make([]*rankResult, len(ranks))}, nil
+}
+
+// result returns rank r's pass, nil when r has no log.
+func (b *build) result(r int) *rankResult {
+	if i, ok := b.gb.Index(r); ok {
+		return b.res[i]
+	}
+	return nil
 }
 
 // rank runs one rank's pass.
 func (b *build) rank(rank int, src tracefmt.Source, file string, lossy func() bool) error {
-	if rank < 0 || rank >= b.size {
+	i, ok := b.gb.Index(rank)
+	if rank < 0 || rank >= b.size || !ok {
 		return fmt.Errorf("%s: rank %d outside the world of %d ranks", file, rank, b.size)
 	}
 	rb := b.gb.Rank(rank)
@@ -181,17 +208,18 @@ func (b *build) rank(rank int, src tracefmt.Source, file string, lossy func() bo
 	}
 	l := lossy()
 	p.Finish(l)
-	b.res[rank] = &rankResult{p: p, lossy: l}
+	b.res[i] = &rankResult{p: p, lossy: l}
 	return nil
 }
 
 func (b *build) isLossy(r int) bool {
-	return r < 0 || r >= b.size || b.res[r] == nil || b.res[r].lossy
+	res := b.result(r)
+	return res == nil || res.lossy
 }
 
 func (b *build) finish(traceDiags *tracefmt.Diagnostics) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {
 	b.sharedNames()
-	parallel(b.size, b.opts.workers(), b.prepareSends)
+	parallel(len(b.res), b.opts.workers(), b.prepareSends)
 	members := b.members()
 	if err := b.gb.Layout(); err != nil {
 		return nil, nil, err
@@ -199,14 +227,14 @@ func (b *build) finish(traceDiags *tracefmt.Diagnostics) (*taskgraph.Graph, *tra
 	if err := b.collectives(members); err != nil {
 		return nil, nil, err
 	}
-	errs := make([]error, b.size)
-	parallel(b.size, b.opts.workers(), func(r int) { errs[r] = b.join(r) })
+	errs := make([]error, len(b.res))
+	parallel(len(b.res), b.opts.workers(), func(i int) { errs[i] = b.join(i) })
 	for _, err := range errs {
 		if err != nil {
 			return nil, nil, err
 		}
 	}
-	parallel(b.size, b.opts.workers(), b.unmatchedSends)
+	parallel(len(b.res), b.opts.workers(), b.unmatchedSends)
 	g, err := b.gb.Finish()
 	if err != nil {
 		return nil, nil, err

@@ -2,6 +2,8 @@ package testgen
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
@@ -12,7 +14,7 @@ import (
 
 // HugeWorld returns a valid log of the given rank of a world that claims
 // size ranks (at most 1<<24, the largest a header may claim): MPI_Init, a
-// barrier on MPI_COMM_WORLD, a message to the last rank, MPI_Finalize. The
+// barrier on MPI_COMM_WORLD, a message to the next rank, MPI_Finalize. The
 // file is a few hundred bytes whatever the size.
 func HugeWorld(rank, size int) ([]byte, error) {
 	var buf bytes.Buffer
@@ -34,7 +36,7 @@ func HugeWorld(rank, size int) ([]byte, error) {
 		case spec.Coll:
 			ev.F[spec.Comm], ev.F[spec.Root] = spec.CommWorld, spec.RootNone
 		case spec.Send:
-			ev.F[spec.Peer], ev.F[spec.Comm], ev.F[spec.Tag], ev.F[spec.Bytes] = int64(size-1), spec.CommWorld, 7, 8
+			ev.F[spec.Peer], ev.F[spec.Comm], ev.F[spec.Tag], ev.F[spec.Bytes] = int64((rank+1)%size), spec.CommWorld, 7, 8
 		}
 		if err := w.WriteEvent(&ev); err != nil {
 			return nil, err
@@ -45,4 +47,19 @@ func HugeWorld(rank, size int) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// WriteHugeWorld writes the HugeWorld logs of the given ranks of a world of
+// size ranks into dir.
+func WriteHugeWorld(dir string, size int, ranks ...int) error {
+	for _, r := range ranks {
+		data, err := HugeWorld(r, size)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, tracefmt.RankFileName(r)), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
