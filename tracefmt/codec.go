@@ -124,6 +124,9 @@ var (
 
 var errRawSize = errors.New("payload does not decompress to the raw size in the frame")
 
+// rawSlack is the room decompress wants beyond a block's raw size.
+const rawSlack = 64
+
 // decompress decodes a zstd payload that must yield exactly raw bytes, into
 // dst's storage when it is large enough.
 func decompress(dec *zstd.Decoder, payload []byte, raw int, dst []byte) ([]byte, error) {
@@ -136,8 +139,8 @@ func decompress(dec *zstd.Decoder, payload []byte, raw int, dst []byte) ([]byte,
 	}
 	// A little slack lets the decoder notice a frame without content size
 	// that holds more than raw bytes.
-	if cap(dst) < raw+64 {
-		dst = make([]byte, 0, raw+64)
+	if cap(dst) < raw+rawSlack {
+		dst = make([]byte, 0, raw+rawSlack)
 	}
 	out, err := dec.DecodeAll(payload, dst[:0])
 	if err != nil {

@@ -23,7 +23,27 @@ type ReaderOptions struct {
 	// is also the largest value honoured. Fuzzing lowers it to keep memory
 	// small.
 	MaxBlockSize int
+	// BudgetFloor and MaxRatio bound the decompressed bytes the reader
+	// holds at once — the current events block of every recorder thread
+	// while it merges them by time, or a header or strings block — to
+	// BudgetFloor + MaxRatio × the file's size: what a file can justify. A
+	// block beyond it is skipped with a data-loss diagnostic
+	// (CodeOverBudget). 0 means DefaultBudgetFloor (at most MaxBlockSize)
+	// and DefaultMaxRatio.
+	BudgetFloor int
+	MaxRatio    int
 }
+
+const (
+	// DefaultMaxRatio is the compression ratio a file's budget for
+	// decompressed blocks allows: real recordings' blocks compress up to
+	// 34 times, polling loops best (docs/performance.md); zstd's
+	// run-length blocks reach 30000.
+	DefaultMaxRatio = 256
+	// DefaultBudgetFloor is the budget of even the smallest file: a block
+	// as large as the recorder's largest buffer always fits.
+	DefaultBudgetFloor = 16 << 20
+)
 
 // RankReader decodes one rank file. See the package documentation for the
 // two passes. Opening the file runs the first pass, so Header, Strings, End
@@ -75,8 +95,13 @@ type RankReader struct {
 	sdec    *zstd.Decoder
 	cbuf    []byte
 	scanBuf []byte // for findSync
+	rawBuf  []byte // the first pass's decompressed header, strings and end blocks
 	pfx     [maxEventsPrefix]byte
-	budget  int64
+	budget  int64 // bytes of damage the first pass may still scan
+
+	// rawBudget bounds rawHeld, the decompressed bytes held at once: the
+	// capacity of rawBuf and of every cursor's buffer (see reserve).
+	rawBudget, rawHeld int64
 }
 
 // eventsBlock is the first pass's record of one events block.
@@ -153,17 +178,34 @@ func sizeOf(r io.Reader) (int64, bool) {
 	return 0, false
 }
 
-func newRankReader(ra io.ReaderAt, size int64, name string, o ReaderOptions) (*RankReader, error) {
+// newReader returns a reader of size bytes of ra, not yet scanned.
+func newReader(ra io.ReaderAt, size int64, name string, o ReaderOptions) *RankReader {
 	r := &RankReader{name: name, ra: ra, size: size, maxBlock: spec.MaxBlockSize, header: Header{Rank: -1}}
 	if o.MaxBlockSize > 0 && o.MaxBlockSize < spec.MaxBlockSize {
 		r.maxBlock = o.MaxBlockSize
 	}
+	floor, ratio := int64(min(DefaultBudgetFloor, r.maxBlock)), int64(DefaultMaxRatio)
+	if o.BudgetFloor > 0 {
+		floor = int64(o.BudgetFloor)
+	}
+	if o.MaxRatio > 0 {
+		ratio = int64(o.MaxRatio)
+	}
+	r.rawBudget = floor + min(ratio, math.MaxInt64/max(size, 1)/2)*size
+	return r
+}
+
+func newRankReader(ra io.ReaderAt, size int64, name string, o ReaderOptions) (*RankReader, error) {
+	r := newReader(ra, size, name, o)
 	if err := r.readFileHeader(); err != nil {
 		return nil, err
 	}
 	r.dec = decoderPool.Get().(*zstd.Decoder)
 	r.sdec = streamDecoderPool.Get().(*zstd.Decoder)
-	if err := r.scan(false); err != nil {
+	err := r.scan(false)
+	r.unreserve(r.rawBuf)
+	r.rawBuf = nil
+	if err != nil {
 		r.release()
 		return nil, err
 	}
@@ -189,10 +231,7 @@ func ReadHeader(path string) (Header, error) {
 
 // readHeader is ReadHeader on any io.ReaderAt.
 func readHeader(ra io.ReaderAt, size int64, name string, o ReaderOptions) (Header, error) {
-	r := &RankReader{name: name, ra: ra, size: size, maxBlock: spec.MaxBlockSize, header: Header{Rank: -1}}
-	if o.MaxBlockSize > 0 && o.MaxBlockSize < spec.MaxBlockSize {
-		r.maxBlock = o.MaxBlockSize
-	}
+	r := newReader(ra, size, name, o)
 	if err := r.readFileHeader(); err != nil {
 		return Header{}, err
 	}
@@ -231,7 +270,8 @@ func (r *RankReader) release() {
 func (r *RankReader) Close() error {
 	r.release()
 	r.cursors, r.heap, r.cur = nil, nil, nil
-	r.cbuf, r.scanBuf, r.blocks = nil, nil, nil
+	r.cbuf, r.scanBuf, r.rawBuf, r.blocks = nil, nil, nil, nil
+	r.rawHeld = 0
 	if r.closer != nil {
 		err := r.closer.Close()
 		r.closer = nil
@@ -481,13 +521,53 @@ func (r *RankReader) readPayload(off int64, f frame) ([]byte, error) {
 	return p, r.readAt(p, off+spec.BlockHeaderSize)
 }
 
-// rawPayload decompresses a small block's payload.
+// rawPayload decompresses the payload of a header, strings or end block
+// into rawBuf.
 func (r *RankReader) rawPayload(f frame, payload []byte) ([]byte, error) {
 	if f.codec == spec.CodecNone {
 		return payload, nil
 	}
-	return decompress(r.dec, payload, int(f.raw), nil)
+	buf, ok := r.reserve(r.rawBuf, int(f.raw)+rawSlack)
+	if !ok {
+		return nil, r.overBudget(f)
+	}
+	out, err := decompress(r.dec, payload, int(f.raw), buf)
+	r.rawBuf = out
+	return out, err
 }
+
+// reserve returns buf emptied with room for n bytes, or false when the
+// decompressed bytes the reader holds (rawHeld, which counts buf) would
+// pass its budget. A larger buffer replaces buf, growing geometrically
+// within the budget, so that blocks of growing sizes allocate at most
+// twice what the budget allows.
+func (r *RankReader) reserve(buf []byte, n int) ([]byte, bool) {
+	if cap(buf) >= n {
+		return buf[:0], true
+	}
+	others := r.rawHeld - int64(cap(buf))
+	room := r.rawBudget - others
+	if int64(n) > room {
+		return buf, false
+	}
+	c := max(int64(n), min(2*int64(cap(buf)), room, int64(r.maxBlock)+rawSlack))
+	r.rawHeld = others + c
+	return make([]byte, 0, c), true
+}
+
+// unreserve gives up buf's storage.
+func (r *RankReader) unreserve(buf []byte) { r.rawHeld -= int64(cap(buf)) }
+
+// overBudget describes a block that does not fit the reader's budget for
+// decompressed bytes.
+func (r *RankReader) overBudget(f frame) error {
+	return &budgetError{fmt.Sprintf("%s block of %d bytes (%d stored) would take the decompressed blocks held at once past this %d-byte file's budget of %d bytes",
+		blockTypeName(f.typ), f.raw, f.stored, r.size, r.rawBudget)}
+}
+
+type budgetError struct{ msg string }
+
+func (e *budgetError) Error() string { return e.msg }
 
 // block handles one checked block of the first pass.
 func (r *RankReader) block(idx int, off int64, f frame, payload []byte) {
@@ -501,7 +581,14 @@ func (r *RankReader) block(idx int, off int64, f frame, payload []byte) {
 	}
 	raw, err := r.rawPayload(f, payload)
 	if err != nil {
-		r.diag(DataLoss, CodeUndecodableBlock, idx, off, "decompressing %s block: %v", blockTypeName(f.typ), err)
+		code, msg := CodeUndecodableBlock, fmt.Sprintf("decompressing %s block: %v", blockTypeName(f.typ), err)
+		if errors.As(err, new(*budgetError)) {
+			code, msg = CodeOverBudget, err.Error()+": block skipped"
+		}
+		if f.typ == spec.BlockHeader && !r.hdrOK {
+			r.hdrErr = fmt.Sprintf("block %d at offset %d: %s", idx, off, msg)
+		}
+		r.diag(DataLoss, code, idx, off, "%s", msg)
 		return
 	}
 	pr := &payloadReader{b: raw}
@@ -512,7 +599,10 @@ func (r *RankReader) block(idx int, off int64, f frame, payload []byte) {
 			return
 		}
 		n := pr.count("header.count", 2)
-		h := Header{Version: r.version, Meta: make([]KeyValue, 0, n)}
+		if n > maxHeaderKeys {
+			pr.fail("header.count", fmt.Errorf("%d keys, more than %d", n, maxHeaderKeys))
+		}
+		h := Header{Version: r.version, Meta: make([]KeyValue, 0, min(n, 64))}
 		for i := 0; i < n && pr.err == nil; i++ {
 			k := pr.str(fmt.Sprintf("header[%d].key", i))
 			v := pr.str(fmt.Sprintf("header[%d].value", i))
@@ -538,10 +628,10 @@ func (r *RankReader) block(idx int, off int64, f frame, payload []byte) {
 			if pr.err != nil {
 				break
 			}
-			if r.strings.bytes+len(s) > maxStringBytes {
+			if r.strings.bytes+len(s) > maxStringBytes || r.strings.Len() >= maxStrings {
 				if !r.stringsFull {
 					r.stringsFull = true
-					r.diag(DataLoss, CodeStringTableFull, idx, off, "string table exceeds %d bytes; further strings ignored", maxStringBytes)
+					r.diag(DataLoss, CodeStringTableFull, idx, off, "string table exceeds %d strings or %d bytes; further strings ignored", maxStrings, maxStringBytes)
 				}
 				continue
 			}
@@ -572,8 +662,15 @@ func (r *RankReader) block(idx int, off int64, f frame, payload []byte) {
 	}
 }
 
-// maxStringBytes bounds the total size of a rank's string table.
-const maxStringBytes = spec.MaxBlockSize
+// maxStringBytes and maxStrings bound a rank's string table: the recorder
+// names the MPI functions a rank called, a few hundred.
+const (
+	maxStringBytes = spec.MaxBlockSize
+	maxStrings     = 1 << 18
+)
+
+// maxHeaderKeys bounds a header block's keys (the recorder writes 14).
+const maxHeaderKeys = 1 << 16
 
 // indexEvents reads the prefix of an events block (thread, seq, count, base)
 // and records the block for the second pass.
@@ -704,11 +801,14 @@ func (c *cursor) load() bool {
 	for c.bi < len(c.blocks) {
 		b := &r.blocks[c.blocks[c.bi]]
 		c.bi++
+		buf, ok := r.reserve(c.buf, int(b.f.raw)+rawSlack)
+		if !ok {
+			r.diag(DataLoss, CodeOverBudget, b.index, b.off, "thread %d: %v: block skipped; %s lost", c.thread, r.overBudget(b.f), nEvents(b.count))
+			continue
+		}
+		c.buf = buf
 		var payload []byte
 		if b.f.codec == spec.CodecNone {
-			if cap(c.buf) < int(b.f.stored) {
-				c.buf = make([]byte, b.f.stored)
-			}
 			payload = c.buf[:b.f.stored]
 			if err := r.readAt(payload, b.off+spec.BlockHeaderSize); err != nil {
 				r.err = err
@@ -747,7 +847,9 @@ func (c *cursor) load() bool {
 		c.prevEnd = b.base
 		return true
 	}
-	c.blk = nil
+	// The thread's stream is over: its buffer is no longer held.
+	r.unreserve(c.buf)
+	c.buf, c.blk = nil, nil
 	return false
 }
 

@@ -2,6 +2,7 @@ package testgen
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 
@@ -62,4 +63,87 @@ func WriteHugeWorld(dir string, size int, ranks ...int) error {
 		}
 	}
 	return nil
+}
+
+// BlockBomb returns the log of rank 0 of a one-rank world whose threads
+// recorder threads each wrote one events block of about raw bytes (raw is
+// at most spec.MaxBlockSize), all MPI_Test calls, each block a zstd frame
+// of about raw/32768 bytes (RLEBlock). With 64 threads of 64 MiB it is a
+// 134 KB file whose threads a reader merging them by time would hold 4 GiB
+// of at once.
+func BlockBomb(threads, raw int) []byte {
+	blocks := [][]byte{HeaderBlock(0, 1, "hostile-block-bomb")}
+	strs := appendString(binary.AppendUvarint(binary.AppendUvarint(nil, 1), 1), "MPI_Test")
+	blocks = append(blocks, tracefmt.AppendBlock(nil, spec.BlockStrings, spec.CodecNone, len(strs), strs))
+	// Every event is the four bytes 01 01 01 01: kind Call, fn 1, gap -1,
+	// dur 1 (all of them end when the block's base does).
+	n := max(raw-4*binary.MaxVarintLen64, 4)
+	n -= n % 4
+	count := uint64(n / 4)
+	for t := 0; t < threads; t++ {
+		blocks = append(blocks, RLEBlock(spec.BlockEvents, uvarints(uint64(t), 0, count, 1_000_000_000), 0x01, n))
+	}
+	end := uvarints(spec.EndFinalize, 0, count*uint64(threads), uint64(threads), 1_000_000_000, 0)
+	blocks = append(blocks, tracefmt.AppendBlock(nil, spec.BlockEnd, spec.CodecNone, len(end), end))
+	return RawFile(blocks...)
+}
+
+// RawFile returns the magic and the current format version followed by
+// blocks (see tracefmt.AppendBlock).
+func RawFile(blocks ...[]byte) []byte {
+	f := binary.LittleEndian.AppendUint16([]byte(spec.Magic), spec.Current)
+	for _, b := range blocks {
+		f = append(f, b...)
+	}
+	return f
+}
+
+// HeaderBlock returns an uncompressed header block of a rank of a run.
+func HeaderBlock(rank, size int, runID string) []byte {
+	h := tracefmt.NewHeader(rank, size, runID)
+	p := binary.AppendUvarint(nil, uint64(len(h.Meta)))
+	for _, kv := range h.Meta {
+		p = appendString(appendString(p, kv.Key), kv.Value)
+	}
+	return tracefmt.AppendBlock(nil, spec.BlockHeader, spec.CodecNone, len(p), p)
+}
+
+// RLEBlock returns a block of type typ whose payload is one zstd frame
+// (RFC 8878) that decompresses to prefix followed by n copies of b: a raw
+// block, then run-length blocks of at most 128 KiB, four bytes each.
+func RLEBlock(typ uint8, prefix []byte, b byte, n int) []byte {
+	z := binary.LittleEndian.AppendUint32(nil, 0xFD2FB528)
+	// Frame header descriptor: an 8-byte content size, single segment (no
+	// window descriptor), no checksum, no dictionary.
+	z = append(z, 0xE0)
+	z = binary.LittleEndian.AppendUint64(z, uint64(len(prefix)+n))
+	block := func(typ, size int, last bool, data []byte) {
+		h := uint32(size)<<3 | uint32(typ)<<1
+		if last {
+			h |= 1
+		}
+		z = append(z, byte(h), byte(h>>8), byte(h>>16))
+		z = append(z, data...)
+	}
+	const rawBlock, rleBlock, maxBlock = 0, 1, 128 << 10
+	block(rawBlock, len(prefix), n == 0, prefix)
+	for left := n; left > 0; {
+		s := min(left, maxBlock)
+		left -= s
+		block(rleBlock, s, left == 0, []byte{b})
+	}
+	return tracefmt.AppendBlock(nil, typ, spec.CodecZstd, len(prefix)+n, z)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func uvarints(vs ...uint64) []byte {
+	var b []byte
+	for _, v := range vs {
+		b = binary.AppendUvarint(b, v)
+	}
+	return b
 }
