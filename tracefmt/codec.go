@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -123,6 +124,54 @@ var (
 )
 
 var errRawSize = errors.New("payload does not decompress to the raw size in the frame")
+
+// The first pass reads an events block's prefix (thread, seq, count, base)
+// by decoding the first few zstd blocks of its frame, framed on their own
+// with a window of prefixWindowLog: a stream decoder's memory then depends
+// neither on the window nor on the content size the frame declares (it
+// keeps a window of that size, and allocates it anew for each larger one).
+const (
+	prefixBlocks    = 4  // zstd blocks: legit encoders put 128 KiB in the first
+	prefixWindowLog = 20 // above prefixBlocks × 128 KiB, so every match is in reach
+)
+
+// prefixFrame appends to dst[:0] a zstd frame of the first prefixBlocks
+// blocks of the frame payload, whose header h describes.
+func prefixFrame(dst, payload []byte, h *zstd.Header) ([]byte, error) {
+	if h.Skippable || h.DictionaryID != 0 {
+		return dst, errors.New("not a zstd frame without dictionary")
+	}
+	// No content size, no checksum, no dictionary; a window descriptor.
+	dst = append(dst[:0], payload[:4]...)
+	dst = append(dst, 0, (prefixWindowLog-10)<<3)
+	p := h.HeaderSize
+	for i := 0; i < prefixBlocks; i++ {
+		if p+3 > len(payload) {
+			return dst, io.ErrUnexpectedEOF
+		}
+		bh := uint32(payload[p]) | uint32(payload[p+1])<<8 | uint32(payload[p+2])<<16
+		n := int(bh >> 3)
+		switch typ := bh >> 1 & 3; typ {
+		case 1: // run-length: one byte stored
+			n = 1
+		case 3:
+			return dst, errors.New("zstd block of the reserved type")
+		}
+		if p+3+n > len(payload) {
+			return dst, io.ErrUnexpectedEOF
+		}
+		if i == prefixBlocks-1 {
+			bh |= 1 // the last block of this frame
+		}
+		dst = append(dst, byte(bh), byte(bh>>8), byte(bh>>16))
+		dst = append(dst, payload[p+3:p+3+n]...)
+		if bh&1 != 0 {
+			break
+		}
+		p += 3 + n
+	}
+	return dst, nil
+}
 
 // rawSlack is the room decompress wants beyond a block's raw size.
 const rawSlack = 64

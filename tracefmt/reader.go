@@ -96,12 +96,21 @@ type RankReader struct {
 	cbuf    []byte
 	scanBuf []byte // for findSync
 	rawBuf  []byte // the first pass's decompressed header, strings and end blocks
-	pfx     [maxEventsPrefix]byte
-	budget  int64 // bytes of damage the first pass may still scan
+	// pfxFrame is the first pass's frame of an events block's first zstd
+	// blocks, to read the block's prefix from (see prefixFrame).
+	pfxFrame []byte
+	pfx      [maxEventsPrefix]byte
+	budget   int64 // bytes of damage the first pass may still scan
 
 	// rawBudget bounds rawHeld, the decompressed bytes held at once: the
-	// capacity of rawBuf and of every cursor's buffer (see reserve).
+	// capacity of rawBuf, spare and every cursor's buffer (see reserve).
 	rawBudget, rawHeld int64
+	// Storage given up by the threads whose stream ended, for the others:
+	// a thread after another costs no new allocation.
+	spare            []byte
+	spareRanks       []int64
+	spareReqs        []uint64
+	spareCompletions []Completion
 }
 
 // eventsBlock is the first pass's record of one events block.
@@ -270,7 +279,8 @@ func (r *RankReader) release() {
 func (r *RankReader) Close() error {
 	r.release()
 	r.cursors, r.heap, r.cur = nil, nil, nil
-	r.cbuf, r.scanBuf, r.rawBuf, r.blocks = nil, nil, nil, nil
+	r.cbuf, r.scanBuf, r.rawBuf, r.pfxFrame, r.blocks = nil, nil, nil, nil, nil
+	r.spare, r.spareRanks, r.spareReqs, r.spareCompletions = nil, nil, nil, nil
 	r.rawHeld = 0
 	if r.closer != nil {
 		err := r.closer.Close()
@@ -545,6 +555,12 @@ func (r *RankReader) reserve(buf []byte, n int) ([]byte, bool) {
 	if cap(buf) >= n {
 		return buf[:0], true
 	}
+	if cap(r.spare) >= n {
+		buf, r.spare = r.spare, buf // both stay held
+		return buf[:0], true
+	}
+	r.unreserve(r.spare)
+	r.spare = nil
 	others := r.rawHeld - int64(cap(buf))
 	room := r.rawBudget - others
 	if int64(n) > room {
@@ -557,6 +573,27 @@ func (r *RankReader) reserve(buf []byte, n int) ([]byte, bool) {
 
 // unreserve gives up buf's storage.
 func (r *RankReader) unreserve(buf []byte) { r.rawHeld -= int64(cap(buf)) }
+
+// retire keeps the storage of a cursor whose stream ended for the other
+// threads: the larger of its buffer and the spare, and likewise its lists.
+func (r *RankReader) retire(c *cursor) {
+	if cap(c.buf) > cap(r.spare) {
+		r.spare, c.buf = c.buf, r.spare
+	}
+	r.unreserve(c.buf)
+	c.buf = nil
+	ev := &c.ev
+	ev.Ranks, r.spareRanks = nil, larger(ev.Ranks, r.spareRanks)
+	ev.Reqs, r.spareReqs = nil, larger(ev.Reqs, r.spareReqs)
+	ev.Completions, r.spareCompletions = nil, larger(ev.Completions, r.spareCompletions)
+}
+
+func larger[T any](a, b []T) []T {
+	if cap(a) > cap(b) {
+		return a
+	}
+	return b
+}
 
 // overBudget describes a block that does not fit the reader's budget for
 // decompressed bytes.
@@ -686,7 +723,10 @@ func (r *RankReader) indexEvents(idx int, off int64, f frame, payload []byte) {
 			err = fmt.Errorf("zstd frame holds %d bytes, the block frame says %d", h.FrameContentSize, f.raw)
 		}
 		if err == nil {
-			err = r.sdec.Reset(bytes.NewReader(payload))
+			r.pfxFrame, err = prefixFrame(r.pfxFrame, payload, &h)
+		}
+		if err == nil {
+			err = r.sdec.Reset(bytes.NewReader(r.pfxFrame))
 		}
 		if err == nil {
 			_, err = io.ReadFull(r.sdec, r.pfx[:n])
@@ -847,9 +887,9 @@ func (c *cursor) load() bool {
 		c.prevEnd = b.base
 		return true
 	}
-	// The thread's stream is over: its buffer is no longer held.
-	r.unreserve(c.buf)
-	c.buf, c.blk = nil, nil
+	// The thread's stream is over: its storage goes to the others.
+	r.retire(c)
+	c.blk = nil
 	return false
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/internal/zstdrle"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
 
@@ -109,30 +110,10 @@ func HeaderBlock(rank, size int, runID string) []byte {
 }
 
 // RLEBlock returns a block of type typ whose payload is one zstd frame
-// (RFC 8878) that decompresses to prefix followed by n copies of b: a raw
-// block, then run-length blocks of at most 128 KiB, four bytes each.
+// that decompresses to prefix followed by n copies of b, in about n/32768
+// bytes (see zstdrle.Frame).
 func RLEBlock(typ uint8, prefix []byte, b byte, n int) []byte {
-	z := binary.LittleEndian.AppendUint32(nil, 0xFD2FB528)
-	// Frame header descriptor: an 8-byte content size, single segment (no
-	// window descriptor), no checksum, no dictionary.
-	z = append(z, 0xE0)
-	z = binary.LittleEndian.AppendUint64(z, uint64(len(prefix)+n))
-	block := func(typ, size int, last bool, data []byte) {
-		h := uint32(size)<<3 | uint32(typ)<<1
-		if last {
-			h |= 1
-		}
-		z = append(z, byte(h), byte(h>>8), byte(h>>16))
-		z = append(z, data...)
-	}
-	const rawBlock, rleBlock, maxBlock = 0, 1, 128 << 10
-	block(rawBlock, len(prefix), n == 0, prefix)
-	for left := n; left > 0; {
-		s := min(left, maxBlock)
-		left -= s
-		block(rleBlock, s, left == 0, []byte{b})
-	}
-	return tracefmt.AppendBlock(nil, typ, spec.CodecZstd, len(prefix)+n, z)
+	return tracefmt.AppendBlock(nil, typ, spec.CodecZstd, len(prefix)+n, zstdrle.Frame(prefix, b, n))
 }
 
 func appendString(b []byte, s string) []byte {
