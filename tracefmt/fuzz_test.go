@@ -168,7 +168,7 @@ func FuzzReader(f *testing.F) {
 			herr, err error
 			long      bool
 		)
-		n := 0
+		n, elems := 0, 0
 		alloc := allocs.Bytes(func() {
 			// The header-only path (OpenDir) must cope as well, and agree.
 			h, herr = readHeader(bytes.NewReader(data), int64(len(data)), "fuzz", fuzzOptions)
@@ -178,9 +178,11 @@ func FuzzReader(f *testing.F) {
 			// A few bytes of zstd can hold a megabyte of events; stop
 			// early so that each input runs quickly under coverage
 			// instrumentation.
-			for n < 2_000_000 && r.Next() {
+			for n < 50_000 && r.Next() {
 				ev := r.Event()
-				long = long || len(ev.Ranks)+len(ev.Reqs)+len(ev.Completions) > fuzzMaxBlock
+				l := len(ev.Ranks) + len(ev.Reqs) + len(ev.Completions)
+				long = long || l > fuzzMaxBlock
+				elems += l
 				n++
 			}
 		})
@@ -217,7 +219,7 @@ func FuzzReader(f *testing.F) {
 		if len(r.blocks) > len(data)/spec.BlockHeaderSize {
 			t.Fatalf("%d blocks indexed from %d bytes", len(r.blocks), len(data))
 		}
-		if n > 20000 {
+		if n > 20000 || elems > 100000 {
 			return // keep the in-memory round trip small
 		}
 		// What was decoded must be representable: text → binary → text.
