@@ -40,12 +40,11 @@ func Build(t *tracefmt.Trace, opts Options) (*taskgraph.Graph, *tracefmt.Diagnos
 		return nil, nil, err
 	}
 	err = t.ForEachRank(opts.workers(), func(r *tracefmt.RankReader) error {
-		lossy := func() bool {
-			e := r.End()
+		end := func() rankEnd {
 			d := r.Diagnostics()
-			return e == nil || e.Reason != spec.EndFinalize || d.Count(tracefmt.DataLoss) > 0 || d.Count(tracefmt.Error) > 0
+			return endOf(r.End(), d.Count(tracefmt.DataLoss) > 0 || d.Count(tracefmt.Error) > 0)
 		}
-		return b.rank(r.Rank(), r, r.Name(), lossy)
+		return b.rank(r.Rank(), r, r.Name(), end)
 	})
 	if err != nil {
 		return nil, nil, err
@@ -95,8 +94,8 @@ func BuildFromSources(srcs []tracefmt.Source, opts Options) (*taskgraph.Graph, *
 	errs := make([]error, len(srcs))
 	parallel(len(srcs), opts.workers(), func(i int) {
 		s := srcs[i]
-		lossy := func() bool { e := s.End(); return e == nil || e.Reason != spec.EndFinalize }
-		errs[i] = b.rank(s.Header().Rank, s, "", lossy)
+		end := func() rankEnd { return endOf(s.End(), false) }
+		errs[i] = b.rank(s.Header().Rank, s, "", end)
 	})
 	for _, err := range errs {
 		if err != nil {
@@ -153,8 +152,8 @@ type build struct {
 
 // rankResult is what a rank's pass leaves for the cross-rank phases.
 type rankResult struct {
-	p     *rankPass
-	lossy bool
+	p   *rankPass
+	end rankEnd
 
 	sendOrder []uint32 // the rank's sends grouped by channel, in posting order
 	sendOff   []uint32 // sends of send channel c: sendOrder[sendOff[c]:sendOff[c+1]]
@@ -192,8 +191,35 @@ func (b *build) result(r int) *rankResult {
 	return nil
 }
 
+// rankEnd is how a rank's log ends.
+type rankEnd struct {
+	// lossy: the log lost something (no end record, damage): what its
+	// rank's peers miss may be in the lost part.
+	lossy bool
+	// early, for a complete log whose rank ended before MPI_Finalize, says
+	// how ("MPI_Abort", "signal 15", ...): what its peers miss was never
+	// done, which is no error of the trace.
+	early string
+}
+
+// endOf classifies a log from its end record (nil: none) and whether the
+// reader found damage.
+func endOf(e *tracefmt.End, damaged bool) rankEnd {
+	switch {
+	case e == nil || damaged:
+		return rankEnd{lossy: true}
+	case e.Reason == spec.EndFinalize:
+		return rankEnd{}
+	case e.Reason == spec.EndAbort:
+		return rankEnd{early: "MPI_Abort"}
+	case e.Reason == spec.EndSignal:
+		return rankEnd{early: "signal " + itoa(int(e.Signal))}
+	}
+	return rankEnd{early: e.ReasonString()}
+}
+
 // rank runs one rank's pass.
-func (b *build) rank(rank int, src tracefmt.Source, file string, lossy func() bool) error {
+func (b *build) rank(rank int, src tracefmt.Source, file string, end func() rankEnd) error {
 	i, ok := b.gb.Index(rank)
 	if rank < 0 || rank >= b.size || !ok {
 		return fmt.Errorf("%s: rank %d outside the world of %d ranks", file, rank, b.size)
@@ -206,15 +232,25 @@ func (b *build) rank(rank int, src tracefmt.Source, file string, lossy func() bo
 	if err := src.Err(); err != nil {
 		return err
 	}
-	l := lossy()
-	p.Finish(l)
-	b.res[i] = &rankResult{p: p, lossy: l}
+	e := end()
+	p.Finish(e)
+	b.res[i] = &rankResult{p: p, end: e}
 	return nil
 }
 
-func (b *build) isLossy(r int) bool {
+// missing says how to weigh what rank r's peers miss of it (an unmatched
+// message, a missing collective call): data loss when its log is
+// incomplete (or absent), a warning when the rank ended early, else an
+// error; note explains it at the end of the diagnostic.
+func (b *build) missing(r int) (sev tracefmt.Severity, note string) {
 	res := b.result(r)
-	return res == nil || res.lossy
+	switch {
+	case res == nil || res.end.lossy:
+		return tracefmt.DataLoss, "; rank " + itoa(r) + "'s log is incomplete"
+	case res.end.early != "":
+		return tracefmt.Warning, "; rank " + itoa(r) + " ended early (" + res.end.early + ")"
+	}
+	return tracefmt.Error, ""
 }
 
 func (b *build) finish(traceDiags *tracefmt.Diagnostics) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {

@@ -210,17 +210,14 @@ func (b *build) collectives(members map[commKey][]int32) error {
 		// without (they made no call), one by one while they are few.
 		const maxListed = 32
 		mismatch := func(m int32, n int) {
-			sev := tracefmt.Error
-			if b.isLossy(int(m)) {
-				sev = tracefmt.DataLoss
-			}
+			sev, note := b.missing(int(m))
 			file := ""
 			if res := b.result(int(m)); res != nil {
 				file = res.p.file
 			}
 			addDiag(&b.diags, sev, CodeCollectiveCount, int(m), file,
 				"rank %d made %d collective calls on %s, other members up to %d: the last instances lack its call%s",
-				m, n, commName(g.key), maxLen, lostNote(sev, int(m)))
+				m, n, commName(g.key), maxLen, note)
 		}
 		nAbsent, absent := b.logged(mem, maxListed, func(m int32) {
 			n := 0

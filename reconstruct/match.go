@@ -117,12 +117,9 @@ func (b *build) join(ri int) error {
 			if rc.node == noNode {
 				continue
 			}
-			sev := tracefmt.Error
-			if b.isLossy(s) {
-				sev = tracefmt.DataLoss
-			}
+			sev, note := b.missing(s)
 			addDiag(&res.joinDiags, sev, CodeUnmatchedRecv, r, p.file,
-				"event %d: receive from rank %d (tag %d, %s) matched no message%s", b.gb.Rank(r).Event(rc.node), s, k.tag, commName(ck), lostNote(sev, s))
+				"event %d: receive from rank %d (tag %d, %s) matched no message%s", b.gb.Rank(r).Event(rc.node), s, k.tag, commName(ck), note)
 		}
 	}
 	order = nil
@@ -186,23 +183,13 @@ func (b *build) unmatchedSends(ri int) {
 			continue
 		}
 		dst := int(k.peer)
-		sev := tracefmt.Error
-		if b.isLossy(dst) {
-			sev = tracefmt.DataLoss
-		}
+		sev, note := b.missing(dst)
 		for _, si := range res.sendOrder[first:end] {
 			s := p.sends.at(int(si))
 			addDiag(&res.sendDiags, sev, CodeUnmatchedSend, r, p.file, "event %d: message to rank %d (tag %d, %s, %d bytes) was never received%s",
-				b.gb.Rank(r).Event(s.node), dst, k.tag, commName(p.keys[k.comm]), s.bytes, lostNote(sev, dst))
+				b.gb.Rank(r).Event(s.node), dst, k.tag, commName(p.keys[k.comm]), s.bytes, note)
 		}
 	}
 	p.sends = chunked[sendRec]{}
 	res.sendOrder = nil
-}
-
-func lostNote(sev tracefmt.Severity, peer int) string {
-	if sev == tracefmt.DataLoss {
-		return "; rank " + itoa(peer) + "'s log is incomplete"
-	}
-	return ""
 }

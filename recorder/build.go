@@ -151,7 +151,7 @@ func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
 	args := append(append([]string{}, cc[1:]...),
 		"-O2", "-g", "-Wall", "-fPIC", "-shared", "-std=gnu11",
 		"-DMPIT_VERSION=\""+Version+"\"",
-		"-o", LibraryName, "mpit_runtime.c", "mpit_wrappers.c", "-lzstd", "-lpthread")
+		"-o", LibraryName, "mpit_runtime.c", "mpit_wrappers.c", "-lzstd", "-lpthread", "-ldl")
 	cmd := exec.CommandContext(ctx, cc[0], args...)
 	cmd.Dir = tmp
 	out, err := cmd.CombinedOutput()

@@ -45,10 +45,10 @@ func parseFrame(h []byte) (f frame, ok bool) {
 }
 
 // check returns why the frame cannot be a block, or nil. maxBlock bounds
-// the sizes.
-func (f *frame) check(maxBlock int) error {
+// the sizes; maxType is the highest block type of the file's version.
+func (f *frame) check(maxBlock int, maxType uint8) error {
 	switch {
-	case f.typ < spec.BlockHeader || f.typ > spec.BlockEnd:
+	case f.typ < spec.BlockHeader || f.typ > maxType:
 		return fmt.Errorf("unknown block type %d", f.typ)
 	case f.codec != spec.CodecNone && f.codec != spec.CodecZstd:
 		return fmt.Errorf("unknown codec %d", f.codec)

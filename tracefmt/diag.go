@@ -60,6 +60,7 @@ const (
 	CodeEventCountHigh    = "event_count_high"   // the blocks hold more events than the end record counts
 	CodeTrailingBytes     = "trailing_bytes"     // an events block has bytes after its last event
 	CodeAbnormalEnd       = "abnormal_end"       // the end record's reason is not finalize
+	CodeUnfinishedCall    = "unfinished_call"    // a thread's last MPI call never returned (pending block)
 	CodeOverBudget        = "over_budget"        // a block would make the reader hold more decompressed bytes than the file justifies
 
 	// Directory (OpenDir).

@@ -91,9 +91,18 @@ type Trace struct {
 	Size     int        // world size
 	Files    []RankFile // the usable rank files, by rank
 
-	mu        sync.Mutex
-	dirDiags  Diagnostics
-	rankDiags map[int]*Diagnostics // from the last ForEachRank, by rank
+	mu         sync.Mutex
+	dirDiags   Diagnostics
+	rankDiags  map[int]*Diagnostics // from the last ForEachRank, by rank
+	unfinished []UnfinishedCall     // from the last ForEachRank, by rank
+}
+
+// UnfinishedCall is a call that began and never returned in a rank's log
+// (RankReader.Unfinished), with its function's name.
+type UnfinishedCall struct {
+	Rank int    `json:"rank"`
+	Name string `json:"name"`
+	Pending
 }
 
 // OpenDir opens a trace directory: it finds the rank-*.mpit files, reads
@@ -301,8 +310,9 @@ func (t *Trace) ForEachRank(workers int, fn func(r *RankReader) error) error {
 	}
 	workers = min(workers, len(t.Files))
 	type result struct {
-		diags *Diagnostics
-		err   error
+		diags      *Diagnostics
+		unfinished []UnfinishedCall
+		err        error
 	}
 	results := make([]result, len(t.Files))
 	var (
@@ -332,6 +342,10 @@ func (t *Trace) ForEachRank(workers int, fn func(r *RankReader) error) error {
 					// A copy: a pointer into r would keep r's buffers alive.
 					d := *r.Diagnostics()
 					res.diags = &d
+					for _, p := range r.Unfinished() {
+						name, _ := r.Strings().Lookup(p.Fn)
+						res.unfinished = append(res.unfinished, UnfinishedCall{Rank: r.Rank(), Name: name, Pending: p})
+					}
 					if cerr := r.Close(); err == nil {
 						err = cerr
 					}
@@ -349,16 +363,26 @@ func (t *Trace) ForEachRank(workers int, fn func(r *RankReader) error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rankDiags = make(map[int]*Diagnostics)
+	t.unfinished = nil
 	var firstErr error
 	for i, res := range results {
 		if res.diags != nil {
 			t.rankDiags[t.Files[i].Rank] = res.diags
 		}
+		t.unfinished = append(t.unfinished, res.unfinished...)
 		if res.err != nil && firstErr == nil {
 			firstErr = res.err
 		}
 	}
 	return firstErr
+}
+
+// Unfinished returns the calls that never returned in the ranks' logs,
+// found by the last ForEachRank, by rank and thread.
+func (t *Trace) Unfinished() []UnfinishedCall {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.unfinished)
 }
 
 // Diagnostics returns the directory's diagnostics (from OpenDir) followed by

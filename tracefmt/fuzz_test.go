@@ -74,7 +74,7 @@ func readerSeeds(t testing.TB) map[string][]byte {
 	negativeGap := writeFile(t, 0, 1, neg.evs, &WriterOptions{Compression: NoCompression}, nil)
 
 	wrongVersion := bytes.Clone(valid)
-	binary.LittleEndian.PutUint16(wrongVersion[len(spec.Magic):], 2)
+	binary.LittleEndian.PutUint16(wrongVersion[len(spec.Magic):], spec.Current+1)
 
 	every := everyKindSmall()
 	return map[string][]byte{
@@ -90,6 +90,7 @@ func readerSeeds(t testing.TB) map[string][]byte {
 		"missing-end":            writeFile(t, 0, 1, twoThreads.evs[:5], &WriterOptions{Compression: NoCompression}, noEnd),
 		"seq-gap":                seqGap,
 		"every-kind":             writeFile(t, 2, 4, every, &WriterOptions{Compression: NoCompression, BlockSize: 256}, nil),
+		"pending-mpi-error":      binaryOf(t, pendingText),
 	}
 }
 

@@ -82,6 +82,8 @@ type RankReader struct {
 	end         *End
 	afterEnd    bool
 	diags       Diagnostics
+	pending     []Pending // every pending block, in file order
+	unfinished  []Pending // per thread, the last call that never returned
 
 	blocks  []eventsBlock
 	threads []int
@@ -308,6 +310,14 @@ func (r *RankReader) Strings() *Strings { return &r.strings }
 // End returns the end record, or nil when the file has none.
 func (r *RankReader) End() *End { return r.end }
 
+// Pending returns the file's pending blocks, in file order.
+func (r *RankReader) Pending() []Pending { return r.pending }
+
+// Unfinished returns, per thread, the MPI call that began and never
+// returned in the log (its last pending block without an event), in thread
+// order: where a rank hung, or was stopped.
+func (r *RankReader) Unfinished() []Pending { return r.unfinished }
+
 // Threads returns the thread indices that have events blocks, sorted.
 func (r *RankReader) Threads() []int { return r.threads }
 
@@ -403,7 +413,7 @@ func (r *RankReader) syncAt(off int64) bool {
 	return off+4 <= r.size && r.readAt(b[:], off) == nil && bytes.Equal(b[:], syncBytes)
 }
 
-var blockTypeNames = []string{spec.BlockHeader: "header", spec.BlockStrings: "strings", spec.BlockEvents: "events", spec.BlockEnd: "end"}
+var blockTypeNames = []string{spec.BlockHeader: "header", spec.BlockStrings: "strings", spec.BlockEvents: "events", spec.BlockEnd: "end", spec.BlockPending: "pending"}
 
 func blockTypeName(t uint8) string {
 	if int(t) < len(blockTypeNames) && blockTypeNames[t] != "" {
@@ -460,7 +470,7 @@ func (r *RankReader) scan(headerOnly bool) error {
 			r.diag(DataLoss, CodeUnrecognisedBytes, -1, start, "%d bytes that are not a block skipped (resuming at the block sync marker at offset %d)", pos-start, pos)
 			continue
 		}
-		if err := f.check(r.maxBlock); err != nil {
+		if err := f.check(r.maxBlock, spec.MaxBlockType(r.version)); err != nil {
 			r.diag(DataLoss, CodeBadFrame, idx, pos, "bad block frame: %v; looking for the next block", err)
 			idx++
 			if more, err := resync(pos + 1); err != nil {
@@ -691,11 +701,23 @@ func (r *RankReader) block(idx int, off int64, f frame, payload []byte) {
 		e.Blocks = pr.uvarint("end.blocks")
 		e.Time = int64(pr.uvarint("end.time"))
 		e.Dropped = pr.uvarint("end.dropped")
+		if spec.EndFields(r.version) > 6 {
+			e.Code = pr.uvarint("end.code")
+			e.Fn = pr.uvarint("end.fn")
+			e.Message = pr.str("end.message")
+		}
 		if pr.err != nil {
 			r.diag(DataLoss, CodeUndecodableBlock, idx, off, "decoding %s: %v", pr.what, pr.err)
 			return
 		}
 		r.end = &e
+	case spec.BlockPending:
+		p, err := decodePending(pr)
+		if err != nil {
+			r.diag(DataLoss, CodeUndecodableBlock, idx, off, "%v", err)
+			return
+		}
+		r.pending = append(r.pending, p)
 	}
 }
 
@@ -782,6 +804,7 @@ func (r *RankReader) finishScan() {
 	}
 	slices.Sort(r.threads)
 	var counted uint64
+	covered := make(map[int]uint64, len(r.threads))
 	for _, t := range r.threads {
 		var expect uint64
 		for _, bi := range byThread[t] {
@@ -795,8 +818,15 @@ func (r *RankReader) finishScan() {
 			expect = b.seq + b.count
 		}
 		counted += expect
+		covered[t] = expect
 		r.cursors = append(r.cursors, &cursor{r: r, thread: t, blocks: byThread[t], ev: Event{Thread: t}})
 	}
+	r.unfinished = unfinished(r.pending, covered)
+	last := int64(0)
+	if r.end != nil {
+		last = r.end.Time
+	}
+	r.reportUnfinished(last)
 	if r.end == nil {
 		r.diag(DataLoss, CodeMissingEnd, -1, -1, "no end record: the rank stopped before its final flush (killed, or still running); every complete block is read")
 		return
@@ -809,6 +839,10 @@ func (r *RankReader) finishScan() {
 	case spec.EndFinalize:
 	case spec.EndSignal:
 		r.diag(Warning, CodeAbnormalEnd, -1, -1, "the rank ended on signal %d", e.Signal)
+	case spec.EndAbort:
+		r.diag(Warning, CodeAbnormalEnd, -1, -1, "the rank called MPI_Abort (error code %d)", e.Code)
+	case spec.EndMPIError:
+		r.diag(Warning, CodeAbnormalEnd, -1, -1, "the rank ended by an MPI error%s: %s (error class %d)", r.inFn(e.Fn), firstLine(e.Message), e.Code)
 	default:
 		r.diag(Warning, CodeAbnormalEnd, -1, -1, "the rank ended by %s, not after MPI_Finalize", e.ReasonString())
 	}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +31,7 @@ type DOTOptions struct {
 	// Ranks, when not nil, keeps only these ranks' clusters and the shared
 	// vertices on their chains; messages to and from other ranks end at a
 	// "rank N" stub node per other rank.
-	Ranks *RankRange
+	Ranks RankSet
 	// Window, when not nil, keeps only the operations that start within it
 	// (on each rank's clock, from the end of the rank's MPI_Init) and the
 	// shared vertices joined to them.
@@ -53,6 +54,52 @@ func (r RankRange) String() string {
 		return strconv.Itoa(r.First)
 	}
 	return fmt.Sprintf("%d-%d", r.First, r.Last)
+}
+
+// RankSet is a set of world ranks: ranges sorted by First, neither
+// overlapping nor adjacent (NewRankSet makes them so).
+type RankSet []RankRange
+
+// NewRankSet returns the set of the ranks in the given ranges.
+func NewRankSet(ranges ...RankRange) RankSet {
+	rs := slices.Clone(ranges)
+	slices.SortFunc(rs, func(a, b RankRange) int { return cmp.Compare(a.First, b.First) })
+	var s RankSet
+	for _, r := range rs {
+		if n := len(s); n > 0 && r.First <= s[n-1].Last+1 {
+			s[n-1].Last = max(s[n-1].Last, r.Last)
+			continue
+		}
+		s = append(s, r)
+	}
+	return s
+}
+
+// Contains reports whether rank r is in the set.
+func (s RankSet) Contains(rank int) bool {
+	for _, r := range s {
+		if r.Contains(rank) {
+			return true
+		}
+	}
+	return false
+}
+
+// Max returns the largest rank of the set, -1 for an empty set.
+func (s RankSet) Max() int {
+	if len(s) == 0 {
+		return -1
+	}
+	return s[len(s)-1].Last
+}
+
+// String returns the ranges separated by commas: "0-2,4,7".
+func (s RankSet) String() string {
+	parts := make([]string, len(s))
+	for i, r := range s {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, ",")
 }
 
 // Window is a time window [Start, End) on each rank's clock, measured from
@@ -104,8 +151,10 @@ func checkOptions(g *taskgraph.Graph, p *critpath.Path, o *DOTOptions) error {
 	if o.CriticalOnly && p == nil {
 		return errors.New("render: CriticalOnly needs a critical path")
 	}
-	if r := o.Ranks; r != nil && (r.First < 0 || r.Last < r.First || r.Last >= g.Size()) {
-		return fmt.Errorf("render: ranks %s: the graph has ranks 0-%d", r, g.Size()-1)
+	for _, r := range o.Ranks {
+		if r.First < 0 || r.Last < r.First || r.Last >= g.Size() {
+			return fmt.Errorf("render: ranks %s: the graph has ranks 0-%d", o.Ranks, g.Size()-1)
+		}
 	}
 	if w := o.Window; w != nil && (w.Start < 0 || w.End < 0 || w.End != 0 && w.End <= w.Start) {
 		return fmt.Errorf("render: window %s is empty or negative", w)

@@ -126,15 +126,15 @@ var goldens = []struct {
 	{"waitall", "", render.DOTOptions{}},
 	{"icoll", "", render.DOTOptions{}},
 	{"subcomm", "", render.DOTOptions{}},
-	{"subcomm", "ranks1-2", render.DOTOptions{Ranks: &render.RankRange{First: 1, Last: 2}}},
-	{"subcomm", "ranks0.critical", render.DOTOptions{Ranks: &render.RankRange{First: 0, Last: 0}, CriticalOnly: true}},
+	{"subcomm", "ranks1-2", render.DOTOptions{Ranks: render.RankSet{{First: 1, Last: 2}}}},
+	{"subcomm", "ranks0.critical", render.DOTOptions{Ranks: render.RankSet{{First: 0, Last: 0}}, CriticalOnly: true}},
 	{"cycle", "", render.DOTOptions{}},
 	{"halo4", "", render.DOTOptions{}},
 	{"halo4", "critical", render.DOTOptions{CriticalOnly: true}},
-	{"halo4", "ranks1-2", render.DOTOptions{Ranks: &render.RankRange{First: 1, Last: 2}}},
+	{"halo4", "ranks1-2", render.DOTOptions{Ranks: render.RankSet{{First: 1, Last: 2}}}},
 	{"halo4", "window50us-100us", render.DOTOptions{Window: &render.Window{Start: us(50), End: us(100)}}},
 	{"halo4", "window100us-", render.DOTOptions{Window: &render.Window{Start: us(100)}}},
-	{"halo4", "ranks3.window-40us.ms", render.DOTOptions{Ranks: &render.RankRange{First: 3, Last: 3},
+	{"halo4", "ranks3.window-40us.ms", render.DOTOptions{Ranks: render.RankSet{{First: 3, Last: 3}},
 		Window: &render.Window{End: us(40)}, Unit: critpath.Millisecond}},
 }
 
@@ -434,8 +434,8 @@ func TestOptionErrors(t *testing.T) {
 		want string
 	}{
 		{nil, render.DOTOptions{CriticalOnly: true}, "needs a critical path"},
-		{p, render.DOTOptions{Ranks: &render.RankRange{First: 1, Last: 2}}, "ranks 1-2: the graph has ranks 0-1"},
-		{p, render.DOTOptions{Ranks: &render.RankRange{First: 1, Last: 0}}, "ranks 1-0"},
+		{p, render.DOTOptions{Ranks: render.RankSet{{First: 1, Last: 2}}}, "ranks 1-2: the graph has ranks 0-1"},
+		{p, render.DOTOptions{Ranks: render.RankSet{{First: 1, Last: 0}}}, "ranks 1-0"},
 		{p, render.DOTOptions{Window: &render.Window{Start: time.Second, End: time.Second}}, "window [1s, 1s)"},
 	} {
 		var b bytes.Buffer
@@ -524,7 +524,7 @@ func TestHugeClaimedWorld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []render.DOTOptions{{}, {Ranks: &render.RankRange{First: 0, Last: 0}}, {CriticalOnly: true}} {
+	for _, o := range []render.DOTOptions{{}, {Ranks: render.RankSet{{First: 0, Last: 0}}}, {CriticalOnly: true}} {
 		var b bytes.Buffer
 		n := allocs.Bytes(func() { err = render.WriteDOT(&b, g, p, testModel{}, o) })
 		if err != nil {

@@ -70,7 +70,7 @@ func run(mpicc, mpirun string, np int) error {
 			return err
 		}
 		os.Remove(dir) // record makes it
-		argv := append([]string{"record", "--out", dir}, p.flags...)
+		argv := append([]string{"record", "-o", dir}, p.flags...)
 		argv = append(argv, "--", mpirun)
 		if filepath.Base(mpirun) == "mpirun.openmpi" || filepath.Base(mpirun) == "mpirun" {
 			argv = append(argv, "--oversubscribe")

@@ -159,10 +159,10 @@ func runEnv(t *testing.T, dir string, env []string, argv ...string) result {
 	return r
 }
 
-// record runs `mpitrace record --out out [flags] -- argv...`.
+// record runs `mpitrace record -o out [flags] -- argv...`.
 func record(t *testing.T, out string, flags []string, argv ...string) result {
 	t.Helper()
-	args := append([]string{mpitraceBin, "record", "--out", out}, flags...)
+	args := append([]string{mpitraceBin, "record", "-o", out}, flags...)
 	args = append(args, "--")
 	return run(t, filepath.Dir(out), append(args, argv...)...)
 }

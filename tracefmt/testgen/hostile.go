@@ -84,7 +84,9 @@ func BlockBomb(threads, raw int) []byte {
 	for t := 0; t < threads; t++ {
 		blocks = append(blocks, RLEBlock(spec.BlockEvents, uvarints(uint64(t), 0, count, 1_000_000_000), 0x01, n))
 	}
-	end := uvarints(spec.EndFinalize, 0, count*uint64(threads), uint64(threads), 1_000_000_000, 0)
+	// The end record of the current version: reason, signal, events,
+	// blocks, time, dropped, code, function and an empty message.
+	end := uvarints(spec.EndFinalize, 0, count*uint64(threads), uint64(threads), 1_000_000_000, 0, 0, 0, 0)
 	blocks = append(blocks, tracefmt.AppendBlock(nil, spec.BlockEnd, spec.CodecNone, len(end), end))
 	return RawFile(blocks...)
 }

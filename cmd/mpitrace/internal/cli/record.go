@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -57,7 +57,7 @@ not a launcher (a singleton MPI program, a script) gets it through its
 environment. mpitrace exits with the launcher's exit status, and never mixes
 or overwrites an earlier recording.`,
 		Example: `  mpitrace record -- mpirun -np 4 ./app input.dat
-  mpitrace record --out run2 -- mpirun.mpich -np 4 ./app
+  mpitrace record -o run2 -- mpirun.mpich -np 4 ./app
   mpitrace record --exclude 'MPI_Wtime,MPI_Comm_rank' -- mpirun -np 64 ./app
   mpitrace record --critpath -- mpirun -np 4 ./app && xdot traces/taskgraph.dot`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -78,7 +78,7 @@ or overwrites an earlier recording.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&opts.Out, "out", "o", "traces", "output `directory` for the rank logs")
+	outputFlag(f, &opts.Out, "traces", "output `directory` for the rank logs")
 	f.BoolVar(&opts.Force, "force", false, "replace the recording already in the output directory")
 	f.StringVar(&opts.MPICC, "mpicc", os.Getenv("MPITRACE_MPICC"), "MPI C compiler `wrapper` to build the recorder with (default: the application's MPI)")
 	f.StringVar(&opts.Include, "include", "", "record only these MPI functions (comma-separated, a trailing * matches a prefix)")
@@ -205,15 +205,13 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 		return err
 	}
 	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.modelName, CriticalOnly: a.graph.NumNodes() > bigDOTGraph}
-	var b bytes.Buffer
-	if err := render.WriteDOT(&b, a.graph, a.path, a.model, ro); err != nil {
+	if err := writeOutput(filepath.Join(dir, taskGraphDOT), func(w io.Writer) error {
+		return render.WriteDOT(w, a.graph, a.path, a.model, ro)
+	}); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, taskGraphDOT), b.Bytes()); err != nil {
-		return fmt.Errorf("writing %s: %w", taskGraphDOT, unwrapPathError(err))
-	}
 	sum := critpath.Summarize(a.graph, a.path, 5)
-	if err := writeSummary(s.Err, opts.Out, a.modelName, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond); err != nil {
+	if err := writeSummary(s.Err, opts.Out, a, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond); err != nil {
 		return err
 	}
 	what := "the task graph"
@@ -347,7 +345,7 @@ func prepareOutDir(dir string, force bool) error {
 			}
 		}
 		if len(old) > 0 && !force {
-			return fmt.Errorf("%s already holds a recording (%d files); record into another directory with --out, or replace it with --force", dir, len(old))
+			return fmt.Errorf("%s already holds a recording (%d files); record into another directory with -o, or replace it with --force", dir, len(old))
 		}
 		for _, n := range old {
 			if err := os.Remove(filepath.Join(dir, n)); err != nil {

@@ -19,7 +19,7 @@ MPI's mpi.h, generated and compiled with that MPI's compiler wrapper.
   mpirun.mpich -genv LD_PRELOAD $(mpitrace recorder build --mpicc mpicc.mpich) -np 2 ./app`,
 	}
 	cmd.AddCommand(newRecorderBuildCmd(s))
-	return cmd
+	return commandGroup(cmd)
 }
 
 type recorderBuildOptions struct {
