@@ -98,11 +98,11 @@ func TestHostileAllocation(t *testing.T) {
 		data  []byte
 		bound uint64
 	}{
-		// 200 lists of up to 1 MiB elements: 8 MiB, a list of twice that
+		// 50 lists of up to 1 MiB elements: 8 MiB, a list of twice that
 		// capacity when growing geometrically, their blocks' buffers.
-		{"list-growth", listGrowth(200, 5000), 40 << 20},
-		// 64 threads of 1 MiB blocks, one after another: one buffer.
-		{"thread-sequence", threadSequence(64, 1<<20), 8 << 20},
+		{"list-growth", listGrowth(50, 20000), 40 << 20},
+		// 64 threads of 256 KiB blocks, one after another: one buffer.
+		{"thread-sequence", threadSequence(64, 256<<10), 8 << 20},
 		{"window", windowFrames(4, 1<<20), 8 << 20},
 	} {
 		_, n, alloc := readAll(t, tc.data, tracefmt.ReaderOptions{})
