@@ -3,6 +3,7 @@ package reconstruct
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
@@ -34,8 +35,15 @@ func (o Options) workers() int {
 // they say (see Check). The error is for I/O failures and for graphs too
 // large to represent.
 func Build(t *tracefmt.Trace, opts Options) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {
-	b := newBuild(t.Size, opts)
-	err := t.ForEachRank(opts.workers(), func(r *tracefmt.RankReader) error {
+	ranks := make([]int, len(t.Files))
+	for i, f := range t.Files {
+		ranks[i] = f.Rank
+	}
+	b, err := newBuild(t.Size, ranks, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = t.ForEachRank(opts.workers(), func(r *tracefmt.RankReader) error {
 		end := func() rankEnd {
 			d := r.Diagnostics()
 			return endOf(r.End(), d.Count(tracefmt.DataLoss) > 0 || d.Count(tracefmt.Error) > 0)
@@ -65,24 +73,28 @@ func BuildFromRanks(ranks []*tracefmt.RankData, opts Options) (*taskgraph.Graph,
 // count as lost). Sources are consumed concurrently.
 func BuildFromSources(srcs []tracefmt.Source, opts Options) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {
 	size := len(srcs)
-	seen := make(map[int]bool)
+	ranks := make([]int, 0, len(srcs))
 	for _, s := range srcs {
 		h := s.Header()
 		size = max(size, h.Size)
 		if h.Rank < 0 {
 			return nil, nil, fmt.Errorf("a source has rank %d", h.Rank)
 		}
-		if seen[h.Rank] {
-			return nil, nil, fmt.Errorf("two sources for rank %d", h.Rank)
-		}
-		seen[h.Rank] = true
+		ranks = append(ranks, h.Rank)
 	}
-	for r := range seen {
+	slices.Sort(ranks)
+	for i, r := range ranks {
+		if i > 0 && r == ranks[i-1] {
+			return nil, nil, fmt.Errorf("two sources for rank %d", r)
+		}
 		if r >= size {
 			return nil, nil, fmt.Errorf("rank %d in a world of size %d", r, size)
 		}
 	}
-	b := newBuild(size, opts)
+	b, err := newBuild(size, ranks, opts)
+	if err != nil {
+		return nil, nil, err
+	}
 	errs := make([]error, len(srcs))
 	parallel(len(srcs), opts.workers(), func(i int) {
 		s := srcs[i]
@@ -130,15 +142,16 @@ func parallel(n, workers int, fn func(i int)) {
 	wg.Wait()
 }
 
-// build is one reconstruction.
+// build is one reconstruction. Its per-rank tables hold the ranks with a
+// log only: a world may claim many more.
 type build struct {
 	size  int
 	opts  Options
 	gb    *taskgraph.Builder
 	names *nameTable
-	res   []*rankResult // by rank; nil: no log
+	ranks []int         // the ranks with a log, increasing
+	res   []*rankResult // by position in ranks (see result)
 	diags tracefmt.Diagnostics
-	world []int32
 }
 
 // rankResult is what a rank's pass leaves for the cross-rank phases.
@@ -163,10 +176,23 @@ type gchan struct {
 	tag  int64
 }
 
-func newBuild(size int, opts Options) *build {
-	gb := taskgraph.NewBuilder(size)
+// newBuild prepares the reconstruction of a world of size ranks of which
+// ranks (sorted, distinct) have a log.
+func newBuild(size int, ranks []int, opts Options) (*build, error) {
+	gb, err := taskgraph.NewBuilderFor(size, ranks)
+	if err != nil {
+		return nil, err
+	}
 	return &build{size: size, opts: opts, gb: gb, names: &nameTable{gb: gb, m: make(map[string]nameInfo)},
-		res: make([]*rankResult, size)}
+		ranks: ranks, res: make([]*rankResult, len(ranks))}, nil
+}
+
+// result returns rank r's pass, nil when r has no log.
+func (b *build) result(r int) *rankResult {
+	if i, ok := b.gb.Index(r); ok {
+		return b.res[i]
+	}
+	return nil
 }
 
 // rankEnd is how a rank's log ends.
@@ -198,7 +224,8 @@ func endOf(e *tracefmt.End, damaged bool) rankEnd {
 
 // rank runs one rank's pass.
 func (b *build) rank(rank int, src tracefmt.Source, file string, end func() rankEnd) error {
-	if rank < 0 || rank >= b.size {
+	i, ok := b.gb.Index(rank)
+	if rank < 0 || rank >= b.size || !ok {
 		return fmt.Errorf("%s: rank %d outside the world of %d ranks", file, rank, b.size)
 	}
 	rb := b.gb.Rank(rank)
@@ -211,7 +238,7 @@ func (b *build) rank(rank int, src tracefmt.Source, file string, end func() rank
 	}
 	e := end()
 	p.Finish(e)
-	b.res[rank] = &rankResult{p: p, end: e}
+	b.res[i] = &rankResult{p: p, end: e}
 	return nil
 }
 
@@ -220,11 +247,12 @@ func (b *build) rank(rank int, src tracefmt.Source, file string, end func() rank
 // incomplete (or absent), a warning when the rank ended early, else an
 // error; note explains it at the end of the diagnostic.
 func (b *build) missing(r int) (sev tracefmt.Severity, note string) {
+	res := b.result(r)
 	switch {
-	case r < 0 || r >= b.size || b.res[r] == nil || b.res[r].end.lossy:
+	case res == nil || res.end.lossy:
 		return tracefmt.DataLoss, "; rank " + itoa(r) + "'s log is incomplete"
-	case b.res[r].end.early != "":
-		return tracefmt.Warning, "; rank " + itoa(r) + " ended early (" + b.res[r].end.early + ")"
+	case res.end.early != "":
+		return tracefmt.Warning, "; rank " + itoa(r) + " ended early (" + res.end.early + ")"
 	case b.opts.Filtered:
 		return tracefmt.Warning, "; the recording's --include/--exclude may have left out its other half"
 	}
@@ -233,7 +261,7 @@ func (b *build) missing(r int) (sev tracefmt.Severity, note string) {
 
 func (b *build) finish(traceDiags *tracefmt.Diagnostics) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {
 	b.sharedNames()
-	parallel(b.size, b.opts.workers(), b.prepareSends)
+	parallel(len(b.res), b.opts.workers(), b.prepareSends)
 	members := b.members()
 	if err := b.gb.Layout(); err != nil {
 		return nil, nil, err
@@ -241,14 +269,14 @@ func (b *build) finish(traceDiags *tracefmt.Diagnostics) (*taskgraph.Graph, *tra
 	if err := b.collectives(members); err != nil {
 		return nil, nil, err
 	}
-	errs := make([]error, b.size)
-	parallel(b.size, b.opts.workers(), func(r int) { errs[r] = b.join(r) })
+	errs := make([]error, len(b.res))
+	parallel(len(b.res), b.opts.workers(), func(i int) { errs[i] = b.join(i) })
 	for _, err := range errs {
 		if err != nil {
 			return nil, nil, err
 		}
 	}
-	parallel(b.size, b.opts.workers(), b.unmatchedSends)
+	parallel(len(b.res), b.opts.workers(), b.unmatchedSends)
 	g, err := b.gb.Finish()
 	if err != nil {
 		return nil, nil, err

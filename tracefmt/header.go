@@ -128,8 +128,9 @@ func (h *Header) parseMeta() error {
 	return nil
 }
 
-// maxWorldSize bounds the world size a header may claim, so that tables
-// indexed by rank stay allocatable. It is far above any MPI job.
+// maxWorldSize bounds the world size a header may claim. It is far above
+// any MPI job. A claim costs a few bytes of a file: readers and analyses
+// spend memory per rank file present, never per claimed rank.
 const maxWorldSize = 1 << 24
 
 // normalized returns the Meta a Writer writes for h: Meta with rank and size

@@ -152,7 +152,7 @@ func (w *Writer) writeBlock(typ uint8, raw []byte) error {
 			return w.fail(fmt.Errorf("tracefmt: compressed block of %d bytes exceeds the block limit", len(payload)))
 		}
 	}
-	w.scratch = appendFrame(w.scratch[:0], typ, w.codec, len(raw), payload)
+	w.scratch = AppendBlock(w.scratch[:0], typ, w.codec, len(raw), payload)
 	if _, err := w.w.Write(w.scratch); err != nil {
 		return w.fail(err)
 	}

@@ -80,7 +80,7 @@ func label(v *Vertex) string { return v.Name + " " + strconv.Itoa(v.Rank) }
 // items (all when top < 0).
 func Summarize(g *taskgraph.Graph, p *Path, top int) *Summary {
 	s := &Summary{Length: p.Length, Vertices: len(p.Vertices)}
-	for r := 0; r < g.Size(); r++ {
+	for _, r := range g.Ranks() {
 		if a, b, ok := g.RankSpan(r); ok {
 			s.Measured = max(s.Measured, b-a)
 		}

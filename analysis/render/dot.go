@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -183,7 +184,7 @@ type view struct {
 	onPath    []bool // per node (nil without a path)
 	pathEdges map[edgeKey]bool
 	edges     []drawnEdge
-	stubs     []bool // per rank: has a stub node
+	stubs     map[int]bool // ranks that have a stub node
 	// counts for the label
 	ops, colls, allEdges int
 }
@@ -192,7 +193,7 @@ type view struct {
 // documentation for the rules).
 func selectView(g *taskgraph.Graph, p *critpath.Path, o *DOTOptions) *view {
 	n := g.NumNodes()
-	v := &view{keep: make([]bool, n), stubs: make([]bool, g.Size())}
+	v := &view{keep: make([]bool, n), stubs: make(map[int]bool)}
 	if p != nil {
 		v.onPath = make([]bool, n)
 		v.pathEdges = make(map[edgeKey]bool, len(p.Hops))
@@ -209,7 +210,7 @@ func selectView(g *taskgraph.Graph, p *critpath.Path, o *DOTOptions) *view {
 	shared := func(id taskgraph.NodeID) bool { return g.Kind(id) != taskgraph.KindOp }
 
 	// Operations.
-	for r := 0; r < g.Size(); r++ {
+	for _, r := range g.Ranks() {
 		first, cnt := g.RankOps(r)
 		if cnt == 0 || !inRanks(r) {
 			continue
@@ -321,7 +322,7 @@ func (d *drawer) draw(w io.Writer, p *critpath.Path) error {
 	// Clusters. emicklei/dot names a cluster cluster_sN after its creation
 	// sequence; the names are replaced by cluster_rankN once written.
 	var renames []string
-	for r := 0; r < g.Size(); r++ {
+	for _, r := range g.Ranks() {
 		first, cnt := g.RankOps(r)
 		org := origin(g, r)
 		var sub *dot.Graph
@@ -377,13 +378,11 @@ func (d *drawer) draw(w io.Writer, p *critpath.Path) error {
 		}
 	}
 	// Stubs of the ranks outside DOTOptions.Ranks.
-	for r, ok := range v.stubs {
-		if ok {
-			n := root.Node(fmt.Sprintf("w%010d", r))
-			n.Attrs("label", fmt.Sprintf("rank %d", r), "shape", "box", "style", "dashed", "color", "gray50",
-				"fontcolor", "gray30", "id", fmt.Sprintf("stub%d", r), "tooltip", fmt.Sprintf("rank %d (not shown)", r))
-			d.stubs[r] = n
-		}
+	for _, r := range slices.Sorted(maps.Keys(v.stubs)) {
+		n := root.Node(fmt.Sprintf("w%010d", r))
+		n.Attrs("label", fmt.Sprintf("rank %d", r), "shape", "box", "style", "dashed", "color", "gray50",
+			"fontcolor", "gray30", "id", fmt.Sprintf("stub%d", r), "tooltip", fmt.Sprintf("rank %d (not shown)", r))
+		d.stubs[r] = n
 	}
 	// Edges, in the graph's order.
 	for _, e := range v.edges {

@@ -111,6 +111,7 @@ func (m mpiImpl) compile(t *testing.T, name string) string {
 type result struct {
 	stdout, stderr string
 	code           int
+	maxRSS         int64 // peak resident memory in bytes
 }
 
 // run runs argv in dir and returns its output and exit status (128+N for
@@ -137,6 +138,9 @@ func runEnv(t *testing.T, dir string, env []string, argv ...string) result {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	r := result{stdout: out.String(), stderr: errb.String()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.maxRSS = int64(ru.Maxrss) << 10 // Linux reports KiB
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
