@@ -110,9 +110,19 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 		if !errors.As(err, &unw) {
 			return err
 		}
-		// Recording is impossible, the run is not: say so once and run.
+		// Recording is impossible, the run is not: say so once and run;
+		// the status says it too when the run itself succeeds.
 		fmt.Fprintf(s.Err, "mpitrace: %s; the application runs without recording\n", err)
-		return runChild(ctx, opts.Argv, nil, s)
+		runErr := runChild(ctx, opts.Argv, nil, s)
+		var notStarted *startError
+		if errors.As(runErr, &notStarted) {
+			return runErr
+		}
+		fmt.Fprintf(s.Err, "mpitrace: nothing recorded: %s is not writable\n", opts.Out)
+		if runErr == nil {
+			return &ExitCodeError{Code: ExitError}
+		}
+		return runErr
 	}
 	var log *os.File
 	if s.ErrTTY {
@@ -166,14 +176,8 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 		// once is enough.)
 		fmt.Fprintf(s.Err, "mpitrace: writing %s: %v\n", filepath.Join(opts.Out, tracefmt.ManifestName), unwrapPathError(err))
 	}
-	if s.ErrTTY {
-		fmt.Fprintf(s.Err, "mpitrace: %d rank logs in %s (%s); next: mpitrace stats %s\n",
-			ranks, opts.Out, humanBytes(dirSize(outDir)), opts.Out)
-	}
-	if ranks == 0 {
-		fmt.Fprintf(s.Err, "mpitrace: no rank logs were written to %s: did the program call MPI_Init? (is it linked against %s?)\n",
-			opts.Out, flavorName(launch.Flavor))
-	} else if opts.Critpath {
+	fmt.Fprintf(s.Err, "mpitrace: %s\n", closingLine(outDir, opts.Out, launch))
+	if ranks > 0 && opts.Critpath {
 		// The run's status decides record's; an analysis failure is said,
 		// not returned over it.
 		if err := recordCritpath(opts, outDir, s); err != nil {
@@ -223,13 +227,6 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	fmt.Fprintf(s.Err, "%s: %s with the critical path in red; view it with: xdot %s\n",
 		filepath.Join(opts.Out, taskGraphDOT), what, filepath.Join(opts.Out, taskGraphDOT))
 	return reportDiagnostics(s, a.diags, &traceFlags{})
-}
-
-func flavorName(f recorder.Flavor) string {
-	if f == recorder.FlavorUnknown {
-		return "the MPI of " + "mpicc"
-	}
-	return string(f)
 }
 
 // recordEnv is the environment every rank gets.
@@ -355,7 +352,7 @@ func prepareOutDir(dir string, force bool) error {
 			}
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return &unwritableError{dir, err}
+		return &unwritableError{dir, unwrapPathError(err)}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return &unwritableError{dir, unwrapPathError(err)}
