@@ -136,6 +136,8 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 	if err != nil {
 		return err
 	}
+	warnUnlisted(s, lib, "--include", opts.Include)
+	warnUnlisted(s, lib, "--exclude", opts.Exclude)
 	stateDir, err := os.MkdirTemp("", "mpitrace-run-")
 	if err != nil {
 		return fmt.Errorf("creating a temporary directory: %w", err)
@@ -188,6 +190,25 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 		}
 	}
 	return runErr
+}
+
+// warnUnlisted says, in one line, which names of a --include or
+// --exclude list are no function the recorder records.
+func warnUnlisted(s *Streams, lib *recorder.Library, flag, list string) {
+	bad := lib.Unlisted(list)
+	if len(bad) == 0 {
+		return
+	}
+	for i, b := range bad {
+		if n := lib.Spelled(b); n != "" {
+			bad[i] = fmt.Sprintf("%s (did you mean %s?)", b, n)
+		}
+	}
+	what := "is no MPI function"
+	if len(bad) > 1 {
+		what = "are no MPI functions"
+	}
+	fmt.Fprintf(s.Err, "mpitrace: warning: %s: %s %s of %s's mpi.h; ignored\n", flag, strings.Join(bad, ", "), what, lib.MPICC)
 }
 
 // Files record --critpath writes next to the logs.
