@@ -1,15 +1,21 @@
 package main_test
 
-// record in batch jobs: the closing line it always prints, and an output
-// directory it cannot write.
+// record in batch jobs: the closing line it always prints, an output
+// directory it cannot write, and signals sent the way batch systems and
+// timeout send them.
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestRecordClosingLine: with stderr not a terminal, as in a batch job,
@@ -76,5 +82,242 @@ func TestRecordUnwritableOut(t *testing.T) {
 				t.Fatalf("want a line before and a line after the run, got %q", lines)
 			}
 		})
+	}
+}
+
+// waitFor polls cond until it holds; the test fails, saying what it
+// waited for, when ctx ends first.
+func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if ctx.Err() != nil {
+			t.Fatalf("waited in vain for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitFile waits for a file to appear and returns its content.
+func waitFile(t *testing.T, ctx context.Context, path string) string {
+	t.Helper()
+	var b []byte
+	waitFor(t, ctx, path, func() bool {
+		var err error
+		b, err = os.ReadFile(path)
+		return err == nil
+	})
+	return strings.TrimSpace(string(b))
+}
+
+// waitRanks waits until n ranks of the faults fixture's wait mode are
+// ready (each writes a file into dir).
+func waitRanks(t *testing.T, ctx context.Context, dir string, n int) {
+	t.Helper()
+	waitFor(t, ctx, fmt.Sprintf("%d ranks to get ready", n), func() bool {
+		ents, _ := os.ReadDir(dir)
+		return len(ents) == n
+	})
+}
+
+// batchEnv is the environment of a run outside any batch system that
+// signals every process of a job.
+func batchEnv() []string {
+	var env []string
+	for _, e := range os.Environ() {
+		name, _, _ := strings.Cut(e, "=")
+		if name != "SLURM_JOB_ID" && name != "PBS_JOBID" && name != "LSB_JOBID" {
+			env = append(env, e)
+		}
+	}
+	return env
+}
+
+// TestRecordSignalsOnce: a signal sent to the process group mpitrace runs
+// in (as timeout and batch systems send it) reaches the launcher once, not
+// once from the sender and once more from mpitrace; a signal sent to
+// mpitrace alone reaches it too. mpitrace runs in a process group of its
+// own that is no terminal's foreground, as under timeout.
+//
+// The order of events is forced: mpitrace is stopped while the group gets
+// SIGINT; when the launcher is in that group, the test waits until it has
+// counted that SIGINT, then lets mpitrace go on, so that a SIGINT passed on
+// by mpitrace is counted apart. Then, as timeout does, SIGUSR1 goes to
+// mpitrace and at once to its group: mpitrace may get it twice, and passes
+// it on once (within a second, the same signal again is the same one: the
+// check relies on the two kill calls being that close). Once the launcher
+// has counted a SIGINT and a SIGUSR1, a SIGTERM to mpitrace alone, passed
+// on, makes it write its counts.
+func TestRecordSignalsOnce(t *testing.T) {
+	m := mpis[0]
+	m.require(t)
+	fake := m.compile(t, "sigcount") // counts the signals it gets
+	for _, prefix := range [][]string{nil, {"setsid"}} {
+		t.Run(strings.Join(append([]string{"launcher"}, prefix...), "-"), func(t *testing.T) {
+			dir := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+			defer cancel()
+			argv := append([]string{"record", "--out", filepath.Join(dir, "traces"), "--"}, prefix...)
+			cmd := exec.CommandContext(ctx, mpitraceBin, append(argv, fake, dir)...)
+			cmd.Env = batchEnv()
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			mpid := cmd.Process.Pid
+			lpid, err := strconv.Atoi(waitFile(t, ctx, filepath.Join(dir, "ready")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lpgid, err := syscall.Getpgid(lpid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			syscall.Kill(mpid, syscall.SIGSTOP)
+			syscall.Kill(-mpid, syscall.SIGINT)
+			if lpgid == mpid {
+				waitFile(t, ctx, filepath.Join(dir, "int"))
+			}
+			syscall.Kill(mpid, syscall.SIGCONT)
+			waitFile(t, ctx, filepath.Join(dir, "int"))
+			// timeout's way: its child, then its process group; that
+			// is one signal too.
+			syscall.Kill(mpid, syscall.SIGUSR1)
+			syscall.Kill(-mpid, syscall.SIGUSR1)
+			waitFile(t, ctx, filepath.Join(dir, "usr1"))
+			syscall.Kill(mpid, syscall.SIGTERM)
+			err = cmd.Wait()
+			if ctx.Err() != nil {
+				t.Fatalf("record did not end\n%s", stderr.String())
+			}
+			if err != nil {
+				t.Fatalf("record: %v\n%s", err, stderr.String())
+			}
+			counts := waitFile(t, ctx, filepath.Join(dir, "counts"))
+			if counts != "int=1 usr1=1 term=1" {
+				t.Fatalf("the launcher got %s; want each signal once (its process group %d, mpitrace's %d)", counts, lpgid, mpid)
+			}
+		})
+	}
+}
+
+// TestRecordTimeout: a job stopped by timeout -s TERM (which signals its
+// child and then its whole process group) ends with the same status under
+// record as without it, and the ranks keep their events.
+func TestRecordTimeout(t *testing.T) {
+	if _, err := exec.LookPath("timeout"); err != nil {
+		t.Fatal("timeout (GNU coreutils) is not installed")
+	}
+	for _, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			bin, dir, out := faultSetup(t, m)
+			// timeout sends its signal when the time is up, or when it
+			// gets one itself: the test sends it SIGTERM once every rank
+			// is waiting, so no timing decides what the ranks have done.
+			stop := func(name string, argv ...string) (int, string) {
+				ready := filepath.Join(dir, name)
+				os.Mkdir(ready, 0o755)
+				ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+				defer cancel()
+				argv = append(append([]string{"timeout", "-s", "TERM", "1h"}, argv...), m.launch(2, bin, "wait", "10", ready)...)
+				cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+				cmd.Env = batchEnv()
+				cmd.Dir = dir
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				waitRanks(t, ctx, ready, 2)
+				cmd.Process.Signal(syscall.SIGTERM)
+				err := cmd.Wait()
+				if ctx.Err() != nil {
+					t.Fatalf("%s did not end", name)
+				}
+				if ee, ok := err.(*exec.ExitError); ok {
+					return ee.ExitCode(), stderr.String()
+				}
+				return 0, stderr.String()
+			}
+			plain, _ := stop("plain")
+			recorded, stderr := stop("recorded", mpitraceBin, "record", "--out", out, "--")
+			if plain == 0 || recorded != plain {
+				t.Fatalf("exit status %d under record, %d without\n%s", recorded, plain, stderr)
+			}
+			_, logs := readTrace(t, out)
+			if len(logs) != 2 {
+				t.Fatalf("%d rank logs, want 2", len(logs))
+			}
+			if m.name == "openmpi" {
+				// mpirun stops the ranks with SIGCONT, then SIGTERM: they
+				// keep every event.
+				for _, l := range logs {
+					wantStoppedByOpenMPI(t, l, 10)
+				}
+			}
+		})
+	}
+}
+
+// TestRecordSignalsTerminal: in the foreground of a terminal, Ctrl-C sends
+// SIGINT to the whole foreground process group, launcher included: record
+// keeps the launcher in its group and does not pass SIGINT on again, but it
+// passes on the signals sent to it alone. script(1) gives record a
+// terminal; a ^C written to it is the user's Ctrl-C.
+func TestRecordSignalsTerminal(t *testing.T) {
+	m := mpis[0]
+	m.require(t)
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatal("script (util-linux) is not installed")
+	}
+	fake := m.compile(t, "sigcount")
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	line := fmt.Sprintf("exec %s record --out %s -- %s %s", mpitraceBin, filepath.Join(dir, "traces"), fake, dir)
+	cmd := exec.CommandContext(ctx, "script", "-qfec", line, "/dev/null")
+	cmd.Env = batchEnv()
+	keyboard, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keyboard.Close()
+	var output strings.Builder
+	cmd.Stdout = &output
+	cmd.Stderr = &output
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lpid, err := strconv.Atoi(waitFile(t, ctx, filepath.Join(dir, "ready")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The launcher's parent is mpitrace: /proc/PID/stat is "pid (comm)
+	// state ppid ...".
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", lpid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mpid, err := strconv.Atoi(strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lpgid, _ := syscall.Getpgid(lpid)
+	if mpgid, _ := syscall.Getpgid(mpid); lpgid != mpgid {
+		t.Fatalf("in a terminal's foreground the launcher runs in mpitrace's process group %d, not %d", mpgid, lpgid)
+	}
+	keyboard.Write([]byte{3}) // ^C
+	waitFile(t, ctx, filepath.Join(dir, "int"))
+	syscall.Kill(mpid, syscall.SIGUSR1)
+	waitFile(t, ctx, filepath.Join(dir, "usr1"))
+	syscall.Kill(mpid, syscall.SIGTERM)
+	counts := waitFile(t, ctx, filepath.Join(dir, "counts"))
+	keyboard.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("record: %v\n%s", err, output.String())
+	}
+	if counts != "int=1 usr1=1 term=1" {
+		t.Fatalf("the launcher got %s; want each signal once", counts)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
@@ -223,16 +222,7 @@ func TestFaultSIGTERM(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		ents, _ := os.ReadDir(ready)
-		if len(ents) == 3 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the ranks never got ready")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitRanks(t, ctx, ready, 3)
 	cmd.Process.Signal(syscall.SIGTERM)
 	err := cmd.Wait()
 	if err == nil {
