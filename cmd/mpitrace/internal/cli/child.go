@@ -31,6 +31,10 @@ type signalPolicy struct {
 	// ownGroup starts the launcher in a process group of its own, so that
 	// a signal to mpitrace's group reaches mpitrace only.
 	ownGroup bool
+	// toGroup passes signals on to the launcher's process group, as a
+	// signal to mpitrace's group would have reached it, rather than to the
+	// launcher alone.
+	toGroup bool
 	// forward are passed on to the launcher (its process group when it
 	// leads one), once per delivery; the other signals of forwarded that
 	// are not ignored are caught, so that mpitrace outlives them, writes
@@ -57,19 +61,22 @@ const (
 var jobVariables = []string{"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID"}
 
 // chooseSignalPolicy picks the policy for the running mpitrace. prefixes
-// are the commands the launcher runs under (setsid makes its own group).
+// are the commands the launcher runs under: setsid and timeout put it in a
+// process group of their own, out of the terminal's reach.
 func chooseSignalPolicy(prefixes []string) signalPolicy {
 	for _, v := range jobVariables {
 		if os.Getenv(v) != "" {
 			return signalPolicy{mode: modeJob}
 		}
 	}
-	if foregroundOfTerminal() {
+	setsid, timeout := slices.Contains(prefixes, "setsid"), slices.Contains(prefixes, "timeout")
+	if !setsid && !timeout && foregroundOfTerminal() {
 		return signalPolicy{mode: modeTerminal, forward: []syscall.Signal{syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGUSR2}}
 	}
 	// setsid, as a process group leader, would fork and return at once:
-	// it makes the group itself.
-	return signalPolicy{mode: modeGroup, ownGroup: !slices.Contains(prefixes, "setsid"), forward: forwarded}
+	// it makes the group itself. timeout passes a signal on to its own
+	// group: it gets it alone.
+	return signalPolicy{mode: modeGroup, ownGroup: !setsid, toGroup: !timeout, forward: forwarded}
 }
 
 // foregroundOfTerminal reports whether mpitrace has a controlling terminal
@@ -136,7 +143,7 @@ func runChild(argv []string, extraEnv []string, s *Streams, p signalPolicy) erro
 		case s := <-sigs:
 			sig := s.(syscall.Signal)
 			if slices.Contains(p.forward, sig) && once.pass(sig, time.Now()) {
-				forwardSignal(pid, sig, p.mode == modeGroup)
+				forwardSignal(pid, sig, p.toGroup)
 			}
 		case err := <-done:
 			return childStatus(err)

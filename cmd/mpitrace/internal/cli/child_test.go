@@ -43,13 +43,18 @@ func TestChooseSignalPolicy(t *testing.T) {
 		t.Errorf("in a Slurm job: %+v", p)
 	}
 	t.Setenv("SLURM_JOB_ID", "")
+	// setsid and timeout take the launcher out of the terminal's reach,
+	// if there is one.
+	if p := chooseSignalPolicy([]string{"env", "setsid"}); p.mode != modeGroup || p.ownGroup || !p.toGroup || len(p.forward) != len(forwarded) {
+		t.Errorf("under setsid: %+v", p)
+	}
+	if p := chooseSignalPolicy([]string{"timeout"}); p.mode != modeGroup || !p.ownGroup || p.toGroup {
+		t.Errorf("under timeout: %+v", p)
+	}
 	if foregroundOfTerminal() {
 		t.Skip("the test runs in the foreground of a terminal")
 	}
-	if p := chooseSignalPolicy([]string{"env"}); p.mode != modeGroup || !p.ownGroup || len(p.forward) != len(forwarded) {
+	if p := chooseSignalPolicy([]string{"env"}); p.mode != modeGroup || !p.ownGroup || !p.toGroup || len(p.forward) != len(forwarded) {
 		t.Errorf("without a terminal: %+v", p)
-	}
-	if p := chooseSignalPolicy([]string{"env", "setsid"}); p.mode != modeGroup || p.ownGroup {
-		t.Errorf("under setsid: %+v", p)
 	}
 }
