@@ -69,8 +69,8 @@ var (
 			"app", "wdir", "wd", "path", "prefix", "preload-files", "npernode", "N", "npersocket", "map-by", "rank-by",
 			"bind-to", "cpus-per-proc", "cpus-per-rank", "output-filename", "stdin", "xterm", "timeout", "report-uri",
 			"report-pid", "ompi-server", "max-vm-size", "cpu-set", "slot-list", "rankfile", "rf", "personality",
-			"launch-agent", "output", "ppr", "s"},
-		long2: []string{"mca", "gmca"}}
+			"launch-agent", "output", "ppr", "s", "server-wait-time"},
+		long2: []string{"mca", "gmca", "pmixmca"}}
 	hydraSyntax = &syntax{style: longStyle,
 		long1: []string{"n", "np", "f", "hostfile", "machinefile", "hosts", "host", "ppn", "wdir", "configfile",
 			"launcher", "launcher-exec", "rmk", "bind-to", "binding", "map-by", "topolib", "membind", "iface",

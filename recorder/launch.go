@@ -211,11 +211,27 @@ func (d *detector) launcherJob(c launcherClass, words []string, dir string) job 
 		for _, f := range files {
 			j.apps = append(j.apps, contextFileApps(s, f, dir)...)
 		}
-		if w, _ := contextApp(s, ctx); w != "" {
-			j.apps = append(j.apps, newApp(w, dir))
+		if w, rest := contextApp(s, ctx); w != "" {
+			j.apps = append(j.apps, contextAppFallback(newApp(w, dir), rest, dir))
 		}
 	}
 	return j
+}
+
+// contextAppFallback: when the word taken for a context's application is
+// no program (the value of an option the tables do not know, as in
+// `mpirun --new-option 5 ./app`), a later word that is an MPI program is
+// the application.
+func contextAppFallback(a app, rest []string, dir string) app {
+	if a.path != "" {
+		return a
+	}
+	for _, w := range rest {
+		if b := newApp(w, dir); !strings.HasPrefix(w, "-") && b.flavor != FlavorUnknown {
+			return b
+		}
+	}
+	return a
 }
 
 func launcherSyntax(k LauncherKind) *syntax {

@@ -181,6 +181,8 @@ func TestDetectLaunchFindsTheMPI(t *testing.T) {
 		{"script-two-mpis", []string{"sh", both}, LauncherNone, FlavorOpenMPI, 2, both + ":2",
 			"two MPIs: " + ompi + " (" + both + ":2) is linked against Open MPI, " + mpich + " (" + both + ":3) against MPICH"},
 		{"singleton", []string{"env", "-i", mpich}, LauncherNone, FlavorMPICH, 1, "", ""},
+		{"unknown-option", []string{"mpirun.openmpi", "--new-option", "5", mpich, "x"}, LauncherOpenMPI, FlavorMPICH, 1, "",
+			mpich + " is linked against MPICH but mpirun.openmpi is Open MPI's launcher"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := DetectLaunch(context.Background(), tc.argv, "")

@@ -78,6 +78,16 @@ func shellOperand(args []string, dir string) (text, name, scriptDir string, ok b
 // readScript returns the text of path when it starts with a #! line
 // naming a shell (directly or through env).
 func readScript(path string) (string, bool) {
+	file, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	var magic [2]byte
+	_, err = io.ReadFull(file, magic[:])
+	file.Close()
+	if err != nil || string(magic[:]) != "#!" {
+		return "", false // a program, not a script: not read further
+	}
 	text, ok := readText(path)
 	if !ok || !strings.HasPrefix(text, "#!") {
 		return "", false
