@@ -204,7 +204,9 @@ func TestRecordSignalsOnce(t *testing.T) {
 
 // TestRecordTimeout: a job stopped by timeout -s TERM (which signals its
 // child and then its whole process group) ends with the same status under
-// record as without it, and the ranks keep their events.
+// record as without it (with MPICH, one of the two it gives by chance), and
+// Open MPI's ranks, which mpirun stops with SIGCONT and SIGTERM, keep their
+// events.
 func TestRecordTimeout(t *testing.T) {
 	if _, err := exec.LookPath("timeout"); err != nil {
 		t.Fatal("timeout (GNU coreutils) is not installed")
@@ -242,7 +244,10 @@ func TestRecordTimeout(t *testing.T) {
 			}
 			plain, _ := stop("plain")
 			recorded, stderr := stop("recorded", mpitraceBin, "record", "--out", out, "--")
-			if plain == 0 || recorded != plain {
+			// MPICH's mpiexec exits 15 or 0, by chance, when its ranks died
+			// of the SIGTERM it passed on to them.
+			same := recorded == plain || m.name == "mpich" && (recorded == 0 || recorded == 15) && (plain == 0 || plain == 15)
+			if plain == 0 && m.name == "openmpi" || !same {
 				t.Fatalf("exit status %d under record, %d without\n%s", recorded, plain, stderr)
 			}
 			_, logs := readTrace(t, out)
