@@ -35,10 +35,10 @@ type signalPolicy struct {
 	// signal to mpitrace's group would have reached it, rather than to the
 	// launcher alone.
 	toGroup bool
-	// forward are passed on to the launcher (its process group when it
-	// leads one), once per delivery; the other signals of forwarded that
-	// are not ignored are caught, so that mpitrace outlives them, writes
-	// the manifest and says what was recorded.
+	// forward are passed on to the launcher, once per delivery; the other
+	// signals of forwarded that are not ignored are caught, so that
+	// mpitrace outlives them, writes the manifest and says what was
+	// recorded.
 	forward []syscall.Signal
 }
 
