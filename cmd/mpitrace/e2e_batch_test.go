@@ -42,7 +42,7 @@ func TestRecordClosingLine(t *testing.T) {
 	})
 	t.Run("nothing", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "traces")
-		r := record(t, out, nil, "true")
+		r := record(t, out, m.recorderFlags(t), "true")
 		lines := mpitraceLines(r.stderr)
 		if r.code != 0 || len(lines) != 1 || !strings.Contains(lines[0], "no rank logs in "+out+": nothing was recorded") {
 			t.Fatalf("exit %d, want one line saying nothing was recorded, got %q", r.code, lines)
@@ -156,7 +156,8 @@ func TestRecordSignalsOnce(t *testing.T) {
 			dir := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 			defer cancel()
-			argv := append([]string{"record", "--out", filepath.Join(dir, "traces"), "--"}, prefix...)
+			argv := append(append([]string{"record", "--out", filepath.Join(dir, "traces")}, m.recorderFlags(t)...), "--")
+			argv = append(argv, prefix...)
 			cmd := exec.CommandContext(ctx, mpitraceBin, append(argv, fake, dir)...)
 			cmd.Env = batchEnv()
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -280,7 +281,7 @@ func TestRecordSignalsTerminal(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	line := fmt.Sprintf("exec %s record --out %s -- %s %s", mpitraceBin, filepath.Join(dir, "traces"), fake, dir)
+	line := fmt.Sprintf("exec %s record --out %s %s -- %s %s", mpitraceBin, filepath.Join(dir, "traces"), strings.Join(m.recorderFlags(t), " "), fake, dir)
 	cmd := exec.CommandContext(ctx, "script", "-qfec", line, "/dev/null")
 	cmd.Env = batchEnv()
 	keyboard, err := cmd.StdinPipe()
