@@ -119,6 +119,14 @@ func waitRanks(t *testing.T, ctx context.Context, dir string, n int) {
 	})
 }
 
+// killStandIn kills the stand-in launcher a failed test left running: the
+// process pid, if its command line still names the test's directory.
+func killStandIn(pid int, dir string) {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(b), dir) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
 // batchEnv is the environment of a run outside any batch system that
 // signals every process of a job.
 func batchEnv() []string {
@@ -171,6 +179,7 @@ func TestRecordSignalsOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { killStandIn(lpid, dir) })
 			lpgid, err := syscall.Getpgid(lpid)
 			if err != nil {
 				t.Fatal(err)
@@ -299,6 +308,7 @@ func TestRecordSignalsTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { killStandIn(lpid, dir) })
 	// The launcher's parent is mpitrace: /proc/PID/stat is "pid (comm)
 	// state ppid ...".
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", lpid))
