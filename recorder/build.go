@@ -49,6 +49,9 @@ type Library struct {
 	Cached bool // true when the library came from the cache
 	// Functions is the number of MPI functions the recorder wraps.
 	Functions int
+	// Names are the names of those functions, sorted (the names
+	// MPITRACE_INCLUDE and MPITRACE_EXCLUDE choose from).
+	Names []string
 }
 
 // CacheDir returns the default cache directory: $MPITRACE_CACHE, else
@@ -124,7 +127,12 @@ func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
 	h.Write(gen.Bytes())
 	key := hex.EncodeToString(h.Sum(nil))[:20]
 	dir := filepath.Join(opts.CacheDir, key)
-	lib := &Library{Path: filepath.Join(dir, LibraryName), Dir: dir, Key: key, MPICC: opts.MPICC, Functions: len(funcs)}
+	names := make([]string, len(funcs))
+	for i, f := range funcs {
+		names[i] = f.Name
+	}
+	sort.Strings(names)
+	lib := &Library{Path: filepath.Join(dir, LibraryName), Dir: dir, Key: key, MPICC: opts.MPICC, Functions: len(funcs), Names: names}
 	if !opts.Force {
 		if st, err := os.Stat(lib.Path); err == nil && st.Mode().IsRegular() {
 			lib.Cached = true

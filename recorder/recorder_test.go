@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -41,6 +42,9 @@ func TestBuildBothMPIs(t *testing.T) {
 			}
 			if lib.Cached || lib.Functions < 300 {
 				t.Fatalf("first build: cached=%v functions=%d", lib.Cached, lib.Functions)
+			}
+			if len(lib.Names) != lib.Functions || !sort.StringsAreSorted(lib.Names) {
+				t.Fatalf("%d names, sorted %v; want the %d functions' names, sorted", len(lib.Names), sort.StringsAreSorted(lib.Names), lib.Functions)
 			}
 			f, err := elf.Open(lib.Path)
 			if err != nil {

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
@@ -300,16 +299,7 @@ func TestFaultSIGTERM(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		ents, _ := os.ReadDir(ready)
-		if len(ents) == 3 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the ranks never got ready")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitRanks(t, ctx, ready, 3)
 	cmd.Process.Signal(syscall.SIGTERM)
 	err := cmd.Wait()
 	if err == nil {
@@ -416,13 +406,15 @@ func TestFaultReadOnlyDir(t *testing.T) {
 	plain := run(t, dir, m.launch(3, bin)...)
 
 	t.Run("record", func(t *testing.T) {
+		// The program runs without the recorder; record says so before
+		// the run and after it, and exits 1 (see TestRecordUnwritableOut).
 		r := record(t, filepath.Join(ro, "traces"), nil, m.launch(3, bin)...)
-		if r.code != 0 || !slices.Equal(sortedLines(r.stdout), sortedLines(plain.stdout)) {
-			t.Fatalf("exit %d, output %q; want the program's own", r.code, r.stdout)
+		if r.code != 1 || !slices.Equal(sortedLines(r.stdout), sortedLines(plain.stdout)) {
+			t.Fatalf("exit %d, output %q; want 1 and the program's own output", r.code, r.stdout)
 		}
 		lines := mpitraceLines(r.stderr)
-		if len(lines) != 1 || !strings.Contains(lines[0], "read-only file system") {
-			t.Fatalf("want one message about the read-only directory, got %q", lines)
+		if len(lines) != 2 || !strings.Contains(lines[0], "read-only file system") || !strings.Contains(lines[1], "nothing recorded") {
+			t.Fatalf("want one message about the read-only directory and the closing line, got %q", lines)
 		}
 	})
 	t.Run("preloaded-by-hand", func(t *testing.T) {
@@ -457,8 +449,9 @@ func TestFaultDiskFull(t *testing.T) {
 		t.Fatalf("the application did not complete normally: exit %d\n%s", r.code, r.stderr)
 	}
 	lines := mpitraceLines(r.stderr)
-	if len(lines) != 1 || !strings.Contains(lines[0], "No space left on device") || !strings.Contains(lines[0], "the application continues") {
-		t.Fatalf("want one message about the full disk, got %q", lines)
+	if len(lines) != 2 || !strings.Contains(lines[0], "No space left on device") || !strings.Contains(lines[0], "the application continues") ||
+		!strings.Contains(lines[1], "data lost: ") {
+		t.Fatalf("want one message about the full disk and the closing line saying data were lost, got %q", lines)
 	}
 	dump := run(t, dir, mpitraceBin, "dump", out)
 	if dump.code != 0 || !strings.Contains(dump.stderr, "data loss") {

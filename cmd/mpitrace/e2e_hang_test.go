@@ -6,6 +6,7 @@ package main_test
 // interval of events, and the logs name the calls the ranks hung in.
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -61,23 +62,18 @@ func startRecord(t *testing.T, m mpiImpl, np int, mode string, env []string, wra
 			t.Logf("%v\nstderr:\n%s", argv, stderr)
 		}
 	})
-	waitFor(t, fmt.Sprintf("%d ranks to start (%v)", np, argv), func() bool {
+	waitFor(t, waitCtx(t), fmt.Sprintf("%d ranks to start (%v)", np, argv), func() bool {
 		ents, _ := filepath.Glob(filepath.Join(ready, "ready-*"))
 		return len(ents) == np
 	})
 	return cmd, out, ready, done
 }
 
-// waitFor polls cond until it holds, failing the test after runTimeout.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(runTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+// waitCtx bounds a wait of the test by runTimeout.
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // killRanks sends SIGKILL to every rank that wrote its pid into ready.
@@ -148,7 +144,7 @@ func TestFaultTimeLimit(t *testing.T) {
 					wrap = []string{"timeout", "-s", "TERM", "60"}
 				}
 				cmd, out, ready, done := startRecord(t, m, 2, "tick", flushEnv, wrap...)
-				waitFor(t, "two seconds of progress", func() bool {
+				waitFor(t, waitCtx(t), "two seconds of progress", func() bool {
 					for r := 0; r < 2; r++ {
 						if ts := progressQuiet(ready, r); len(ts) < 2 || ts[len(ts)-1]-ts[0] < 2*int64(time.Second) {
 							return false
@@ -201,7 +197,7 @@ func TestFaultDeadlock(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			const np = 3
 			_, out, ready, done := startRecord(t, m, np, "deadlock", flushEnv)
-			waitFor(t, "every rank's log to name the call it waits in", func() bool {
+			waitFor(t, waitCtx(t), "every rank's log to name the call it waits in", func() bool {
 				for r := 0; r < np; r++ {
 					rd, err := tracefmt.OpenRank(filepath.Join(out, tracefmt.RankFileName(r)))
 					if err != nil {

@@ -73,6 +73,18 @@ func (m mpiImpl) require(t *testing.T) {
 	}
 }
 
+// recorderFlags choose m's recorder for a command whose MPI record cannot
+// tell (no MPI program): spelled as record spells it for m's launcher, so
+// that the run's recorder cache has it already.
+func (m mpiImpl) recorderFlags(t *testing.T) []string {
+	t.Helper()
+	cc, err := exec.LookPath(m.cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--mpicc", cc}
+}
+
 // launch is the launcher command line for np ranks of argv.
 func (m mpiImpl) launch(np int, argv ...string) []string {
 	out := append([]string{m.run}, m.flags...)

@@ -39,7 +39,7 @@ func TestRecordMix(t *testing.T) {
 
 // recordLikePlain runs bin on np ranks without the recorder, then records
 // it into DIR/traces, which it returns: both runs must succeed with the same
-// output, and record must print nothing of its own.
+// output, and record must print nothing of its own but its closing line.
 func recordLikePlain(t *testing.T, m mpiImpl, np int, bin string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -55,10 +55,22 @@ func recordLikePlain(t *testing.T, m mpiImpl, np int, bin string) string {
 	if !slices.Equal(sortedLines(rec.stdout), sortedLines(plain.stdout)) {
 		t.Fatalf("the program's output changed under record:\nrecorded:\n%s\nplain:\n%s", rec.stdout, plain.stdout)
 	}
-	if rec.stderr != "" {
-		t.Errorf("record printed on a successful run: %s", rec.stderr)
-	}
+	closingLine(t, rec.stderr, "no data lost")
 	return out
+}
+
+// closingLine checks that stderr is nothing but record's closing line and
+// that the line contains want.
+func closingLine(t *testing.T, stderr, want string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "mpitrace: ") || !strings.Contains(lines[0], " rank logs in ") {
+		t.Errorf("record printed more than its closing line:\n%s", stderr)
+		return
+	}
+	if !strings.Contains(lines[0], want) {
+		t.Errorf("closing line %q does not say %q", lines[0], want)
+	}
 }
 
 // TestRecordExitStatus: record exits with the application's status and
@@ -615,6 +627,7 @@ func TestRecordWrongMPI(t *testing.T) {
 			if len(said) != 1 || !strings.Contains(said[0], "--mpicc") {
 				t.Errorf("want one line naming the fix (--mpicc), got %q\nstderr:\n%s", said, r.stderr)
 			}
+			closingLine(t, r.stderr, "nothing was recorded (the recorder stepped aside: see above)")
 			if files, _ := filepath.Glob(filepath.Join(out, "rank-*.mpit")); len(files) != 0 {
 				t.Errorf("%d rank logs written by a recorder of the wrong MPI", len(files))
 			}
