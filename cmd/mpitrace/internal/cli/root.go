@@ -16,6 +16,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// annotSignals marks the commands that handle SIGTERM themselves.
+const annotSignals = "mpitrace-handles-sigterm"
+
+// handlesSignals marks cmd as one that handles SIGTERM (see run).
+func handlesSignals(cmd *cobra.Command) *cobra.Command {
+	cmd.Annotations = map[string]string{annotSignals: "yes"}
+	return cmd
+}
+
 // Version is the mpitrace version.
 const Version = "0.1.0"
 
@@ -42,10 +51,16 @@ func Main(args []string) int {
 }
 
 func run(ctx context.Context, args []string, s *Streams) int {
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
-	defer stop()
 	root := newRootCmd(s)
 	root.SetArgs(args)
+	// The commands that start processes (record, calibrate, recorder build)
+	// turn SIGTERM into a cancellation they pass on; the others keep
+	// SIGTERM's default action, so that a cancelled job stops them at once.
+	if cmd, _, err := root.Find(args); err == nil && cmd.Annotations[annotSignals] != "" {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, syscall.SIGTERM)
+		defer stop()
+	}
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
@@ -112,11 +127,11 @@ default to traces/.`,
 	commandGroup(root)
 	root.SetHelpCommand(newHelpCmd())
 	root.AddCommand(
-		newRecordCmd(s, nil),
+		handlesSignals(newRecordCmd(s, nil)),
 		newRecorderCmd(s),
 		newDumpCmd(s, nil),
 		newStatsCmd(s, nil),
-		newCalibrateCmd(s, nil),
+		handlesSignals(newCalibrateCmd(s, nil)),
 		newDotCmd(s, nil),
 		newCritpathCmd(s, nil),
 		newWrapCmd(s, nil),
