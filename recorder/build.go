@@ -114,7 +114,7 @@ func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
 	}
 	show := compilerIdentity(ctx, cc)
 	h := sha256.New()
-	fmt.Fprintf(h, "mpitrace recorder %s\ncompiler %s\nshow %s\nsources %s\n", Version, opts.MPICC, show, SourceHash())
+	fmt.Fprintf(h, "mpitrace recorder %s\ncompiler %s\nshow %s\nsources %s\n", Version, resolvedCompiler(cc), show, SourceHash())
 	// Line markers name the preprocessor's temporary input file: leave
 	// them out so the key depends on the header's content only.
 	for _, line := range strings.Split(header, "\n") {
@@ -217,6 +217,24 @@ func recorderExclusions() []wrap.Exclusion {
 		}
 	}
 	return ex
+}
+
+// resolvedCompiler is the compiler wrapper as a cache key: its file, with
+// links resolved, and its flags. mpicc, mpicc.openmpi and
+// /usr/bin/mpicc.openmpi name one compiler and share one build.
+func resolvedCompiler(cc []string) string {
+	p, err := exec.LookPath(cc[0])
+	if err == nil {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		if a, err := filepath.Abs(p); err == nil {
+			p = a
+		}
+	} else {
+		p = cc[0]
+	}
+	return strings.Join(append([]string{p}, cc[1:]...), " ")
 }
 
 // compilerIdentity is what the compiler wrapper says it runs: the underlying

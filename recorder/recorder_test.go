@@ -84,6 +84,19 @@ func TestBuildBothMPIs(t *testing.T) {
 			if err != nil || !again.Cached || again.Path != lib.Path {
 				t.Fatalf("second build: %+v, %v; want the cached %s", again, err, lib.Path)
 			}
+			// The same compiler by another name (its full path, a link to
+			// it) shares the build.
+			full, _ := exec.LookPath(cc)
+			link := filepath.Join(t.TempDir(), "mpicc")
+			if err := os.Symlink(full, link); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{full, link} {
+				other, err := Build(context.Background(), BuildOptions{MPICC: name, CacheDir: cache})
+				if err != nil || !other.Cached || other.Path != lib.Path {
+					t.Errorf("build with %s: %+v, %v; want the cached %s", name, other, err, lib.Path)
+				}
+			}
 			if _, err := os.Stat(filepath.Join(lib.Dir, "mpit_wrappers.c")); err != nil {
 				t.Errorf("generated wrappers not kept next to the library: %v", err)
 			}
