@@ -30,6 +30,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if out := os.Getenv(measureEnv); out != "" {
+		os.Exit(measureChild(out, os.Args[1:]))
+	}
 	dir, err := os.MkdirTemp("", "mpitrace-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -123,7 +126,7 @@ func (m mpiImpl) compile(t *testing.T, name string) string {
 type result struct {
 	stdout, stderr string
 	code           int
-	maxRSS         int64 // peak resident memory in bytes
+	maxRSS         int64 // peak resident memory in bytes (runMeasured only)
 }
 
 // run runs argv in dir and returns its output and exit status (128+N for
@@ -150,9 +153,6 @@ func runEnv(t *testing.T, dir string, env []string, argv ...string) result {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	r := result{stdout: out.String(), stderr: errb.String()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.maxRSS = int64(ru.Maxrss) << 10 // Linux reports KiB
-	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -169,6 +169,48 @@ func runEnv(t *testing.T, dir string, env []string, argv ...string) result {
 		t.Fatalf("%v did not finish within %v\nstderr:\n%s", argv, runTimeout, r.stderr)
 	}
 	return r
+}
+
+// measureEnv names the file into which the test binary, run as a helper,
+// writes the peak memory of the command it runs (runMeasured).
+const measureEnv = "MPITRACE_TEST_MAXRSS_FILE"
+
+// runMeasured is run, with the command's peak resident memory in maxRSS.
+// The command runs under a fresh copy of the test binary: Linux counts the
+// memory of the process that starts a program in the program's peak (exec
+// keeps the old address space's high-water mark), and this test binary may
+// have grown large.
+func runMeasured(t *testing.T, dir string, argv ...string) result {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "maxrss")
+	r := runEnv(t, dir, []string{measureEnv + "=" + file}, append([]string{os.Args[0]}, argv...)...)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("measuring %v: %v", argv, err)
+	}
+	if r.maxRSS, err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err != nil || r.maxRSS <= 0 {
+		t.Fatalf("measuring %v: peak memory %q", argv, b)
+	}
+	return r
+}
+
+// measureChild runs argv with the standard streams, writes its peak
+// resident memory (bytes) to out and returns its exit status.
+func measureChild(out string, argv []string) int {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	if cmd.ProcessState == nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 127
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		os.WriteFile(out, []byte(strconv.FormatInt(int64(ru.Maxrss)<<10, 10)), 0o644)
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return cmd.ProcessState.ExitCode()
 }
 
 // record runs `mpitrace record -o out [flags] -- argv...`.

@@ -100,7 +100,7 @@ func TestHostileFiles(t *testing.T) {
 		} {
 			argv[len(argv)-1] = filepath.Dir(d.file)
 			t.Run(d.name+"/"+strings.Join(argv[:len(argv)-1], " "), func(t *testing.T) {
-				res := run(t, root, append([]string{mpitraceBin}, argv...)...)
+				res := runMeasured(t, root, append([]string{mpitraceBin}, argv...)...)
 				want := d.code
 				if argv[1] == "--strict" {
 					want = d.strict
