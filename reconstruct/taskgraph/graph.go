@@ -223,6 +223,9 @@ type Graph struct {
 	sendBits   []uint64
 	sendRank   []uint32
 	numSenders int
+	// partBits marks the operations that a blocking collective precedes
+	// on their rank's chain (bit i for operation id 2+i).
+	partBits []uint64
 	// rankIdx[b] is the rank of operation id 2+b*4096.
 	rankIdx []int32
 
