@@ -28,13 +28,13 @@ func BenchmarkReconstructCritpath(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if reconstruct.HasErrors(diags) || len(p.Vertices) < 3 {
-			b.Fatalf("diagnostics %s, path of %d vertices", diags.Summary(), len(p.Vertices))
+		if reconstruct.HasErrors(diags) || p.NumVertices() < 3 {
+			b.Fatalf("diagnostics %s, path of %d vertices", diags.Summary(), p.NumVertices())
 		}
 		if !logged[b.Name()] {
 			logged[b.Name()] = true
 			b.Logf("%d nodes (%d ops, %d collectives), %d messages; path %d vertices, %.3f ms; diagnostics: %s",
-				g.NumNodes(), g.NumOps(), g.NumCollectives(), g.NumMessages(), len(p.Vertices), p.Length/1e6, diags.Summary())
+				g.NumNodes(), g.NumOps(), g.NumCollectives(), g.NumMessages(), p.NumVertices(), p.Length/1e6, diags.Summary())
 		}
 		runtime.KeepAlive(g)
 	})

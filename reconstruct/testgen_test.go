@@ -214,7 +214,7 @@ func TestSerial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(p.Vertices); n != calls+2 {
+	if n := p.NumVertices(); n != calls+2 {
 		t.Errorf("path of %d vertices, want every call and MPI_Init and MPI_Finalize: %d", n, calls+2)
 	}
 }
