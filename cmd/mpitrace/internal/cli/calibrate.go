@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,11 +177,20 @@ func parseBytes(v string) (int64, error) {
 
 // writeFileAtomic writes data to path through a temporary file.
 func writeFileAtomic(path string, data []byte) error {
+	return writeFileAtomicFunc(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeFileAtomicFunc writes path through a temporary file, with write:
+// for output too big to hold in memory first.
+func writeFileAtomicFunc(path string, write func(w io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
-	_, werr := tmp.Write(data)
+	werr := write(tmp)
 	cerr := tmp.Close()
 	if werr == nil {
 		werr = cerr

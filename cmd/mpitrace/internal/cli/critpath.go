@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -203,13 +202,11 @@ func writeSummary(w io.Writer, dir, model, out string, sum *critpath.Summary, un
 }
 
 // writeCritPathFile writes critPath.out through a temporary file, so a
-// failed run never leaves half a file.
+// failed run never leaves half a file. It streams: the file of a long path
+// is bigger than the path in memory.
 func writeCritPathFile(path string, p *critpath.Path, unit critpath.Unit) error {
-	var b bytes.Buffer
-	if err := critpath.WriteCritPathOut(&b, p, unit); err != nil {
-		return err
-	}
-	if err := writeFileAtomic(path, b.Bytes()); err != nil {
+	err := writeFileAtomicFunc(path, func(w io.Writer) error { return critpath.WriteCritPathOut(w, p, unit) })
+	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, unwrapPathError(err))
 	}
 	return nil
