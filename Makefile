@@ -64,6 +64,8 @@ bench: build
 	$(GO) run ./bench/overhead -n 5000000 -rounds 7
 	$(GO) run ./bench/tracesize
 	$(GO) test -run '^$$' -bench BenchmarkReader -benchtime 3x ./tracefmt
+	$(GO) test -run '^$$' -bench ReconstructCritpath -benchtime 1x -cpu 1,2 ./reconstruct
+	$(GO) test -run '^$$' -bench Critpath -benchtime 1x -cpu 1,2 ./cmd/mpitrace/internal/cli
 
 clean:
 	rm -rf bin demo

@@ -7,6 +7,7 @@ package benchtrace
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -25,26 +26,24 @@ type Shape struct {
 	// Default is its default value.
 	Env     string
 	Default int
-	// build returns the trace for scale n and its number of events.
-	build func(n int) (*testgen.Builder, int64)
+	// build returns the trace for scale n, events its number of events.
+	build  func(n int) *testgen.Builder
+	events func(n int) int64
 }
 
 var (
 	// Halo is testgen.Halo on 100 ranks, 40,000 iterations
 	// (MPITRACE_BENCH_ITERS): 20.4M events, 100 short parallel chains.
 	Halo = &Shape{Name: "halo100", Env: "MPITRACE_BENCH_ITERS", Default: 40_000,
-		build: func(iters int) (*testgen.Builder, int64) {
-			const ranks = 100
-			// 5 events per iteration, and an MPI_Allreduce every 10th.
-			return testgen.Halo(ranks, iters, 1), int64(ranks) * int64(5*iters+iters/10)
-		}}
+		build: func(iters int) *testgen.Builder { return testgen.Halo(100, iters, 1) },
+		// 5 events per iteration, and an MPI_Allreduce every 10th.
+		events: func(iters int) int64 { return 100 * int64(5*iters+iters/10) }}
 	// Serial is testgen.Serial with 20M calls (MPITRACE_BENCH_CALLS) on
 	// one rank: a critical path of 20M steps.
 	Serial = &Shape{Name: "serial1", Env: "MPITRACE_BENCH_CALLS", Default: 20_000_000,
-		build: func(calls int) (*testgen.Builder, int64) {
-			calls = (calls + 9) / 10 * 10
-			return testgen.Serial(calls, 1), int64(calls) + 2 // and MPI_Init, MPI_Finalize
-		}}
+		build: func(calls int) *testgen.Builder { return testgen.Serial(calls, 1) },
+		// calls rounded up to whole iterations, MPI_Init and MPI_Finalize.
+		events: func(calls int) int64 { return int64((calls+9)/10*10) + 2 }}
 )
 
 // Shapes are the benchmark traces.
@@ -52,7 +51,8 @@ var Shapes = []*Shape{Halo, Serial}
 
 type written struct {
 	once   sync.Once
-	dir    string
+	dir    string // temporary, removed by Main
+	kept   string // below MPITRACE_BENCH_DIR
 	events int64
 	err    error
 }
@@ -63,7 +63,9 @@ var (
 )
 
 // Dir returns the directory of the trace s, writing it on first use, and
-// its number of events.
+// its number of events. The trace goes to a temporary directory removed at
+// the end, or, when MPITRACE_BENCH_DIR is set, to NAME-SCALE below it,
+// kept for the next run (and for measuring the mpitrace binary on it).
 func (s *Shape) Dir(b *testing.B) (string, int64) {
 	mu.Lock()
 	w := dirs[s]
@@ -79,6 +81,20 @@ func (s *Shape) Dir(b *testing.B) (string, int64) {
 				n = x
 			}
 		}
+		w.events = s.events(n)
+		if keep := os.Getenv("MPITRACE_BENCH_DIR"); keep != "" {
+			dir := filepath.Join(keep, s.Name+"-"+strconv.Itoa(n))
+			if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err == nil {
+				b.Logf("%s: reusing %s", s.Name, dir)
+				w.kept = dir
+				return
+			}
+			if err := s.build(n).WriteDir(dir); err != nil {
+				w.err = fmt.Errorf("writing the %s trace: %w", s.Name, err)
+			}
+			w.kept = dir
+			return
+		}
 		dir, err := os.MkdirTemp("", "mpitrace-bench-"+s.Name+"-")
 		if err != nil {
 			w.err = err
@@ -86,16 +102,17 @@ func (s *Shape) Dir(b *testing.B) (string, int64) {
 		}
 		w.dir = dir
 		start := time.Now()
-		tb, events := s.build(n)
-		if err := tb.WriteDir(dir); err != nil {
+		if err := s.build(n).WriteDir(dir); err != nil {
 			w.err = fmt.Errorf("writing the %s trace: %w", s.Name, err)
 			return
 		}
-		w.events = events
-		b.Logf("%s: generated %d events in %v", s.Name, events, time.Since(start).Round(time.Millisecond))
+		b.Logf("%s: generated %d events in %v", s.Name, w.events, time.Since(start).Round(time.Millisecond))
 	})
 	if w.err != nil {
 		b.Fatal(w.err)
+	}
+	if w.kept != "" {
+		return w.kept, w.events
 	}
 	return w.dir, w.events
 }
