@@ -16,22 +16,22 @@
 // rank it waits for is not running. What the two MPIs the tests use do
 // about it (measured on a 2-core machine, fixtures/README.md):
 //
-//   - Open MPI 4.1 yields the processor in its progress loop when the
-//     launcher counts more ranks than slots (mpi_yield_when_idle, which
-//     mpirun turns on by itself with --oversubscribe -np 3 or more on 2
-//     cores). Nothing to set: forcing it on with as many ranks as cores
-//     makes a job slower beside busy processes, and off with more ranks
-//     than cores 2.7 times slower.
+//   - Open MPI 4.1 yields the processor in its progress loop when mpirun
+//     starts more ranks than slots: it tells them so
+//     (OMPI_MCA_mpi_oversubscribe=1) and MPI_Init then turns
+//     mpi_yield_when_idle on. Nothing to set: forcing it off with 4 ranks
+//     on 2 cores makes a job 2.7 times slower, forcing it on with 2 ranks
+//     1.8 times slower beside busy processes.
 //   - Debian's MPICH 4.0.2 (device ch4:ucx) cannot yield: its ch4 progress
 //     loop yields through MPL_thread_yield, which MPICH's configure
 //     compiles to nothing on Linux unless built with --enable-yield, and
 //     only when MPI_THREAD_MULTIPLE is in use; libmpich.so.12 does not
 //     even import sched_yield. MPIR_CVAR_POLLS_BEFORE_YIELD belongs to
 //     ch3, MPIR_CVAR_DEFAULT_THREAD_LEVEL=MPI_THREAD_MULTIPLE reaches the
-//     no-op, MPIR_CVAR_ASYNC_PROGRESS adds a polling thread per rank (2
+//     no-op, MPIR_CVAR_ASYNC_PROGRESS adds a polling thread per rank (2.3
 //     times slower), UCX is only polled (ucp_worker_progress) and Hydra
-//     has no such option. MPICH jobs in tests therefore use as few ranks
-//     as the test needs, and rely on the deadline below.
+//     has no such option. An MPICH job in a test should therefore start
+//     no more ranks than the test needs, and it relies on its deadline.
 package mpijob
 
 import (
