@@ -3,6 +3,7 @@ package reconstruct
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
@@ -15,6 +16,10 @@ type Options struct {
 	// Workers bounds the goroutines that decode and match ranks
 	// (GOMAXPROCS when <= 0). The graph does not depend on it.
 	Workers int
+	// Filtered says the trace was recorded with an --include or --exclude
+	// filter: a message or collective call one rank misses of another may
+	// be one the filter left out, so it is a warning, not an error.
+	Filtered bool
 }
 
 func (o Options) workers() int {
@@ -30,14 +35,20 @@ func (o Options) workers() int {
 // they say (see Check). The error is for I/O failures and for graphs too
 // large to represent.
 func Build(t *tracefmt.Trace, opts Options) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {
-	b := newBuild(t.Size, opts)
-	err := t.ForEachRank(opts.workers(), func(r *tracefmt.RankReader) error {
-		lossy := func() bool {
-			e := r.End()
+	ranks := make([]int, len(t.Files))
+	for i, f := range t.Files {
+		ranks[i] = f.Rank
+	}
+	b, err := newBuild(t.Size, ranks, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = t.ForEachRank(opts.workers(), func(r *tracefmt.RankReader) error {
+		end := func() rankEnd {
 			d := r.Diagnostics()
-			return e == nil || e.Reason != spec.EndFinalize || d.Count(tracefmt.DataLoss) > 0 || d.Count(tracefmt.Error) > 0
+			return endOf(r.End(), d.Count(tracefmt.DataLoss) > 0 || d.Count(tracefmt.Error) > 0)
 		}
-		return b.rank(r.Rank(), r, r.Name(), lossy)
+		return b.rank(r.Rank(), r, r.Name(), end)
 	})
 	if err != nil {
 		return nil, nil, err
@@ -62,29 +73,33 @@ func BuildFromRanks(ranks []*tracefmt.RankData, opts Options) (*taskgraph.Graph,
 // count as lost). Sources are consumed concurrently.
 func BuildFromSources(srcs []tracefmt.Source, opts Options) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {
 	size := len(srcs)
-	seen := make(map[int]bool)
+	ranks := make([]int, 0, len(srcs))
 	for _, s := range srcs {
 		h := s.Header()
 		size = max(size, h.Size)
 		if h.Rank < 0 {
 			return nil, nil, fmt.Errorf("a source has rank %d", h.Rank)
 		}
-		if seen[h.Rank] {
-			return nil, nil, fmt.Errorf("two sources for rank %d", h.Rank)
-		}
-		seen[h.Rank] = true
+		ranks = append(ranks, h.Rank)
 	}
-	for r := range seen {
+	slices.Sort(ranks)
+	for i, r := range ranks {
+		if i > 0 && r == ranks[i-1] {
+			return nil, nil, fmt.Errorf("two sources for rank %d", r)
+		}
 		if r >= size {
 			return nil, nil, fmt.Errorf("rank %d in a world of size %d", r, size)
 		}
 	}
-	b := newBuild(size, opts)
+	b, err := newBuild(size, ranks, opts)
+	if err != nil {
+		return nil, nil, err
+	}
 	errs := make([]error, len(srcs))
 	parallel(len(srcs), opts.workers(), func(i int) {
 		s := srcs[i]
-		lossy := func() bool { e := s.End(); return e == nil || e.Reason != spec.EndFinalize }
-		errs[i] = b.rank(s.Header().Rank, s, "", lossy)
+		end := func() rankEnd { return endOf(s.End(), false) }
+		errs[i] = b.rank(s.Header().Rank, s, "", end)
 	})
 	for _, err := range errs {
 		if err != nil {
@@ -127,21 +142,22 @@ func parallel(n, workers int, fn func(i int)) {
 	wg.Wait()
 }
 
-// build is one reconstruction.
+// build is one reconstruction. Its per-rank tables hold the ranks with a
+// log only: a world may claim many more.
 type build struct {
 	size  int
 	opts  Options
 	gb    *taskgraph.Builder
 	names *nameTable
-	res   []*rankResult // by rank; nil: no log
+	ranks []int         // the ranks with a log, increasing
+	res   []*rankResult // by position in ranks (see result)
 	diags tracefmt.Diagnostics
-	world []int32
 }
 
 // rankResult is what a rank's pass leaves for the cross-rank phases.
 type rankResult struct {
-	p     *rankPass
-	lossy bool
+	p   *rankPass
+	end rankEnd
 
 	sendOrder []uint32 // the rank's sends grouped by channel, in posting order
 	sendOff   []uint32 // sends of send channel c: sendOrder[sendOff[c]:sendOff[c+1]]
@@ -160,15 +176,56 @@ type gchan struct {
 	tag  int64
 }
 
-func newBuild(size int, opts Options) *build {
-	gb := taskgraph.NewBuilder(size)
+// newBuild prepares the reconstruction of a world of size ranks of which
+// ranks (sorted, distinct) have a log.
+func newBuild(size int, ranks []int, opts Options) (*build, error) {
+	gb, err := taskgraph.NewBuilderFor(size, ranks)
+	if err != nil {
+		return nil, err
+	}
 	return &build{size: size, opts: opts, gb: gb, names: &nameTable{gb: gb, m: make(map[string]nameInfo)},
-		res: make([]*rankResult, size)}
+		ranks: ranks, res: make([]*rankResult, len(ranks))}, nil
+}
+
+// result returns rank r's pass, nil when r has no log.
+func (b *build) result(r int) *rankResult {
+	if i, ok := b.gb.Index(r); ok {
+		return b.res[i]
+	}
+	return nil
+}
+
+// rankEnd is how a rank's log ends.
+type rankEnd struct {
+	// lossy: the log lost something (no end record, damage): what its
+	// rank's peers miss may be in the lost part.
+	lossy bool
+	// early, for a complete log whose rank ended before MPI_Finalize, says
+	// how ("MPI_Abort", "signal 15", ...): what its peers miss was never
+	// done, which is no error of the trace.
+	early string
+}
+
+// endOf classifies a log from its end record (nil: none) and whether the
+// reader found damage.
+func endOf(e *tracefmt.End, damaged bool) rankEnd {
+	switch {
+	case e == nil || damaged:
+		return rankEnd{lossy: true}
+	case e.Reason == spec.EndFinalize:
+		return rankEnd{}
+	case e.Reason == spec.EndAbort:
+		return rankEnd{early: "MPI_Abort"}
+	case e.Reason == spec.EndSignal:
+		return rankEnd{early: "signal " + itoa(int(e.Signal))}
+	}
+	return rankEnd{early: e.ReasonString()}
 }
 
 // rank runs one rank's pass.
-func (b *build) rank(rank int, src tracefmt.Source, file string, lossy func() bool) error {
-	if rank < 0 || rank >= b.size {
+func (b *build) rank(rank int, src tracefmt.Source, file string, end func() rankEnd) error {
+	i, ok := b.gb.Index(rank)
+	if rank < 0 || rank >= b.size || !ok {
 		return fmt.Errorf("%s: rank %d outside the world of %d ranks", file, rank, b.size)
 	}
 	rb := b.gb.Rank(rank)
@@ -179,19 +236,32 @@ func (b *build) rank(rank int, src tracefmt.Source, file string, lossy func() bo
 	if err := src.Err(); err != nil {
 		return err
 	}
-	l := lossy()
-	p.Finish(l)
-	b.res[rank] = &rankResult{p: p, lossy: l}
+	e := end()
+	p.Finish(e)
+	b.res[i] = &rankResult{p: p, end: e}
 	return nil
 }
 
-func (b *build) isLossy(r int) bool {
-	return r < 0 || r >= b.size || b.res[r] == nil || b.res[r].lossy
+// missing says how to weigh what rank r's peers miss of it (an unmatched
+// message, a missing collective call): data loss when its log is
+// incomplete (or absent), a warning when the rank ended early, else an
+// error; note explains it at the end of the diagnostic.
+func (b *build) missing(r int) (sev tracefmt.Severity, note string) {
+	res := b.result(r)
+	switch {
+	case res == nil || res.end.lossy:
+		return tracefmt.DataLoss, "; rank " + itoa(r) + "'s log is incomplete"
+	case res.end.early != "":
+		return tracefmt.Warning, "; rank " + itoa(r) + " ended early (" + res.end.early + ")"
+	case b.opts.Filtered:
+		return tracefmt.Warning, "; the recording's --include/--exclude may have left out its other half"
+	}
+	return tracefmt.Error, ""
 }
 
 func (b *build) finish(traceDiags *tracefmt.Diagnostics) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {
 	b.sharedNames()
-	parallel(b.size, b.opts.workers(), b.prepareSends)
+	parallel(len(b.res), b.opts.workers(), b.prepareSends)
 	members := b.members()
 	if err := b.gb.Layout(); err != nil {
 		return nil, nil, err
@@ -199,14 +269,14 @@ func (b *build) finish(traceDiags *tracefmt.Diagnostics) (*taskgraph.Graph, *tra
 	if err := b.collectives(members); err != nil {
 		return nil, nil, err
 	}
-	errs := make([]error, b.size)
-	parallel(b.size, b.opts.workers(), func(r int) { errs[r] = b.join(r) })
+	errs := make([]error, len(b.res))
+	parallel(len(b.res), b.opts.workers(), func(i int) { errs[i] = b.join(i) })
 	for _, err := range errs {
 		if err != nil {
 			return nil, nil, err
 		}
 	}
-	parallel(b.size, b.opts.workers(), b.unmatchedSends)
+	parallel(len(b.res), b.opts.workers(), b.unmatchedSends)
 	g, err := b.gb.Finish()
 	if err != nil {
 		return nil, nil, err

@@ -27,17 +27,14 @@ func commName(k commKey) string {
 // defined: the lowest rank's description wins, a different one is an
 // error.
 func (b *build) members() map[commKey][]int32 {
-	b.world = make([]int32, b.size)
-	for i := range b.world {
-		b.world[i] = int32(i)
-	}
 	m := make(map[commKey][]int32)
 	owner := make(map[commKey]int)
 	reported := make(map[commKey]bool)
-	for r, res := range b.res {
+	for _, res := range b.res {
 		if res == nil {
 			continue
 		}
+		r := res.p.rank
 		// Deterministic order: the rank's keys in first-use order.
 		for _, k := range res.p.keys {
 			def, ok := res.p.commDefs[k]
@@ -61,15 +58,76 @@ func (b *build) members() map[commKey][]int32 {
 	return m
 }
 
-func (b *build) membersOf(m map[commKey][]int32, k commKey) ([]int32, bool) {
+// memberSet is a communicator's members: a sorted list of world ranks, or
+// all the ranks of the world, which are never listed (a world may claim
+// 2^24 ranks of which few have a log).
+type memberSet struct {
+	list  []int32
+	world int // > 0: the members are 0..world-1
+}
+
+func (m memberSet) len() int {
+	if m.world > 0 {
+		return m.world
+	}
+	return len(m.list)
+}
+
+func (m memberSet) has(r int32) bool {
+	if m.world > 0 {
+		return r >= 0 && int(r) < m.world
+	}
+	_, ok := slices.BinarySearch(m.list, r)
+	return ok
+}
+
+func (m memberSet) String() string {
+	if m.world > 0 {
+		return fmt.Sprintf("the world's %d ranks", m.world)
+	}
+	return rankList(m.list)
+}
+
+func (b *build) membersOf(m map[commKey][]int32, k commKey) (memberSet, bool) {
 	switch {
 	case k.gid == 1:
-		return b.world, true
+		return memberSet{world: b.size}, true
 	case k.self >= 0:
-		return []int32{k.self}, true
+		return memberSet{list: []int32{k.self}}, true
 	}
 	l, ok := m[k]
-	return l, ok
+	return memberSet{list: l}, ok
+}
+
+// logged calls fn for each member of mem that has a log, in rank order,
+// and returns how many members have none and the first limit of them.
+func (b *build) logged(mem memberSet, limit int, fn func(r int32)) (nAbsent int, absent []int32) {
+	if mem.world == 0 {
+		for _, r := range mem.list {
+			if b.result(int(r)) != nil {
+				fn(r)
+				continue
+			}
+			if nAbsent++; len(absent) < limit {
+				absent = append(absent, r)
+			}
+		}
+		return nAbsent, absent
+	}
+	next := 0 // ranks next.. up to the following log have none
+	gap := func(end int) {
+		for r := next; r < end && len(absent) < limit; r++ {
+			absent = append(absent, int32(r))
+		}
+		nAbsent += end - next
+		next = end + 1
+	}
+	for _, r := range b.ranks {
+		gap(r)
+		fn(int32(r))
+	}
+	gap(mem.world)
+	return nAbsent, absent
 }
 
 func rankList(rs []int32) string {
@@ -101,7 +159,7 @@ type instPart struct {
 
 type instance struct {
 	key     commKey
-	members []int32
+	members memberSet
 	k       int
 	first   int // into the parts pool
 	n       int
@@ -115,10 +173,11 @@ type instance struct {
 func (b *build) collectives(members map[commKey][]int32) error {
 	groups := make(map[commKey]*collGroup)
 	var order []*collGroup
-	for r, res := range b.res {
+	for _, res := range b.res {
 		if res == nil {
 			continue
 		}
+		r := res.p.rank
 		res.partNode = make([]taskgraph.NodeID, len(res.p.parts))
 		for j := range res.p.parts {
 			res.partNode[j] = taskgraph.None
@@ -141,37 +200,48 @@ func (b *build) collectives(members map[commKey][]int32) error {
 	for _, g := range order {
 		mem, known := b.membersOf(members, g.key)
 		if !known {
-			mem = g.ranks
+			mem = memberSet{list: g.ranks}
 		}
 		maxLen := 0
 		for _, l := range g.lists {
 			maxLen = max(maxLen, len(l))
 		}
-		// Count mismatches, per member.
-		for _, m := range mem {
-			n := 0
-			if i, ok := slices.BinarySearch(g.ranks, m); ok {
-				n = len(g.lists[i])
-			}
-			if n == maxLen {
-				continue
-			}
-			sev := tracefmt.Error
-			if b.isLossy(int(m)) {
-				sev = tracefmt.DataLoss
-			}
+		// Count mismatches, per member: those with a log, then those
+		// without (they made no call), one by one while they are few.
+		const maxListed = 32
+		mismatch := func(m int32, n int) {
+			sev, note := b.missing(int(m))
 			file := ""
-			if res := b.res[m]; res != nil {
+			if res := b.result(int(m)); res != nil {
 				file = res.p.file
 			}
 			addDiag(&b.diags, sev, CodeCollectiveCount, int(m), file,
 				"rank %d made %d collective calls on %s, other members up to %d: the last instances lack its call%s",
-				m, n, commName(g.key), maxLen, lostNote(sev, int(m)))
+				m, n, commName(g.key), maxLen, note)
+		}
+		nAbsent, absent := b.logged(mem, maxListed, func(m int32) {
+			n := 0
+			if i, ok := slices.BinarySearch(g.ranks, m); ok {
+				n = len(g.lists[i])
+			}
+			if n != maxLen {
+				mismatch(m, n)
+			}
+		})
+		if nAbsent <= maxListed {
+			for _, m := range absent {
+				mismatch(m, 0)
+			}
+		} else {
+			const shown = 16
+			addDiag(&b.diags, tracefmt.DataLoss, CodeCollectiveCount, -1, "",
+				"%d members of %s have no log (%s and %d more): the %d collective instances on it lack their calls",
+				nAbsent, commName(g.key), rankList(absent[:shown]), nAbsent-shown, maxLen)
 		}
 		for i, r := range g.ranks {
-			if _, ok := slices.BinarySearch(mem, r); !ok {
-				addDiag(&b.diags, tracefmt.Error, CodeNotMember, int(r), b.res[r].p.file,
-					"rank %d made %d collective calls on %s, whose members are %s", r, len(g.lists[i]), commName(g.key), rankList(mem))
+			if !mem.has(r) {
+				addDiag(&b.diags, tracefmt.Error, CodeNotMember, int(r), b.result(int(r)).p.file,
+					"rank %d made %d collective calls on %s, whose members are %s", r, len(g.lists[i]), commName(g.key), mem)
 			}
 		}
 		for k := 0; k < maxLen; k++ {
@@ -183,7 +253,7 @@ func (b *build) collectives(members map[commKey][]int32) error {
 			}
 			inst.n = len(pool) - inst.first
 			p0 := pool[inst.first]
-			inst.minRank, inst.ev = p0.rank, b.res[p0.rank].p.parts[p0.part].ev
+			inst.minRank, inst.ev = p0.rank, b.result(int(p0.rank)).p.parts[p0.part].ev
 			insts = append(insts, inst)
 		}
 	}
@@ -198,18 +268,18 @@ func (b *build) collectives(members map[commKey][]int32) error {
 	for _, inst := range insts {
 		parts, recs = parts[:0], recs[:0]
 		for _, ip := range pool[inst.first : inst.first+inst.n] {
-			pr := &b.res[ip.rank].p.parts[ip.part]
+			pr := &b.result(int(ip.rank)).p.parts[ip.part]
 			recs = append(recs, pr)
 			parts = append(parts, taskgraph.Part{Rank: int(ip.rank), Nonblocking: pr.nb, At: pr.at, Start: pr.start, End: pr.end, Event: pr.ev})
 		}
 		b.checkInstance(inst, pool[inst.first:inst.first+inst.n], recs)
-		id, err := b.gb.AddCollective(taskgraph.Collective{Name: recs[0].name, GID: inst.key.gid, Members: inst.members,
-			Bytes: collBytes(recs[0].fn, recs, len(inst.members)), Parts: parts})
+		id, err := b.gb.AddCollective(taskgraph.Collective{Name: recs[0].name, GID: inst.key.gid, Members: inst.members.list,
+			Procs: inst.members.len(), Bytes: collBytes(recs[0].fn, recs, inst.members.len()), Parts: parts})
 		if err != nil {
 			return err
 		}
 		for _, ip := range pool[inst.first : inst.first+inst.n] {
-			b.res[ip.rank].partNode[ip.part] = id
+			b.result(int(ip.rank)).partNode[ip.part] = id
 		}
 	}
 	for _, res := range b.res {
@@ -236,7 +306,7 @@ func (b *build) checkInstance(inst instance, ips []instPart, recs []*partRec) {
 		default:
 			continue
 		}
-		addDiag(&b.diags, tracefmt.Error, CodeCollectiveMismatch, r, b.res[r].p.file,
+		addDiag(&b.diags, tracefmt.Error, CodeCollectiveMismatch, r, b.result(r).p.file,
 			"event %d: collective call %d on %s is %s; they are one vertex, named %s", pr.ev, inst.k+1, commName(inst.key), what, p0.fn)
 	}
 }

@@ -12,10 +12,12 @@ import (
 // severities.
 const (
 	// CodeUnmatchedSend: a message no receive matched. Data loss when the
-	// receiving rank's log is incomplete, else an error.
+	// receiving rank's log is incomplete, a warning when that rank ended
+	// early (MPI_Abort, a signal), else an error.
 	CodeUnmatchedSend = "unmatched_send"
 	// CodeUnmatchedRecv: a completed receive no send matched. Data loss
-	// when the sending rank's log is incomplete, else an error.
+	// when the sending rank's log is incomplete, a warning when that rank
+	// ended early, else an error.
 	CodeUnmatchedRecv = "unmatched_recv"
 	// CodeUnknownRequest: a request completed, started or freed that was
 	// never created (error). Same code as tracefmt.Validate's.
@@ -41,7 +43,7 @@ const (
 	CodeMessageTruncated = "message_truncated"
 	// CodeCollectiveCount: members of a communicator made different
 	// numbers of collective calls on it. Data loss when a member's log is
-	// incomplete, else an error.
+	// incomplete, a warning when it ended early, else an error.
 	CodeCollectiveCount = "collective_count_mismatch"
 	// CodeCollectiveMismatch: the k-th collective on a communicator is not
 	// the same call (function or root) on every member (error).

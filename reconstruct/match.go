@@ -21,10 +21,11 @@ import (
 // therefore a pairing of two ordered lists per channel, with no timing
 // involved.
 
-// prepareSends groups rank r's sends by channel, in posting order, leaving
-// out cancelled ones, and indexes the channels by their global key.
-func (b *build) prepareSends(r int) {
-	res := b.res[r]
+// prepareSends groups the sends of the ri-th rank with a log by channel, in
+// posting order, leaving out cancelled ones, and indexes the channels by
+// their global key.
+func (b *build) prepareSends(ri int) {
+	res := b.res[ri]
 	if res == nil {
 		return
 	}
@@ -57,14 +58,15 @@ func (b *build) prepareSends(r int) {
 	p.sendCh = chanTable{keys: p.sendCh.keys}
 }
 
-// join pairs rank r's receives with their senders' messages and adds the
-// rank's incoming cross edges.
-func (b *build) join(r int) error {
-	res := b.res[r]
+// join pairs the receives of the ri-th rank with a log with their senders'
+// messages and adds the rank's incoming cross edges.
+func (b *build) join(ri int) error {
+	res := b.res[ri]
 	if res == nil {
 		return nil
 	}
 	p := res.p
+	r := p.rank
 	nrec := p.recvs.len()
 	nch := len(p.recvCh.keys)
 	off := make([]uint32, nch+1)
@@ -100,7 +102,7 @@ func (b *build) join(r int) error {
 		s := int(k.peer)
 		ck := p.keys[k.comm]
 		var sends []uint32
-		if sres := b.res[s]; sres != nil {
+		if sres := b.result(s); sres != nil {
 			if sc, ok := sres.sendIdx[gchan{ck: ck, peer: int32(r), tag: k.tag}]; ok {
 				sends = sres.sendOrder[sres.sendOff[sc]:sres.sendOff[sc+1]]
 				sends = sends[:min(len(sends), len(seg))]
@@ -115,12 +117,9 @@ func (b *build) join(r int) error {
 			if rc.node == noNode {
 				continue
 			}
-			sev := tracefmt.Error
-			if b.isLossy(s) {
-				sev = tracefmt.DataLoss
-			}
+			sev, note := b.missing(s)
 			addDiag(&res.joinDiags, sev, CodeUnmatchedRecv, r, p.file,
-				"event %d: receive from rank %d (tag %d, %s) matched no message%s", b.gb.Rank(r).Event(rc.node), s, k.tag, commName(ck), lostNote(sev, s))
+				"event %d: receive from rank %d (tag %d, %s) matched no message%s", b.gb.Rank(r).Event(rc.node), s, k.tag, commName(ck), note)
 		}
 	}
 	order = nil
@@ -150,7 +149,7 @@ func (b *build) join(r int) error {
 			continue
 		}
 		s, si := int(m>>32), int(uint32(m))
-		snd := b.res[s].p.sends.at(si)
+		snd := b.result(s).p.sends.at(si)
 		if snd.bytes < math.MaxUint32 && rc.sbytes < math.MaxUint32 && rc.cap < math.MaxUint32 {
 			switch {
 			case snd.bytes > uint64(rc.cap):
@@ -169,36 +168,28 @@ func (b *build) join(r int) error {
 	return nil
 }
 
-// unmatchedSends reports rank r's messages no receive took.
-func (b *build) unmatchedSends(r int) {
-	res := b.res[r]
+// unmatchedSends reports the messages of the ri-th rank with a log that no
+// receive took.
+func (b *build) unmatchedSends(ri int) {
+	res := b.res[ri]
 	if res == nil {
 		return
 	}
 	p := res.p
+	r := p.rank
 	for c, k := range p.sendCh.keys {
 		first, end := res.sendOff[c]+res.paired[c], res.sendOff[c+1]
 		if first == end {
 			continue
 		}
 		dst := int(k.peer)
-		sev := tracefmt.Error
-		if b.isLossy(dst) {
-			sev = tracefmt.DataLoss
-		}
+		sev, note := b.missing(dst)
 		for _, si := range res.sendOrder[first:end] {
 			s := p.sends.at(int(si))
 			addDiag(&res.sendDiags, sev, CodeUnmatchedSend, r, p.file, "event %d: message to rank %d (tag %d, %s, %d bytes) was never received%s",
-				b.gb.Rank(r).Event(s.node), dst, k.tag, commName(p.keys[k.comm]), s.bytes, lostNote(sev, dst))
+				b.gb.Rank(r).Event(s.node), dst, k.tag, commName(p.keys[k.comm]), s.bytes, note)
 		}
 	}
 	p.sends = chunked[sendRec]{}
 	res.sendOrder = nil
-}
-
-func lostNote(sev tracefmt.Severity, peer int) string {
-	if sev == tracefmt.DataLoss {
-		return "; rank " + itoa(peer) + "'s log is incomplete"
-	}
-	return ""
 }

@@ -710,8 +710,8 @@ func (p *rankPass) unfinishedRecv(e *reqEntry) bool {
 	return true
 }
 
-// Finish ends the rank's pass; lossy says whether its log is incomplete.
-func (p *rankPass) Finish(lossy bool) {
+// Finish ends the rank's pass; end says how its log ends.
+func (p *rankPass) Finish(end rankEnd) {
 	for _, e := range p.reqs.live() {
 		if !e.active {
 			continue
@@ -742,9 +742,12 @@ func (p *rankPass) Finish(lossy bool) {
 		p.diag(tracefmt.Warning, CodeMissingInit, "no MPI_Init event: the rank's first operation hangs off the shared MPI_Init with weight 0")
 	}
 	if !p.hasFin {
-		if lossy {
+		switch {
+		case end.lossy:
 			p.diag(tracefmt.DataLoss, CodeTruncatedRank, "the log stops early without MPI_Finalize: its last operation leads to the shared MPI_Finalize with weight 0")
-		} else {
+		case end.early != "":
+			p.diag(tracefmt.Warning, CodeMissingFinalize, "the rank ended by %s, before MPI_Finalize: its last operation leads to the shared MPI_Finalize with weight 0", end.early)
+		default:
 			p.diag(tracefmt.Warning, CodeMissingFinalize, "no MPI_Finalize event: the rank's last operation leads to the shared MPI_Finalize with weight 0")
 		}
 	}

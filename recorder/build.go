@@ -49,6 +49,9 @@ type Library struct {
 	Cached bool // true when the library came from the cache
 	// Functions is the number of MPI functions the recorder wraps.
 	Functions int
+	// Names are the names of those functions, sorted (the names
+	// MPITRACE_INCLUDE and MPITRACE_EXCLUDE choose from).
+	Names []string
 }
 
 // CacheDir returns the default cache directory: $MPITRACE_CACHE, else
@@ -111,7 +114,7 @@ func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
 	}
 	show := compilerIdentity(ctx, cc)
 	h := sha256.New()
-	fmt.Fprintf(h, "mpitrace recorder %s\ncompiler %s\nshow %s\nsources %s\n", Version, opts.MPICC, show, SourceHash())
+	fmt.Fprintf(h, "mpitrace recorder %s\ncompiler %s\nshow %s\nsources %s\n", Version, resolvedCompiler(cc), show, SourceHash())
 	// Line markers name the preprocessor's temporary input file: leave
 	// them out so the key depends on the header's content only.
 	for _, line := range strings.Split(header, "\n") {
@@ -124,7 +127,12 @@ func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
 	h.Write(gen.Bytes())
 	key := hex.EncodeToString(h.Sum(nil))[:20]
 	dir := filepath.Join(opts.CacheDir, key)
-	lib := &Library{Path: filepath.Join(dir, LibraryName), Dir: dir, Key: key, MPICC: opts.MPICC, Functions: len(funcs)}
+	names := make([]string, len(funcs))
+	for i, f := range funcs {
+		names[i] = f.Name
+	}
+	sort.Strings(names)
+	lib := &Library{Path: filepath.Join(dir, LibraryName), Dir: dir, Key: key, MPICC: opts.MPICC, Functions: len(funcs), Names: names}
 	if !opts.Force {
 		if st, err := os.Stat(lib.Path); err == nil && st.Mode().IsRegular() {
 			lib.Cached = true
@@ -151,7 +159,7 @@ func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
 	args := append(append([]string{}, cc[1:]...),
 		"-O2", "-g", "-Wall", "-fPIC", "-shared", "-std=gnu11",
 		"-DMPIT_VERSION=\""+Version+"\"",
-		"-o", LibraryName, "mpit_runtime.c", "mpit_wrappers.c", "-lzstd", "-lpthread")
+		"-o", LibraryName, "mpit_runtime.c", "mpit_wrappers.c", "-lzstd", "-lpthread", "-ldl")
 	cmd := exec.CommandContext(ctx, cc[0], args...)
 	cmd.Dir = tmp
 	out, err := cmd.CombinedOutput()
@@ -209,6 +217,24 @@ func recorderExclusions() []wrap.Exclusion {
 		}
 	}
 	return ex
+}
+
+// resolvedCompiler is the compiler wrapper as a cache key: its file, with
+// links resolved, and its flags. mpicc, mpicc.openmpi and
+// /usr/bin/mpicc.openmpi name one compiler and share one build.
+func resolvedCompiler(cc []string) string {
+	p, err := exec.LookPath(cc[0])
+	if err == nil {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		if a, err := filepath.Abs(p); err == nil {
+			p = a
+		}
+	} else {
+		p = cc[0]
+	}
+	return strings.Join(append([]string{p}, cc[1:]...), " ")
 }
 
 // compilerIdentity is what the compiler wrapper says it runs: the underlying

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -41,6 +42,9 @@ func TestBuildBothMPIs(t *testing.T) {
 			}
 			if lib.Cached || lib.Functions < 300 {
 				t.Fatalf("first build: cached=%v functions=%d", lib.Cached, lib.Functions)
+			}
+			if len(lib.Names) != lib.Functions || !sort.StringsAreSorted(lib.Names) {
+				t.Fatalf("%d names, sorted %v; want the %d functions' names, sorted", len(lib.Names), sort.StringsAreSorted(lib.Names), lib.Functions)
 			}
 			f, err := elf.Open(lib.Path)
 			if err != nil {
@@ -79,6 +83,19 @@ func TestBuildBothMPIs(t *testing.T) {
 			again, err := Build(context.Background(), BuildOptions{MPICC: cc, CacheDir: cache})
 			if err != nil || !again.Cached || again.Path != lib.Path {
 				t.Fatalf("second build: %+v, %v; want the cached %s", again, err, lib.Path)
+			}
+			// The same compiler by another name (its full path, a link to
+			// it) shares the build.
+			full, _ := exec.LookPath(cc)
+			link := filepath.Join(t.TempDir(), "mpicc")
+			if err := os.Symlink(full, link); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{full, link} {
+				other, err := Build(context.Background(), BuildOptions{MPICC: name, CacheDir: cache})
+				if err != nil || !other.Cached || other.Path != lib.Path {
+					t.Errorf("build with %s: %+v, %v; want the cached %s", name, other, err, lib.Path)
+				}
 			}
 			if _, err := os.Stat(filepath.Join(lib.Dir, "mpit_wrappers.c")); err != nil {
 				t.Errorf("generated wrappers not kept next to the library: %v", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -44,10 +45,10 @@ func parseFrame(h []byte) (f frame, ok bool) {
 }
 
 // check returns why the frame cannot be a block, or nil. maxBlock bounds
-// the sizes.
-func (f *frame) check(maxBlock int) error {
+// the sizes; maxType is the highest block type of the file's version.
+func (f *frame) check(maxBlock int, maxType uint8) error {
 	switch {
-	case f.typ < spec.BlockHeader || f.typ > spec.BlockEnd:
+	case f.typ < spec.BlockHeader || f.typ > maxType:
 		return fmt.Errorf("unknown block type %d", f.typ)
 	case f.codec != spec.CodecNone && f.codec != spec.CodecZstd:
 		return fmt.Errorf("unknown codec %d", f.codec)
@@ -65,8 +66,12 @@ func (f *frame) check(maxBlock int) error {
 // over the payload.
 func crcStart(h []byte) uint32 { return crc32.Update(0, castagnoli, h[4:16]) }
 
-// appendFrame appends a frame header and payload for a block.
-func appendFrame(dst []byte, typ, codec uint8, raw int, payload []byte) []byte {
+// AppendBlock appends one block to dst: its frame (sync marker, type,
+// codec, the payload's stored size, raw size raw, checksum) and the payload
+// as given, compressed or not. A Writer writes whole valid files; this is
+// for tools and tests that craft blocks of their own (docs/format.md, "File
+// layout").
+func AppendBlock(dst []byte, typ, codec uint8, raw int, payload []byte) []byte {
 	var h [spec.BlockHeaderSize]byte
 	binary.LittleEndian.PutUint32(h[0:], spec.BlockSync)
 	h[4] = typ
@@ -120,6 +125,57 @@ var (
 
 var errRawSize = errors.New("payload does not decompress to the raw size in the frame")
 
+// The first pass reads an events block's prefix (thread, seq, count, base)
+// by decoding the first few zstd blocks of its frame, framed on their own
+// with a window of prefixWindowLog: a stream decoder's memory then depends
+// neither on the window nor on the content size the frame declares (it
+// keeps a window of that size, and allocates it anew for each larger one).
+const (
+	prefixBlocks    = 4  // zstd blocks: legit encoders put 128 KiB in the first
+	prefixWindowLog = 20 // above prefixBlocks × 128 KiB, so every match is in reach
+)
+
+// prefixFrame appends to dst[:0] a zstd frame of the first prefixBlocks
+// blocks of the frame payload, whose header h describes.
+func prefixFrame(dst, payload []byte, h *zstd.Header) ([]byte, error) {
+	if h.Skippable || h.DictionaryID != 0 {
+		return dst, errors.New("not a zstd frame without dictionary")
+	}
+	// No content size, no checksum, no dictionary; a window descriptor.
+	dst = append(dst[:0], payload[:4]...)
+	dst = append(dst, 0, (prefixWindowLog-10)<<3)
+	p := h.HeaderSize
+	for i := 0; i < prefixBlocks; i++ {
+		if p+3 > len(payload) {
+			return dst, io.ErrUnexpectedEOF
+		}
+		bh := uint32(payload[p]) | uint32(payload[p+1])<<8 | uint32(payload[p+2])<<16
+		n := int(bh >> 3)
+		switch typ := bh >> 1 & 3; typ {
+		case 1: // run-length: one byte stored
+			n = 1
+		case 3:
+			return dst, errors.New("zstd block of the reserved type")
+		}
+		if p+3+n > len(payload) {
+			return dst, io.ErrUnexpectedEOF
+		}
+		if i == prefixBlocks-1 {
+			bh |= 1 // the last block of this frame
+		}
+		dst = append(dst, byte(bh), byte(bh>>8), byte(bh>>16))
+		dst = append(dst, payload[p+3:p+3+n]...)
+		if bh&1 != 0 {
+			break
+		}
+		p += 3 + n
+	}
+	return dst, nil
+}
+
+// rawSlack is the room decompress wants beyond a block's raw size.
+const rawSlack = 64
+
 // decompress decodes a zstd payload that must yield exactly raw bytes, into
 // dst's storage when it is large enough.
 func decompress(dec *zstd.Decoder, payload []byte, raw int, dst []byte) ([]byte, error) {
@@ -132,8 +188,8 @@ func decompress(dec *zstd.Decoder, payload []byte, raw int, dst []byte) ([]byte,
 	}
 	// A little slack lets the decoder notice a frame without content size
 	// that holds more than raw bytes.
-	if cap(dst) < raw+64 {
-		dst = make([]byte, 0, raw+64)
+	if cap(dst) < raw+rawSlack {
+		dst = make([]byte, 0, raw+rawSlack)
 	}
 	out, err := dec.DecodeAll(payload, dst[:0])
 	if err != nil {

@@ -106,7 +106,7 @@ func (c *cursor) decodeList(ki *kindInfo, p int) (int, error) {
 	p = q
 	switch ki.list {
 	case spec.ListRanks:
-		ev.Ranks = growLen(ev.Ranks, int(n))
+		ev.Ranks = growList(ev.Ranks, int(n), &c.r.spareRanks)
 		var prev int64
 		for i := range ev.Ranks {
 			var x uint64
@@ -124,7 +124,7 @@ func (c *cursor) decodeList(ki *kindInfo, p int) (int, error) {
 			ev.Ranks[i] = prev
 		}
 	case spec.ListReqs:
-		ev.Reqs = growLen(ev.Reqs, int(n))
+		ev.Reqs = growList(ev.Reqs, int(n), &c.r.spareReqs)
 		for i := range ev.Reqs {
 			var x uint64
 			if p < len(b) && b[p] < 0x80 {
@@ -140,7 +140,7 @@ func (c *cursor) decodeList(ki *kindInfo, p int) (int, error) {
 			ev.Reqs[i] = x
 		}
 	case spec.ListCompletions:
-		ev.Completions = growLen(ev.Completions, int(n))
+		ev.Completions = growList(ev.Completions, int(n), &c.r.spareCompletions)
 		for i := range ev.Completions {
 			cp := &ev.Completions[i]
 			for _, code := range compCodes {
@@ -167,10 +167,17 @@ func (c *cursor) decodeList(ki *kindInfo, p int) (int, error) {
 	return p, nil
 }
 
-// growLen returns s with length n, reusing its storage when it is large enough.
-func growLen[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
+// growList returns s with length n: in its own storage when large enough,
+// else in the spare's when that is (s becomes the spare), else in new
+// storage of at least twice s's capacity, so that lists of growing lengths
+// allocate at most twice the longest.
+func growList[T any](s []T, n int, spare *[]T) []T {
+	if cap(s) >= n {
+		return s[:n]
 	}
-	return s[:n]
+	if cap(*spare) >= n {
+		s, *spare = (*spare)[:n], s[:0]
+		return s
+	}
+	return make([]T, n, max(n, 2*cap(s)))
 }

@@ -60,10 +60,12 @@ const (
 	CodeEventCountHigh    = "event_count_high"   // the blocks hold more events than the end record counts
 	CodeTrailingBytes     = "trailing_bytes"     // an events block has bytes after its last event
 	CodeAbnormalEnd       = "abnormal_end"       // the end record's reason is not finalize
+	CodeUnfinishedCall    = "unfinished_call"    // a thread's last MPI call never returned (pending block)
+	CodeOverBudget        = "over_budget"        // a block would make the reader hold more decompressed bytes than the file justifies
 
 	// Directory (OpenDir).
 	CodeMissingRank     = "missing_rank"     // a rank of 0..size-1 has no usable file
-	CodeUnreadableRank  = "unreadable_rank"  // a rank file that could not be opened
+	CodeUnreadableRank  = "unreadable_rank"  // a rank file skipped: empty, not an mpitrace file, unsupported version, no readable header, not a regular file
 	CodeFileNameRank    = "file_name_rank"   // a file's name and header disagree on its rank
 	CodeBadManifest     = "bad_manifest"     // manifest.json cannot be parsed
 	CodeManifestMissing = "manifest_missing" // no manifest.json

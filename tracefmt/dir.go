@@ -91,20 +91,30 @@ type Trace struct {
 	Size     int        // world size
 	Files    []RankFile // the usable rank files, by rank
 
-	mu        sync.Mutex
-	dirDiags  Diagnostics
-	rankDiags map[int]*Diagnostics // from the last ForEachRank, by rank
+	mu         sync.Mutex
+	dirDiags   Diagnostics
+	rankDiags  map[int]*Diagnostics // from the last ForEachRank, by rank
+	unfinished []UnfinishedCall     // from the last ForEachRank, by rank
+}
+
+// UnfinishedCall is a call that began and never returned in a rank's log
+// (RankReader.Unfinished), with its function's name.
+type UnfinishedCall struct {
+	Rank int    `json:"rank"`
+	Name string `json:"name"`
+	Pending
 }
 
 // OpenDir opens a trace directory: it finds the rank-*.mpit files, reads
 // manifest.json if present, and checks every file's header. It fails when
 // the files cannot belong together — two run ids (the error names a file of
 // each), two world sizes, two files for one rank, a manifest of another run
-// — and for a file that is not an mpitrace file or has an unsupported
-// version. Other damage is a diagnostic: a rank file whose header cannot be
-// read (unreadable_rank, error), a rank of 0..size-1 without a file
-// (missing_rank, data loss), a file named for another rank (file_name_rank,
-// warning).
+// — and when no rank file is usable (the error wraps the first file's:
+// ErrNotMpitrace, a *VersionError, ...). Other damage is a diagnostic: a
+// rank file that is skipped because it is empty, not an mpitrace file, of
+// an unsupported version or without a readable header (unreadable_rank,
+// data loss), a rank of 0..size-1 without a usable file (missing_rank,
+// data loss), a file named for another rank (file_name_rank, warning).
 func OpenDir(dir string) (*Trace, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -113,7 +123,7 @@ func OpenDir(dir string) (*Trace, error) {
 	t := &Trace{Dir: dir}
 	var names []string
 	for _, e := range ents {
-		if rankFileRE.MatchString(e.Name()) && !e.IsDir() {
+		if rankFileRE.MatchString(e.Name()) {
 			names = append(names, e.Name())
 		}
 	}
@@ -132,15 +142,18 @@ func OpenDir(dir string) (*Trace, error) {
 	}
 	byRank := make(map[int]*RankFile)
 	var first *RankFile
+	var firstErr error // why the first skipped file was skipped
 	for _, name := range names {
 		path := filepath.Join(dir, name)
 		h, err := ReadHeader(path)
 		if err != nil {
-			if errors.Is(err, ErrNotMpitrace) || errors.As(err, new(*VersionError)) {
-				return nil, err
+			// Empty, foreign, damaged or too new: the file is skipped
+			// and its rank counts as missing, whatever the reason.
+			if firstErr == nil {
+				firstErr = err
 			}
-			t.dirDiags.Add(Diagnostic{Severity: Error, Code: CodeUnreadableRank, Rank: -1, File: path, Block: -1, Offset: -1,
-				Message: fmt.Sprintf("rank file skipped: %v", err)})
+			t.dirDiags.Add(Diagnostic{Severity: DataLoss, Code: CodeUnreadableRank, Rank: -1, File: path, Block: -1, Offset: -1,
+				Message: fmt.Sprintf("rank file skipped: %s", skipReason(err, path))})
 			continue
 		}
 		rf := &RankFile{Rank: h.Rank, Path: path, Header: h}
@@ -167,7 +180,10 @@ func OpenDir(dir string) (*Trace, error) {
 		}
 	}
 	if first == nil {
-		return nil, fmt.Errorf("%s: none of the %d rank files has a readable header (%s)", dir, len(names), t.dirDiags.Summary())
+		if len(names) == 1 {
+			return nil, firstErr
+		}
+		return nil, &noUsableFileError{dir: dir, n: len(names), first: firstErr}
 	}
 	t.RunID = first.Header.RunID
 	t.Size = first.Header.Size
@@ -180,41 +196,82 @@ func OpenDir(dir string) (*Trace, error) {
 			return nil, fmt.Errorf("%s: %s says the world has %d ranks, %s says %d", dir, ManifestName, m.WorldSize, first.Path, t.Size)
 		}
 	}
-	var missing []int
-	for r := 0; r < t.Size; r++ {
-		if rf, ok := byRank[r]; ok {
-			t.Files = append(t.Files, *rf)
-		} else {
-			missing = append(missing, r)
-		}
+	for _, rf := range byRank {
+		t.Files = append(t.Files, *rf)
 	}
-	const maxListed = 32
-	for i, r := range missing {
-		if i == maxListed {
-			t.dirDiags.Add(Diagnostic{Severity: DataLoss, Code: CodeMissingRank, Rank: -1, File: dir, Block: -1, Offset: -1,
-				Message: fmt.Sprintf("%d more ranks have no usable file (%s)", len(missing)-maxListed, rankRanges(missing[maxListed:]))})
-			break
-		}
-		t.dirDiags.Add(Diagnostic{Severity: DataLoss, Code: CodeMissingRank, Rank: r, File: filepath.Join(dir, RankFileName(r)), Block: -1, Offset: -1,
-			Message: fmt.Sprintf("no usable file for rank %d of %d", r, t.Size)})
-	}
+	slices.SortFunc(t.Files, func(a, b RankFile) int { return a.Rank - b.Rank })
+	t.missingRanks(first)
 	return t, nil
 }
 
-// rankRanges formats sorted ranks as "3, 5-9".
-func rankRanges(rs []int) string {
+// skipReason is err without the file name it starts with.
+func skipReason(err error, path string) string {
+	return strings.TrimPrefix(err.Error(), path+": ")
+}
+
+// noUsableFileError is OpenDir's error when no rank file is usable: it
+// names the first file's problem and wraps its error.
+type noUsableFileError struct {
+	dir   string
+	n     int
+	first error
+}
+
+func (e *noUsableFileError) Error() string {
+	return fmt.Sprintf("%s: none of the %d rank files is usable (the first: %v)", e.dir, e.n, e.first)
+}
+
+func (e *noUsableFileError) Unwrap() error { return e.first }
+
+// missingRanks reports the ranks of 0..size-1 without a usable file: one
+// diagnostic each when they are few, else one for all of them that names
+// claim, the file whose header gave the size. The size is a claim of a few
+// bytes: nothing here takes time or memory per rank of it.
+func (t *Trace) missingRanks(claim *RankFile) {
+	var gaps []rankSpan
+	n, next := 0, 0
+	gap := func(end int) { // ranks next..end-1 have no file
+		if end > next {
+			gaps = append(gaps, rankSpan{next, end - 1})
+			n += end - next
+		}
+		next = end + 1
+	}
+	for _, f := range t.Files {
+		gap(f.Rank)
+	}
+	gap(t.Size)
+	const maxListed = 32
+	if n > maxListed {
+		t.dirDiags.Add(Diagnostic{Severity: DataLoss, Code: CodeMissingRank, Rank: claim.Rank, File: claim.Path, Block: -1, Offset: -1,
+			Message: fmt.Sprintf("the header says the world has %d ranks, but %d of them have no usable file in %s (%s)", t.Size, n, t.Dir, spanList(gaps))})
+		return
+	}
+	for _, g := range gaps {
+		for r := g.lo; r <= g.hi; r++ {
+			t.dirDiags.Add(Diagnostic{Severity: DataLoss, Code: CodeMissingRank, Rank: r, File: filepath.Join(t.Dir, RankFileName(r)), Block: -1, Offset: -1,
+				Message: fmt.Sprintf("no usable file for rank %d of %d", r, t.Size)})
+		}
+	}
+}
+
+// rankSpan is the ranks lo..hi.
+type rankSpan struct{ lo, hi int }
+
+// spanList formats spans as "3, 5-9", the first 20 of them.
+func spanList(spans []rankSpan) string {
+	const maxShown = 20
 	var parts []string
-	for i := 0; i < len(rs); {
-		j := i
-		for j+1 < len(rs) && rs[j+1] == rs[j]+1 {
-			j++
+	for i, s := range spans {
+		if i == maxShown {
+			parts = append(parts, fmt.Sprintf("and %d more ranges", len(spans)-maxShown))
+			break
 		}
-		if i == j {
-			parts = append(parts, strconv.Itoa(rs[i]))
+		if s.lo == s.hi {
+			parts = append(parts, strconv.Itoa(s.lo))
 		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", rs[i], rs[j]))
+			parts = append(parts, fmt.Sprintf("%d-%d", s.lo, s.hi))
 		}
-		i = j + 1
 	}
 	return strings.Join(parts, ", ")
 }
@@ -253,8 +310,9 @@ func (t *Trace) ForEachRank(workers int, fn func(r *RankReader) error) error {
 	}
 	workers = min(workers, len(t.Files))
 	type result struct {
-		diags *Diagnostics
-		err   error
+		diags      *Diagnostics
+		unfinished []UnfinishedCall
+		err        error
 	}
 	results := make([]result, len(t.Files))
 	var (
@@ -284,6 +342,10 @@ func (t *Trace) ForEachRank(workers int, fn func(r *RankReader) error) error {
 					// A copy: a pointer into r would keep r's buffers alive.
 					d := *r.Diagnostics()
 					res.diags = &d
+					for _, p := range r.Unfinished() {
+						name, _ := r.Strings().Lookup(p.Fn)
+						res.unfinished = append(res.unfinished, UnfinishedCall{Rank: r.Rank(), Name: name, Pending: p})
+					}
 					if cerr := r.Close(); err == nil {
 						err = cerr
 					}
@@ -301,16 +363,26 @@ func (t *Trace) ForEachRank(workers int, fn func(r *RankReader) error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rankDiags = make(map[int]*Diagnostics)
+	t.unfinished = nil
 	var firstErr error
 	for i, res := range results {
 		if res.diags != nil {
 			t.rankDiags[t.Files[i].Rank] = res.diags
 		}
+		t.unfinished = append(t.unfinished, res.unfinished...)
 		if res.err != nil && firstErr == nil {
 			firstErr = res.err
 		}
 	}
 	return firstErr
+}
+
+// Unfinished returns the calls that never returned in the ranks' logs,
+// found by the last ForEachRank, by rank and thread.
+func (t *Trace) Unfinished() []UnfinishedCall {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.unfinished)
 }
 
 // Diagnostics returns the directory's diagnostics (from OpenDir) followed by

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mpitrace/mpitrace/internal/allocs"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
@@ -201,15 +202,64 @@ func TestOpenDirProblems(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := tr.Diagnostics()
-		if d.CountCode(tracefmt.CodeUnreadableRank) != 1 || d.CountCode(tracefmt.CodeMissingRank) != 1 || d.Count(tracefmt.Error) != 1 {
+		if d.CountCode(tracefmt.CodeUnreadableRank) != 1 || d.CountCode(tracefmt.CodeMissingRank) != 1 || d.Count(tracefmt.DataLoss) != 2 {
 			t.Errorf("%s", d.Summary())
 		}
 	})
-	t.Run("not mpitrace", func(t *testing.T) {
-		dir := writeRing(t, 2, 1)
+	t.Run("empty and garbage files alike", func(t *testing.T) {
+		// A zero-length file (a rank that died before its recorder wrote
+		// anything), a file that is not an mpitrace file, one of a version
+		// this build does not read and one whose header is damaged are all
+		// skipped the same way: the good ranks are read.
+		dir := writeRing(t, 5, 1)
+		os.WriteFile(filepath.Join(dir, tracefmt.RankFileName(1)), nil, 0o644)
+		os.WriteFile(filepath.Join(dir, tracefmt.RankFileName(2)), []byte("hello"), 0o644)
+		os.WriteFile(filepath.Join(dir, tracefmt.RankFileName(3)), append([]byte(spec.Magic), 99, 0), 0o644)
+		os.WriteFile(filepath.Join(dir, tracefmt.RankFileName(4)), append([]byte(spec.Magic), 1, 0, 'M'), 0o644)
+		tr, err := tracefmt.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := tr.Diagnostics()
+		if len(tr.Files) != 1 || d.CountCode(tracefmt.CodeUnreadableRank) != 4 || d.CountCode(tracefmt.CodeMissingRank) != 4 ||
+			d.Count(tracefmt.DataLoss) != 8 || d.Count(tracefmt.Error) != 0 {
+			t.Fatalf("%d files; %s", len(tr.Files), d.Summary())
+		}
+		want := map[int]string{1: "empty file: not an mpitrace file?", 2: "not an mpitrace file?", 3: "unsupported format version 99", 4: "no header block"}
+		for _, x := range d.All() {
+			if x.Code != tracefmt.CodeUnreadableRank {
+				continue
+			}
+			var r int
+			for r = 1; r < 5 && x.File != filepath.Join(dir, tracefmt.RankFileName(r)); r++ {
+			}
+			if r == 5 || !strings.Contains(x.Message, "skipped") || !strings.Contains(x.Message, want[r]) {
+				t.Errorf("%v", x)
+			}
+			delete(want, r)
+		}
+		if len(want) != 0 {
+			t.Errorf("no diagnostic for %v", want)
+		}
+	})
+	t.Run("no usable file", func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, tracefmt.RankFileName(0)), nil, 0o644)
 		os.WriteFile(filepath.Join(dir, tracefmt.RankFileName(1)), []byte("hello"), 0o644)
 		_, err := tracefmt.OpenDir(dir)
+		if !errors.Is(err, tracefmt.ErrNotMpitrace) || strings.Contains(err.Error(), "\n") ||
+			!strings.Contains(err.Error(), "none of the 2 rank files is usable") ||
+			!strings.Contains(err.Error(), "rank-00000.mpit: empty file: not an mpitrace file?") {
+			t.Errorf("err %v", err)
+		}
+		os.Remove(filepath.Join(dir, tracefmt.RankFileName(0)))
+		_, err = tracefmt.OpenDir(dir)
 		if !errors.Is(err, tracefmt.ErrNotMpitrace) || !strings.Contains(err.Error(), "rank-00001.mpit: not an mpitrace file?") {
+			t.Errorf("err %v", err)
+		}
+		os.WriteFile(filepath.Join(dir, tracefmt.RankFileName(1)), append([]byte(spec.Magic), 99, 0), 0o644)
+		_, err = tracefmt.OpenDir(dir)
+		if !errors.As(err, new(*tracefmt.VersionError)) || !strings.Contains(err.Error(), "unsupported format version 99") {
 			t.Errorf("err %v", err)
 		}
 	})
@@ -284,4 +334,61 @@ func TestTestgenTimesAndRequests(t *testing.T) {
 	if d.Len() != 0 {
 		t.Error(d.Summary())
 	}
+}
+
+// A file may claim a world of 2^24 ranks in a few hundred bytes: the
+// directory is opened without allocating per claimed rank, and the missing
+// ranks are one diagnostic naming the file that claims them.
+func TestOpenDirHugeWorld(t *testing.T) {
+	for _, rank := range []int{0, 1<<24 - 1} {
+		dir := t.TempDir()
+		if err := testgen.WriteHugeWorld(dir, 1<<24, rank); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, tracefmt.RankFileName(rank))
+		var tr *tracefmt.Trace
+		var err error
+		n := allocs.Bytes(func() { tr, err = tracefmt.OpenDir(dir) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 1<<20 {
+			t.Errorf("rank %d: opening a file claiming 2^24 ranks allocated %d bytes", rank, n)
+		}
+		d := tr.Diagnostics()
+		if tr.Size != 1<<24 || len(tr.Files) != 1 || d.Len() != 1 || d.CountCode(tracefmt.CodeMissingRank) != 1 {
+			t.Fatalf("size %d, %d files: %s", tr.Size, len(tr.Files), diagLines(d))
+		}
+		want := "0-16777214"
+		if rank == 0 {
+			want = "1-16777215"
+		}
+		if x := d.All()[0]; x.File != path || x.Rank != rank || !strings.Contains(x.Message, "16777215 of them have no usable file") ||
+			!strings.Contains(x.Message, want) {
+			t.Errorf("%v", x)
+		}
+	}
+	// Many gaps: the ranges listed are bounded too.
+	b := testgen.New(400)
+	dir := t.TempDir()
+	for r := 0; r < 400; r += 2 {
+		data, _ := b.Bytes(r)
+		os.WriteFile(filepath.Join(dir, tracefmt.RankFileName(r)), data, 0o644)
+	}
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := tr.Diagnostics()
+	if d.Len() != 1 || len(d.All()[0].Message) > 300 || !strings.Contains(d.All()[0].Message, "1, 3, 5") {
+		t.Errorf("%s", diagLines(d))
+	}
+}
+
+func diagLines(d *tracefmt.Diagnostics) string {
+	var s []string
+	for _, x := range d.All() {
+		s = append(s, x.String())
+	}
+	return strings.Join(s, "\n")
 }

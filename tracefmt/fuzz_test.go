@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpitrace/mpitrace/internal/allocs"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
 
@@ -19,6 +20,21 @@ var updateSeeds = flag.Bool("update-seeds", false, "rewrite the named fuzz seeds
 // fuzzMaxBlock is the block size bound of the fuzz bodies: it keeps every
 // allocation small.
 const fuzzMaxBlock = 1 << 20
+
+// fuzzOptions are FuzzReader's reader options: blocks of at most 1 MiB, and
+// a budget for decompressed blocks of 1 MiB + 256 × the input's size.
+var fuzzOptions = ReaderOptions{MaxBlockSize: fuzzMaxBlock}
+
+// The bound on what decoding an input may allocate (runtime TotalAlloc),
+// which bounds its peak memory: what the budget for decompressed blocks
+// lets the reader hold (the 1 MiB floor and 256 per input byte), twice for
+// growing buffers geometrically, and as much again eight times over for the
+// events' lists (a list element takes at least one byte of a block and at
+// most 8 bytes of memory; a completion 5 and 40); plus the zstd decoders.
+const (
+	fuzzAllocPerByte = 2 * (1 + 8) * DefaultMaxRatio
+	fuzzAllocConst   = 2*(1+8)*fuzzMaxBlock + 8<<20
+)
 
 // readerSeeds are the named seeds of FuzzReader.
 func readerSeeds(t testing.TB) map[string][]byte {
@@ -58,7 +74,7 @@ func readerSeeds(t testing.TB) map[string][]byte {
 	negativeGap := writeFile(t, 0, 1, neg.evs, &WriterOptions{Compression: NoCompression}, nil)
 
 	wrongVersion := bytes.Clone(valid)
-	binary.LittleEndian.PutUint16(wrongVersion[len(spec.Magic):], 2)
+	binary.LittleEndian.PutUint16(wrongVersion[len(spec.Magic):], spec.Current+1)
 
 	every := everyKindSmall()
 	return map[string][]byte{
@@ -74,6 +90,7 @@ func readerSeeds(t testing.TB) map[string][]byte {
 		"missing-end":            writeFile(t, 0, 1, twoThreads.evs[:5], &WriterOptions{Compression: NoCompression}, noEnd),
 		"seq-gap":                seqGap,
 		"every-kind":             writeFile(t, 2, 4, every, &WriterOptions{Compression: NoCompression, BlockSize: 256}, nil),
+		"pending-mpi-error":      binaryOf(t, pendingText),
 	}
 }
 
@@ -146,9 +163,34 @@ func TestFuzzSeeds(t *testing.T) {
 // its allocations, and what it decodes must survive the text round trip.
 func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
-		// The header-only path (OpenDir) must cope as well, and agree.
-		h, herr := readHeader(bytes.NewReader(data), int64(len(data)), "fuzz", ReaderOptions{MaxBlockSize: fuzzMaxBlock})
-		r, err := NewRankReaderWith(bytes.NewReader(data), "fuzz", ReaderOptions{MaxBlockSize: fuzzMaxBlock})
+		var (
+			h         Header
+			r         *RankReader
+			herr, err error
+			long      bool
+		)
+		n, elems := 0, 0
+		alloc := allocs.Bytes(func() {
+			// The header-only path (OpenDir) must cope as well, and agree.
+			h, herr = readHeader(bytes.NewReader(data), int64(len(data)), "fuzz", fuzzOptions)
+			if r, err = NewRankReaderWith(bytes.NewReader(data), "fuzz", fuzzOptions); err != nil {
+				return
+			}
+			// A few bytes of zstd can hold a megabyte of events; stop
+			// early so that each input runs quickly under coverage
+			// instrumentation.
+			for n < 50_000 && r.Next() {
+				ev := r.Event()
+				l := len(ev.Ranks) + len(ev.Reqs) + len(ev.Completions)
+				long = long || l > fuzzMaxBlock
+				elems += l
+				n++
+			}
+		})
+		if limit := fuzzAllocPerByte*len(data) + fuzzAllocConst; alloc > uint64(limit) {
+			t.Fatalf("decoding %d bytes allocated %d bytes (%.0f per byte); the bound is %d per byte + %d", len(data), alloc,
+				float64(alloc)/float64(len(data)), fuzzAllocPerByte, fuzzAllocConst)
+		}
 		if err != nil {
 			var ve *VersionError
 			if !errors.Is(err, ErrNotMpitrace) && !errors.As(err, &ve) && !errors.Is(err, ErrBrokenTrace) {
@@ -160,15 +202,8 @@ func FuzzReader(f *testing.F) {
 		if herr != nil || h.Rank != r.Rank() || h.Size != r.Header().Size {
 			t.Fatalf("ReadHeader gives %+v, %v; the reader rank %d size %d", h, herr, r.Rank(), r.Header().Size)
 		}
-		n := 0
-		// A few bytes of zstd can hold a megabyte of events; stop early so
-		// that each input runs quickly under coverage instrumentation.
-		for n < 2_000_000 && r.Next() {
-			ev := r.Event()
-			if len(ev.Ranks)+len(ev.Reqs)+len(ev.Completions) > fuzzMaxBlock {
-				t.Fatalf("list longer than a block")
-			}
-			n++
+		if long {
+			t.Fatalf("list longer than a block")
 		}
 		if err := r.Err(); err != nil {
 			t.Fatalf("in-memory reader failed: %v", err)
@@ -185,11 +220,11 @@ func FuzzReader(f *testing.F) {
 		if len(r.blocks) > len(data)/spec.BlockHeaderSize {
 			t.Fatalf("%d blocks indexed from %d bytes", len(r.blocks), len(data))
 		}
-		if n > 20000 {
+		if n > 20000 || elems > 100000 {
 			return // keep the in-memory round trip small
 		}
 		// What was decoded must be representable: text → binary → text.
-		r2, err := NewRankReaderWith(bytes.NewReader(data), "fuzz", ReaderOptions{MaxBlockSize: fuzzMaxBlock})
+		r2, err := NewRankReaderWith(bytes.NewReader(data), "fuzz", fuzzOptions)
 		if err != nil {
 			t.Fatalf("second open failed: %v", err)
 		}

@@ -128,8 +128,9 @@ func (h *Header) parseMeta() error {
 	return nil
 }
 
-// maxWorldSize bounds the world size a header may claim, so that tables
-// indexed by rank stay allocatable. It is far above any MPI job.
+// maxWorldSize bounds the world size a header may claim. It is far above
+// any MPI job. A claim costs a few bytes of a file: readers and analyses
+// spend memory per rank file present, never per claimed rank.
 const maxWorldSize = 1 << 24
 
 // normalized returns the Meta a Writer writes for h: Meta with rank and size
@@ -216,6 +217,12 @@ type End struct {
 	Blocks  uint64 // events blocks written
 	Time    int64  // monotonic time of the flush in ns (stored as uvarint)
 	Dropped uint64 // events the recorder dropped
+	// Version 2: the MPI_Abort error code or, for spec.EndMPIError, the MPI
+	// error class; the string id of the MPI function the error arose in (0:
+	// none); and the MPI library's message for the error.
+	Code    uint64
+	Fn      uint64
+	Message string
 }
 
 var endReasons = []string{
@@ -224,10 +231,11 @@ var endReasons = []string{
 	spec.EndAbort:        "abort",
 	spec.EndSignal:       "signal",
 	spec.EndWriteFailure: "write_failure",
+	spec.EndMPIError:     "mpi_error",
 }
 
 // ReasonString names the reason ("finalize", "exit", "abort", "signal",
-// "write_failure"), or gives its number.
+// "write_failure", "mpi_error"), or gives its number.
 func (e *End) ReasonString() string {
 	if e.Reason < uint64(len(endReasons)) && endReasons[e.Reason] != "" {
 		return endReasons[e.Reason]

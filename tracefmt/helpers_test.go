@@ -166,7 +166,7 @@ func rawFile(version uint16, blocks ...[]byte) []byte {
 
 // rawBlock builds an uncompressed block.
 func rawBlock(typ uint8, payload []byte) []byte {
-	return appendFrame(nil, typ, spec.CodecNone, len(payload), payload)
+	return AppendBlock(nil, typ, spec.CodecNone, len(payload), payload)
 }
 
 func headerPayload(kv ...string) []byte {

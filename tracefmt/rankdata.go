@@ -2,6 +2,7 @@ package tracefmt
 
 import (
 	"io"
+	"slices"
 )
 
 // Source is a stream of one rank's events with its header, strings and end
@@ -12,6 +13,9 @@ type Source interface {
 	Strings() *Strings
 	// End returns the end record, nil when there is none.
 	End() *End
+	// Pending returns the pending blocks (calls begun and not returned when
+	// they were written), in file order.
+	Pending() []Pending
 	Next() bool
 	// Event returns the current event, valid until the next call to Next.
 	Event() *Event
@@ -25,7 +29,8 @@ type RankData struct {
 	Header  Header
 	Strings Strings
 	Events  []Event
-	End     *End // nil: no end record
+	Pending []Pending // pending blocks, written after the events
+	End     *End      // nil: no end record
 }
 
 // ReadAll reads the rest of src into memory.
@@ -40,6 +45,7 @@ func ReadAll(src Source) (*RankData, error) {
 		ec := *e
 		d.End = &ec
 	}
+	d.Pending = slices.Clone(src.Pending())
 	for src.Next() {
 		d.Events = append(d.Events, src.Event().Clone())
 	}
@@ -62,6 +68,11 @@ func (d *RankData) WriteBinary(w io.Writer, opts *WriterOptions) error {
 			return err
 		}
 	}
+	for i := range d.Pending {
+		if err := wr.WritePending(&d.Pending[i]); err != nil {
+			return err
+		}
+	}
 	return wr.CloseWithEnd(d.End)
 }
 
@@ -73,10 +84,11 @@ type dataSource struct {
 	i int
 }
 
-func (s *dataSource) Header() *Header   { return &s.d.Header }
-func (s *dataSource) Strings() *Strings { return &s.d.Strings }
-func (s *dataSource) End() *End         { return s.d.End }
-func (s *dataSource) Err() error        { return nil }
+func (s *dataSource) Header() *Header    { return &s.d.Header }
+func (s *dataSource) Strings() *Strings  { return &s.d.Strings }
+func (s *dataSource) End() *End          { return s.d.End }
+func (s *dataSource) Pending() []Pending { return s.d.Pending }
+func (s *dataSource) Err() error         { return nil }
 func (s *dataSource) Next() bool {
 	if s.i < len(s.d.Events) {
 		s.i++

@@ -23,7 +23,27 @@ type ReaderOptions struct {
 	// is also the largest value honoured. Fuzzing lowers it to keep memory
 	// small.
 	MaxBlockSize int
+	// BudgetFloor and MaxRatio bound the decompressed bytes the reader
+	// holds at once — the current events block of every recorder thread
+	// while it merges them by time, or a header or strings block — to
+	// BudgetFloor + MaxRatio × the file's size: what a file can justify. A
+	// block beyond it is skipped with a data-loss diagnostic
+	// (CodeOverBudget). 0 means DefaultBudgetFloor (at most MaxBlockSize)
+	// and DefaultMaxRatio.
+	BudgetFloor int
+	MaxRatio    int
 }
+
+const (
+	// DefaultMaxRatio is the compression ratio a file's budget for
+	// decompressed blocks allows: real recordings' blocks compress up to
+	// 34 times, polling loops best (docs/performance.md); zstd's
+	// run-length blocks reach 30000.
+	DefaultMaxRatio = 256
+	// DefaultBudgetFloor is the budget of even the smallest file: a block
+	// as large as the recorder's largest buffer always fits.
+	DefaultBudgetFloor = 16 << 20
+)
 
 // RankReader decodes one rank file. See the package documentation for the
 // two passes. Opening the file runs the first pass, so Header, Strings, End
@@ -62,6 +82,8 @@ type RankReader struct {
 	end         *End
 	afterEnd    bool
 	diags       Diagnostics
+	pending     []Pending // every pending block, in file order
+	unfinished  []Pending // per thread, the last call that never returned
 
 	blocks  []eventsBlock
 	threads []int
@@ -75,8 +97,22 @@ type RankReader struct {
 	sdec    *zstd.Decoder
 	cbuf    []byte
 	scanBuf []byte // for findSync
-	pfx     [maxEventsPrefix]byte
-	budget  int64
+	rawBuf  []byte // the first pass's decompressed header, strings and end blocks
+	// pfxFrame is the first pass's frame of an events block's first zstd
+	// blocks, to read the block's prefix from (see prefixFrame).
+	pfxFrame []byte
+	pfx      [maxEventsPrefix]byte
+	budget   int64 // bytes of damage the first pass may still scan
+
+	// rawBudget bounds rawHeld, the decompressed bytes held at once: the
+	// capacity of rawBuf, spare and every cursor's buffer (see reserve).
+	rawBudget, rawHeld int64
+	// Storage given up by the threads whose stream ended, for the others:
+	// a thread after another costs no new allocation.
+	spare            []byte
+	spareRanks       []int64
+	spareReqs        []uint64
+	spareCompletions []Completion
 }
 
 // eventsBlock is the first pass's record of one events block.
@@ -91,17 +127,13 @@ type eventsBlock struct {
 }
 
 // OpenRank opens and scans a rank file. Close releases it.
+// Only regular files are read (see openRegular).
 func OpenRank(path string) (*RankReader, error) {
-	f, err := os.Open(path)
+	f, size, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	r, err := newRankReader(f, st.Size(), path, ReaderOptions{})
+	r, err := newRankReader(f, size, path, ReaderOptions{})
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -157,17 +189,34 @@ func sizeOf(r io.Reader) (int64, bool) {
 	return 0, false
 }
 
-func newRankReader(ra io.ReaderAt, size int64, name string, o ReaderOptions) (*RankReader, error) {
+// newReader returns a reader of size bytes of ra, not yet scanned.
+func newReader(ra io.ReaderAt, size int64, name string, o ReaderOptions) *RankReader {
 	r := &RankReader{name: name, ra: ra, size: size, maxBlock: spec.MaxBlockSize, header: Header{Rank: -1}}
 	if o.MaxBlockSize > 0 && o.MaxBlockSize < spec.MaxBlockSize {
 		r.maxBlock = o.MaxBlockSize
 	}
+	floor, ratio := int64(min(DefaultBudgetFloor, r.maxBlock)), int64(DefaultMaxRatio)
+	if o.BudgetFloor > 0 {
+		floor = int64(o.BudgetFloor)
+	}
+	if o.MaxRatio > 0 {
+		ratio = int64(o.MaxRatio)
+	}
+	r.rawBudget = floor + min(ratio, math.MaxInt64/max(size, 1)/2)*size
+	return r
+}
+
+func newRankReader(ra io.ReaderAt, size int64, name string, o ReaderOptions) (*RankReader, error) {
+	r := newReader(ra, size, name, o)
 	if err := r.readFileHeader(); err != nil {
 		return nil, err
 	}
 	r.dec = decoderPool.Get().(*zstd.Decoder)
 	r.sdec = streamDecoderPool.Get().(*zstd.Decoder)
-	if err := r.scan(false); err != nil {
+	err := r.scan(false)
+	r.unreserve(r.rawBuf)
+	r.rawBuf = nil
+	if err != nil {
 		r.release()
 		return nil, err
 	}
@@ -180,26 +229,20 @@ func newRankReader(ra io.ReaderAt, size int64, name string, o ReaderOptions) (*R
 }
 
 // ReadHeader reads only the header of a rank file: the magic, the version
-// and the first valid header block. It is much cheaper than OpenRank.
+// and the first valid header block. It is much cheaper than OpenRank. Only
+// regular files are read.
 func ReadHeader(path string) (Header, error) {
-	f, err := os.Open(path)
+	f, size, err := openRegular(path)
 	if err != nil {
 		return Header{}, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return Header{}, err
-	}
-	return readHeader(f, st.Size(), path, ReaderOptions{})
+	return readHeader(f, size, path, ReaderOptions{})
 }
 
 // readHeader is ReadHeader on any io.ReaderAt.
 func readHeader(ra io.ReaderAt, size int64, name string, o ReaderOptions) (Header, error) {
-	r := &RankReader{name: name, ra: ra, size: size, maxBlock: spec.MaxBlockSize, header: Header{Rank: -1}}
-	if o.MaxBlockSize > 0 && o.MaxBlockSize < spec.MaxBlockSize {
-		r.maxBlock = o.MaxBlockSize
-	}
+	r := newReader(ra, size, name, o)
 	if err := r.readFileHeader(); err != nil {
 		return Header{}, err
 	}
@@ -238,7 +281,9 @@ func (r *RankReader) release() {
 func (r *RankReader) Close() error {
 	r.release()
 	r.cursors, r.heap, r.cur = nil, nil, nil
-	r.cbuf, r.scanBuf, r.blocks = nil, nil, nil
+	r.cbuf, r.scanBuf, r.rawBuf, r.pfxFrame, r.blocks = nil, nil, nil, nil, nil
+	r.spare, r.spareRanks, r.spareReqs, r.spareCompletions = nil, nil, nil, nil
+	r.rawHeld = 0
 	if r.closer != nil {
 		err := r.closer.Close()
 		r.closer = nil
@@ -264,6 +309,14 @@ func (r *RankReader) Strings() *Strings { return &r.strings }
 
 // End returns the end record, or nil when the file has none.
 func (r *RankReader) End() *End { return r.end }
+
+// Pending returns the file's pending blocks, in file order.
+func (r *RankReader) Pending() []Pending { return r.pending }
+
+// Unfinished returns, per thread, the MPI call that began and never
+// returned in the log (its last pending block without an event), in thread
+// order: where a rank hung, or was stopped.
+func (r *RankReader) Unfinished() []Pending { return r.unfinished }
 
 // Threads returns the thread indices that have events blocks, sorted.
 func (r *RankReader) Threads() []int { return r.threads }
@@ -360,7 +413,7 @@ func (r *RankReader) syncAt(off int64) bool {
 	return off+4 <= r.size && r.readAt(b[:], off) == nil && bytes.Equal(b[:], syncBytes)
 }
 
-var blockTypeNames = []string{spec.BlockHeader: "header", spec.BlockStrings: "strings", spec.BlockEvents: "events", spec.BlockEnd: "end"}
+var blockTypeNames = []string{spec.BlockHeader: "header", spec.BlockStrings: "strings", spec.BlockEvents: "events", spec.BlockEnd: "end", spec.BlockPending: "pending"}
 
 func blockTypeName(t uint8) string {
 	if int(t) < len(blockTypeNames) && blockTypeNames[t] != "" {
@@ -417,7 +470,7 @@ func (r *RankReader) scan(headerOnly bool) error {
 			r.diag(DataLoss, CodeUnrecognisedBytes, -1, start, "%d bytes that are not a block skipped (resuming at the block sync marker at offset %d)", pos-start, pos)
 			continue
 		}
-		if err := f.check(r.maxBlock); err != nil {
+		if err := f.check(r.maxBlock, spec.MaxBlockType(r.version)); err != nil {
 			r.diag(DataLoss, CodeBadFrame, idx, pos, "bad block frame: %v; looking for the next block", err)
 			idx++
 			if more, err := resync(pos + 1); err != nil {
@@ -488,13 +541,80 @@ func (r *RankReader) readPayload(off int64, f frame) ([]byte, error) {
 	return p, r.readAt(p, off+spec.BlockHeaderSize)
 }
 
-// rawPayload decompresses a small block's payload.
+// rawPayload decompresses the payload of a header, strings or end block
+// into rawBuf.
 func (r *RankReader) rawPayload(f frame, payload []byte) ([]byte, error) {
 	if f.codec == spec.CodecNone {
 		return payload, nil
 	}
-	return decompress(r.dec, payload, int(f.raw), nil)
+	buf, ok := r.reserve(r.rawBuf, int(f.raw)+rawSlack)
+	if !ok {
+		return nil, r.overBudget(f)
+	}
+	out, err := decompress(r.dec, payload, int(f.raw), buf)
+	r.rawBuf = out
+	return out, err
 }
+
+// reserve returns buf emptied with room for n bytes, or false when the
+// decompressed bytes the reader holds (rawHeld, which counts buf) would
+// pass its budget. A larger buffer replaces buf, growing geometrically
+// within the budget, so that blocks of growing sizes allocate at most
+// twice what the budget allows.
+func (r *RankReader) reserve(buf []byte, n int) ([]byte, bool) {
+	if cap(buf) >= n {
+		return buf[:0], true
+	}
+	if cap(r.spare) >= n {
+		buf, r.spare = r.spare, buf // both stay held
+		return buf[:0], true
+	}
+	r.unreserve(r.spare)
+	r.spare = nil
+	others := r.rawHeld - int64(cap(buf))
+	room := r.rawBudget - others
+	if int64(n) > room {
+		return buf, false
+	}
+	c := max(int64(n), min(2*int64(cap(buf)), room, int64(r.maxBlock)+rawSlack))
+	r.rawHeld = others + c
+	return make([]byte, 0, c), true
+}
+
+// unreserve gives up buf's storage.
+func (r *RankReader) unreserve(buf []byte) { r.rawHeld -= int64(cap(buf)) }
+
+// retire keeps the storage of a cursor whose stream ended for the other
+// threads: the larger of its buffer and the spare, and likewise its lists.
+func (r *RankReader) retire(c *cursor) {
+	if cap(c.buf) > cap(r.spare) {
+		r.spare, c.buf = c.buf, r.spare
+	}
+	r.unreserve(c.buf)
+	c.buf = nil
+	ev := &c.ev
+	ev.Ranks, r.spareRanks = nil, larger(ev.Ranks, r.spareRanks)
+	ev.Reqs, r.spareReqs = nil, larger(ev.Reqs, r.spareReqs)
+	ev.Completions, r.spareCompletions = nil, larger(ev.Completions, r.spareCompletions)
+}
+
+func larger[T any](a, b []T) []T {
+	if cap(a) > cap(b) {
+		return a
+	}
+	return b
+}
+
+// overBudget describes a block that does not fit the reader's budget for
+// decompressed bytes.
+func (r *RankReader) overBudget(f frame) error {
+	return &budgetError{fmt.Sprintf("%s block of %d bytes (%d stored) would take the decompressed blocks held at once past this %d-byte file's budget of %d bytes",
+		blockTypeName(f.typ), f.raw, f.stored, r.size, r.rawBudget)}
+}
+
+type budgetError struct{ msg string }
+
+func (e *budgetError) Error() string { return e.msg }
 
 // block handles one checked block of the first pass.
 func (r *RankReader) block(idx int, off int64, f frame, payload []byte) {
@@ -508,7 +628,14 @@ func (r *RankReader) block(idx int, off int64, f frame, payload []byte) {
 	}
 	raw, err := r.rawPayload(f, payload)
 	if err != nil {
-		r.diag(DataLoss, CodeUndecodableBlock, idx, off, "decompressing %s block: %v", blockTypeName(f.typ), err)
+		code, msg := CodeUndecodableBlock, fmt.Sprintf("decompressing %s block: %v", blockTypeName(f.typ), err)
+		if errors.As(err, new(*budgetError)) {
+			code, msg = CodeOverBudget, err.Error()+": block skipped"
+		}
+		if f.typ == spec.BlockHeader && !r.hdrOK {
+			r.hdrErr = fmt.Sprintf("block %d at offset %d: %s", idx, off, msg)
+		}
+		r.diag(DataLoss, code, idx, off, "%s", msg)
 		return
 	}
 	pr := &payloadReader{b: raw}
@@ -519,7 +646,10 @@ func (r *RankReader) block(idx int, off int64, f frame, payload []byte) {
 			return
 		}
 		n := pr.count("header.count", 2)
-		h := Header{Version: r.version, Meta: make([]KeyValue, 0, n)}
+		if n > maxHeaderKeys {
+			pr.fail("header.count", fmt.Errorf("%d keys, more than %d", n, maxHeaderKeys))
+		}
+		h := Header{Version: r.version, Meta: make([]KeyValue, 0, min(n, 64))}
 		for i := 0; i < n && pr.err == nil; i++ {
 			k := pr.str(fmt.Sprintf("header[%d].key", i))
 			v := pr.str(fmt.Sprintf("header[%d].value", i))
@@ -545,10 +675,10 @@ func (r *RankReader) block(idx int, off int64, f frame, payload []byte) {
 			if pr.err != nil {
 				break
 			}
-			if r.strings.bytes+len(s) > maxStringBytes {
+			if r.strings.bytes+len(s) > maxStringBytes || r.strings.Len() >= maxStrings {
 				if !r.stringsFull {
 					r.stringsFull = true
-					r.diag(DataLoss, CodeStringTableFull, idx, off, "string table exceeds %d bytes; further strings ignored", maxStringBytes)
+					r.diag(DataLoss, CodeStringTableFull, idx, off, "string table exceeds %d strings or %d bytes; further strings ignored", maxStrings, maxStringBytes)
 				}
 				continue
 			}
@@ -571,16 +701,35 @@ func (r *RankReader) block(idx int, off int64, f frame, payload []byte) {
 		e.Blocks = pr.uvarint("end.blocks")
 		e.Time = int64(pr.uvarint("end.time"))
 		e.Dropped = pr.uvarint("end.dropped")
+		if spec.EndFields(r.version) > 6 {
+			e.Code = pr.uvarint("end.code")
+			e.Fn = pr.uvarint("end.fn")
+			e.Message = pr.str("end.message")
+		}
 		if pr.err != nil {
 			r.diag(DataLoss, CodeUndecodableBlock, idx, off, "decoding %s: %v", pr.what, pr.err)
 			return
 		}
 		r.end = &e
+	case spec.BlockPending:
+		p, err := decodePending(pr)
+		if err != nil {
+			r.diag(DataLoss, CodeUndecodableBlock, idx, off, "%v", err)
+			return
+		}
+		r.pending = append(r.pending, p)
 	}
 }
 
-// maxStringBytes bounds the total size of a rank's string table.
-const maxStringBytes = spec.MaxBlockSize
+// maxStringBytes and maxStrings bound a rank's string table: the recorder
+// names the MPI functions a rank called, a few hundred.
+const (
+	maxStringBytes = spec.MaxBlockSize
+	maxStrings     = 1 << 18
+)
+
+// maxHeaderKeys bounds a header block's keys (the recorder writes 14).
+const maxHeaderKeys = 1 << 16
 
 // indexEvents reads the prefix of an events block (thread, seq, count, base)
 // and records the block for the second pass.
@@ -596,7 +745,10 @@ func (r *RankReader) indexEvents(idx int, off int64, f frame, payload []byte) {
 			err = fmt.Errorf("zstd frame holds %d bytes, the block frame says %d", h.FrameContentSize, f.raw)
 		}
 		if err == nil {
-			err = r.sdec.Reset(bytes.NewReader(payload))
+			r.pfxFrame, err = prefixFrame(r.pfxFrame, payload, &h)
+		}
+		if err == nil {
+			err = r.sdec.Reset(bytes.NewReader(r.pfxFrame))
 		}
 		if err == nil {
 			_, err = io.ReadFull(r.sdec, r.pfx[:n])
@@ -652,6 +804,7 @@ func (r *RankReader) finishScan() {
 	}
 	slices.Sort(r.threads)
 	var counted uint64
+	covered := make(map[int]uint64, len(r.threads))
 	for _, t := range r.threads {
 		var expect uint64
 		for _, bi := range byThread[t] {
@@ -665,8 +818,15 @@ func (r *RankReader) finishScan() {
 			expect = b.seq + b.count
 		}
 		counted += expect
+		covered[t] = expect
 		r.cursors = append(r.cursors, &cursor{r: r, thread: t, blocks: byThread[t], ev: Event{Thread: t}})
 	}
+	r.unfinished = unfinished(r.pending, covered)
+	last := int64(0)
+	if r.end != nil {
+		last = r.end.Time
+	}
+	r.reportUnfinished(last)
 	if r.end == nil {
 		r.diag(DataLoss, CodeMissingEnd, -1, -1, "no end record: the rank stopped before its final flush (killed, or still running); every complete block is read")
 		return
@@ -679,6 +839,10 @@ func (r *RankReader) finishScan() {
 	case spec.EndFinalize:
 	case spec.EndSignal:
 		r.diag(Warning, CodeAbnormalEnd, -1, -1, "the rank ended on signal %d", e.Signal)
+	case spec.EndAbort:
+		r.diag(Warning, CodeAbnormalEnd, -1, -1, "the rank called MPI_Abort (error code %d)", e.Code)
+	case spec.EndMPIError:
+		r.diag(Warning, CodeAbnormalEnd, -1, -1, "the rank ended by an MPI error%s: %s (error class %d)", r.inFn(e.Fn), firstLine(e.Message), e.Code)
 	default:
 		r.diag(Warning, CodeAbnormalEnd, -1, -1, "the rank ended by %s, not after MPI_Finalize", e.ReasonString())
 	}
@@ -711,11 +875,14 @@ func (c *cursor) load() bool {
 	for c.bi < len(c.blocks) {
 		b := &r.blocks[c.blocks[c.bi]]
 		c.bi++
+		buf, ok := r.reserve(c.buf, int(b.f.raw)+rawSlack)
+		if !ok {
+			r.diag(DataLoss, CodeOverBudget, b.index, b.off, "thread %d: %v: block skipped; %s lost", c.thread, r.overBudget(b.f), nEvents(b.count))
+			continue
+		}
+		c.buf = buf
 		var payload []byte
 		if b.f.codec == spec.CodecNone {
-			if cap(c.buf) < int(b.f.stored) {
-				c.buf = make([]byte, b.f.stored)
-			}
 			payload = c.buf[:b.f.stored]
 			if err := r.readAt(payload, b.off+spec.BlockHeaderSize); err != nil {
 				r.err = err
@@ -754,6 +921,8 @@ func (c *cursor) load() bool {
 		c.prevEnd = b.base
 		return true
 	}
+	// The thread's stream is over: its storage goes to the others.
+	r.retire(c)
 	c.blk = nil
 	return false
 }

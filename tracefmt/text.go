@@ -22,6 +22,7 @@ import (
 //	t=1520 thr=0 Send fn=MPI_Send gap=1520 dur=312 peer=1 tag=7 comm=1 bytes=4096 req=0
 //	t=1900 thr=0 Complete fn=MPI_Waitall dur=40 flag=1 completions=[{req=3 src=1 stag=7 sbytes=4096 flags=0}]
 //	t=2000 thr=0 CommNew fn=MPI_Comm_split dur=5 parent=1 comm=3 gid=17 remote=0 ranks=[0,2,4]
+//	pending thr=0 seq=3 fn=MPI_Recv t=2100 time=3100
 //	end reason=finalize signal=0 events=3 blocks=1 time=2005 dropped=0
 //
 // An event line holds the absolute start time t, the thread, the kind name,
@@ -81,11 +82,32 @@ func WriteText(w io.Writer, src Source) error {
 	if err := src.Err(); err != nil {
 		return err
 	}
+	for _, p := range src.Pending() {
+		fmt.Fprintf(bw, "pending thr=%d seq=%d fn=%s t=%d time=%d\n", p.Thread, p.Seq, tw.fnName(p.Fn), uint64(p.Start), uint64(p.Time))
+	}
 	if e := src.End(); e != nil {
-		fmt.Fprintf(bw, "end reason=%s signal=%d events=%d blocks=%d time=%d dropped=%d\n",
+		fmt.Fprintf(bw, "end reason=%s signal=%d events=%d blocks=%d time=%d dropped=%d",
 			e.ReasonString(), e.Signal, e.Events, e.Blocks, uint64(e.Time), e.Dropped)
+		if e.Code != 0 {
+			fmt.Fprintf(bw, " code=%d", e.Code)
+		}
+		if e.Fn != 0 {
+			fmt.Fprintf(bw, " fn=%s", tw.fnName(e.Fn))
+		}
+		if e.Message != "" {
+			fmt.Fprintf(bw, " message=%s", strconv.Quote(e.Message))
+		}
+		bw.WriteByte('\n')
 	}
 	return bw.Flush()
+}
+
+// fnName is how a line shows a function's string id: its name, or #ID.
+func (tw *textWriter) fnName(id uint64) string {
+	if name, ok := tw.fnNames[id]; ok {
+		return name
+	}
+	return "#" + strconv.FormatUint(id, 10)
 }
 
 type textWriter struct {
@@ -119,12 +141,7 @@ func (tw *textWriter) appendEvent(b []byte, ev *Event) []byte {
 		b = append(b, spec.Fields[f].Name...)
 		b = append(b, '=')
 		if f == spec.Fn {
-			if name, ok := tw.fnNames[uint64(v)]; ok {
-				b = append(b, name...)
-			} else {
-				b = append(b, '#')
-				b = strconv.AppendUint(b, uint64(v), 10)
-			}
+			b = append(b, tw.fnName(uint64(v))...)
 			continue
 		}
 		b = appendValue(b, ki.codes[i], v)
@@ -299,6 +316,11 @@ func (p *textParser) line(line string) error {
 		return s.str(rest)
 	case "end":
 		return s.end(rest)
+	case "pending":
+		if s.ended {
+			return errors.New("pending record after the end record")
+		}
+		return s.pending(rest)
 	}
 	if s.ended {
 		return errors.New("event after the end record")
@@ -399,12 +421,23 @@ func (s *textSection) end(rest string) error {
 		if !ok {
 			return fmt.Errorf("end: expected key=value, got %q", tok)
 		}
-		if k == "reason" {
+		switch k {
+		case "reason":
 			r, ok := parseEndReason(v)
 			if !ok {
 				return fmt.Errorf("end: unknown reason %q", v)
 			}
 			e.Reason = r
+			continue
+		case "fn":
+			if e.Fn, err = s.fnID(v); err != nil {
+				return fmt.Errorf("end: fn: %v", err)
+			}
+			continue
+		case "message":
+			if e.Message, err = strconv.Unquote(v); err != nil {
+				return fmt.Errorf("end: message %s: bad quoted text", v)
+			}
 			continue
 		}
 		n, err := strconv.ParseUint(v, 10, 64)
@@ -422,12 +455,56 @@ func (s *textSection) end(rest string) error {
 			e.Time = int64(n)
 		case "dropped":
 			e.Dropped = n
+		case "code":
+			e.Code = n
 		default:
 			return fmt.Errorf("end: unknown key %q", k)
 		}
 	}
 	s.data.End = e
 	s.ended = true
+	return nil
+}
+
+// pending parses "pending thr=T seq=S fn=F t=START time=TIME".
+func (s *textSection) pending(rest string) error {
+	toks, err := splitTokens(rest)
+	if err != nil {
+		return err
+	}
+	var p Pending
+	for _, tok := range toks {
+		k, v, ok := strings.Cut(tok, "=")
+		if !ok {
+			return fmt.Errorf("pending: expected key=value, got %q", tok)
+		}
+		if k == "fn" {
+			if p.Fn, err = s.fnID(v); err != nil {
+				return fmt.Errorf("pending: fn: %v", err)
+			}
+			continue
+		}
+		n, err := strconv.ParseUint(v, 10, 63)
+		if err != nil {
+			return fmt.Errorf("pending: %s=%q: not a number", k, v)
+		}
+		switch k {
+		case "thr":
+			if n > math.MaxInt32 {
+				return fmt.Errorf("pending: thr=%d out of range", n)
+			}
+			p.Thread = int(n)
+		case "seq":
+			p.Seq = n
+		case "t":
+			p.Start = int64(n)
+		case "time":
+			p.Time = int64(n)
+		default:
+			return fmt.Errorf("pending: unknown key %q", k)
+		}
+	}
+	s.data.Pending = append(s.data.Pending, p)
 	return nil
 }
 
@@ -446,6 +523,20 @@ func splitTokens(s string) ([]string, error) {
 			c := s[i]
 			if depth == 0 && (c == ' ' || c == '\t') {
 				break
+			}
+			if c == '"' {
+				// A quoted value (end's message) is one token.
+				j := i + 1
+				for ; j < len(s) && s[j] != '"'; j++ {
+					if s[j] == '\\' {
+						j++
+					}
+				}
+				if j >= len(s) {
+					return nil, errors.New("unterminated quoted text")
+				}
+				i = j
+				continue
 			}
 			switch c {
 			case '[':

@@ -134,6 +134,13 @@ func (r *payloadReader) count(what string, elemMin int) int {
 	return int(n)
 }
 
+// fail records err as the error of field what.
+func (r *payloadReader) fail(what string, err error) {
+	if r.err == nil {
+		r.err, r.what = err, what
+	}
+}
+
 func (r *payloadReader) str(what string) string {
 	n := r.uvarint(what)
 	if r.err != nil {

@@ -152,7 +152,7 @@ func (w *Writer) writeBlock(typ uint8, raw []byte) error {
 			return w.fail(fmt.Errorf("tracefmt: compressed block of %d bytes exceeds the block limit", len(payload)))
 		}
 	}
-	w.scratch = appendFrame(w.scratch[:0], typ, w.codec, len(raw), payload)
+	w.scratch = AppendBlock(w.scratch[:0], typ, w.codec, len(raw), payload)
 	if _, err := w.w.Write(w.scratch); err != nil {
 		return w.fail(err)
 	}
@@ -379,12 +379,28 @@ func (w *Writer) CloseWithEnd(end *End) error {
 	w.closed = true
 	if end != nil {
 		var b []byte
-		for _, v := range []uint64{end.Reason, end.Signal, end.Events, end.Blocks, uint64(end.Time), end.Dropped} {
+		for _, v := range []uint64{end.Reason, end.Signal, end.Events, end.Blocks, uint64(end.Time), end.Dropped, end.Code, end.Fn} {
 			b = binary.AppendUvarint(b, v)
 		}
+		b = binary.AppendUvarint(b, uint64(len(end.Message)))
+		b = append(b, end.Message...)
 		if err := w.writeBlock(spec.BlockEnd, b); err != nil {
 			return err
 		}
 	}
 	return w.err
+}
+
+// WritePending writes a pending block: an MPI call that had begun, and not
+// returned, when it was written. Events buffered before it are flushed
+// first, as the recorder does.
+func (w *Writer) WritePending(p *Pending) error {
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	var b []byte
+	for _, v := range []uint64{uint64(p.Thread), p.Seq, p.Fn, uint64(p.Start), uint64(p.Time)} {
+		b = binary.AppendUvarint(b, v)
+	}
+	return w.writeBlock(spec.BlockPending, b)
 }

@@ -83,7 +83,7 @@ func label(v *Vertex) string { return v.Name + " " + strconv.Itoa(v.Rank) }
 func Summarize(g *taskgraph.Graph, p *Path, top int) *Summary {
 	n := p.NumVertices()
 	s := &Summary{Length: p.Length, Vertices: n}
-	for r := 0; r < g.Size(); r++ {
+	for _, r := range g.Ranks() {
 		if a, b, ok := g.RankSpan(r); ok {
 			s.Measured = max(s.Measured, b-a)
 		}
@@ -91,13 +91,20 @@ func Summarize(g *taskgraph.Graph, p *Path, top int) *Summary {
 	if s.Measured > 0 {
 		s.Ratio = p.Length / float64(s.Measured)
 	}
-	byRank := make([]*RankShare, g.Size()+1) // rank r at r+1, collectives (-1) at 0
+	// By world rank, collectives at -1; not a table of Size() entries, which
+	// a hostile log may claim in millions. Paths stay on a rank for a while.
+	byRank := make(map[int]*RankShare)
+	var lastRank *RankShare
 	rank := func(r int) *RankShare {
-		x := byRank[r+1]
-		if x == nil {
-			x = &RankShare{Rank: r}
-			byRank[r+1] = x
+		if lastRank != nil && lastRank.Rank == r {
+			return lastRank
 		}
+		x, ok := byRank[r]
+		if !ok {
+			x = &RankShare{Rank: r}
+			byRank[r] = x
+		}
+		lastRank = x
 		return x
 	}
 	byFn := make(map[string]*FunctionShare)
@@ -162,9 +169,6 @@ func Summarize(g *taskgraph.Graph, p *Path, top int) *Summary {
 		return x / p.Length
 	}
 	for _, x := range byRank {
-		if x == nil {
-			continue
-		}
 		x.Share = share(x.Computation + x.Communication)
 		s.ByRank = append(s.ByRank, *x)
 		if x.Rank >= 0 {

@@ -31,7 +31,7 @@
 // # Keeping big graphs viewable
 //
 // CriticalOnly keeps only the path's vertices and edges. Ranks keeps the
-// clusters of a range of ranks and the shared vertices on their chains; a
+// clusters of a set of ranks and the shared vertices on their chains; a
 // message between a kept rank and another rank is drawn to or from a small
 // dashed "rank N" stub node standing for the other rank (one per rank), so
 // that the communication stays visible; edges between two other ranks, and

@@ -2,10 +2,13 @@ package render
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +31,7 @@ type DOTOptions struct {
 	// Ranks, when not nil, keeps only these ranks' clusters and the shared
 	// vertices on their chains; messages to and from other ranks end at a
 	// "rank N" stub node per other rank.
-	Ranks *RankRange
+	Ranks RankSet
 	// Window, when not nil, keeps only the operations that start within it
 	// (on each rank's clock, from the end of the rank's MPI_Init) and the
 	// shared vertices joined to them.
@@ -51,6 +54,52 @@ func (r RankRange) String() string {
 		return strconv.Itoa(r.First)
 	}
 	return fmt.Sprintf("%d-%d", r.First, r.Last)
+}
+
+// RankSet is a set of world ranks: ranges sorted by First, neither
+// overlapping nor adjacent (NewRankSet makes them so).
+type RankSet []RankRange
+
+// NewRankSet returns the set of the ranks in the given ranges.
+func NewRankSet(ranges ...RankRange) RankSet {
+	rs := slices.Clone(ranges)
+	slices.SortFunc(rs, func(a, b RankRange) int { return cmp.Compare(a.First, b.First) })
+	var s RankSet
+	for _, r := range rs {
+		if n := len(s); n > 0 && r.First <= s[n-1].Last+1 {
+			s[n-1].Last = max(s[n-1].Last, r.Last)
+			continue
+		}
+		s = append(s, r)
+	}
+	return s
+}
+
+// Contains reports whether rank r is in the set.
+func (s RankSet) Contains(rank int) bool {
+	for _, r := range s {
+		if r.Contains(rank) {
+			return true
+		}
+	}
+	return false
+}
+
+// Max returns the largest rank of the set, -1 for an empty set.
+func (s RankSet) Max() int {
+	if len(s) == 0 {
+		return -1
+	}
+	return s[len(s)-1].Last
+}
+
+// String returns the ranges separated by commas: "0-2,4,7".
+func (s RankSet) String() string {
+	parts := make([]string, len(s))
+	for i, r := range s {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, ",")
 }
 
 // Window is a time window [Start, End) on each rank's clock, measured from
@@ -102,8 +151,10 @@ func checkOptions(g *taskgraph.Graph, p *critpath.Path, o *DOTOptions) error {
 	if o.CriticalOnly && p == nil {
 		return errors.New("render: CriticalOnly needs a critical path")
 	}
-	if r := o.Ranks; r != nil && (r.First < 0 || r.Last < r.First || r.Last >= g.Size()) {
-		return fmt.Errorf("render: ranks %s: the graph has ranks 0-%d", r, g.Size()-1)
+	for _, r := range o.Ranks {
+		if r.First < 0 || r.Last < r.First || r.Last >= g.Size() {
+			return fmt.Errorf("render: ranks %s: the graph has ranks 0-%d", o.Ranks, g.Size()-1)
+		}
 	}
 	if w := o.Window; w != nil && (w.Start < 0 || w.End < 0 || w.End != 0 && w.End <= w.Start) {
 		return fmt.Errorf("render: window %s is empty or negative", w)
@@ -133,7 +184,7 @@ type view struct {
 	onPath    []bool // per node (nil without a path)
 	pathEdges map[edgeKey]bool
 	edges     []drawnEdge
-	stubs     []bool // per rank: has a stub node
+	stubs     map[int]bool // ranks that have a stub node
 	// counts for the label
 	ops, colls, allEdges int
 }
@@ -142,7 +193,7 @@ type view struct {
 // documentation for the rules).
 func selectView(g *taskgraph.Graph, p *critpath.Path, o *DOTOptions) *view {
 	n := g.NumNodes()
-	v := &view{keep: make([]bool, n), stubs: make([]bool, g.Size())}
+	v := &view{keep: make([]bool, n), stubs: make(map[int]bool)}
 	if p != nil {
 		v.onPath = make([]bool, n)
 		v.pathEdges = make(map[edgeKey]bool, p.NumVertices()-1)
@@ -160,7 +211,7 @@ func selectView(g *taskgraph.Graph, p *critpath.Path, o *DOTOptions) *view {
 	shared := func(id taskgraph.NodeID) bool { return g.Kind(id) != taskgraph.KindOp }
 
 	// Operations.
-	for r := 0; r < g.Size(); r++ {
+	for _, r := range g.Ranks() {
 		first, cnt := g.RankOps(r)
 		if cnt == 0 || !inRanks(r) {
 			continue
@@ -272,7 +323,7 @@ func (d *drawer) draw(w io.Writer, p *critpath.Path) error {
 	// Clusters. emicklei/dot names a cluster cluster_sN after its creation
 	// sequence; the names are replaced by cluster_rankN once written.
 	var renames []string
-	for r := 0; r < g.Size(); r++ {
+	for _, r := range g.Ranks() {
 		first, cnt := g.RankOps(r)
 		org := origin(g, r)
 		var sub *dot.Graph
@@ -328,13 +379,11 @@ func (d *drawer) draw(w io.Writer, p *critpath.Path) error {
 		}
 	}
 	// Stubs of the ranks outside DOTOptions.Ranks.
-	for r, ok := range v.stubs {
-		if ok {
-			n := root.Node(fmt.Sprintf("w%010d", r))
-			n.Attrs("label", fmt.Sprintf("rank %d", r), "shape", "box", "style", "dashed", "color", "gray50",
-				"fontcolor", "gray30", "id", fmt.Sprintf("stub%d", r), "tooltip", fmt.Sprintf("rank %d (not shown)", r))
-			d.stubs[r] = n
-		}
+	for _, r := range slices.Sorted(maps.Keys(v.stubs)) {
+		n := root.Node(fmt.Sprintf("w%010d", r))
+		n.Attrs("label", fmt.Sprintf("rank %d", r), "shape", "box", "style", "dashed", "color", "gray50",
+			"fontcolor", "gray30", "id", fmt.Sprintf("stub%d", r), "tooltip", fmt.Sprintf("rank %d (not shown)", r))
+		d.stubs[r] = n
 	}
 	// Edges, in the graph's order.
 	for _, e := range v.edges {

@@ -18,6 +18,7 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/analysis/render"
+	"github.com/mpitrace/mpitrace/internal/allocs"
 	"github.com/mpitrace/mpitrace/internal/testmodel"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
@@ -125,15 +126,15 @@ var goldens = []struct {
 	{"waitall", "", render.DOTOptions{}},
 	{"icoll", "", render.DOTOptions{}},
 	{"subcomm", "", render.DOTOptions{}},
-	{"subcomm", "ranks1-2", render.DOTOptions{Ranks: &render.RankRange{First: 1, Last: 2}}},
-	{"subcomm", "ranks0.critical", render.DOTOptions{Ranks: &render.RankRange{First: 0, Last: 0}, CriticalOnly: true}},
+	{"subcomm", "ranks1-2", render.DOTOptions{Ranks: render.RankSet{{First: 1, Last: 2}}}},
+	{"subcomm", "ranks0.critical", render.DOTOptions{Ranks: render.RankSet{{First: 0, Last: 0}}, CriticalOnly: true}},
 	{"cycle", "", render.DOTOptions{}},
 	{"halo4", "", render.DOTOptions{}},
 	{"halo4", "critical", render.DOTOptions{CriticalOnly: true}},
-	{"halo4", "ranks1-2", render.DOTOptions{Ranks: &render.RankRange{First: 1, Last: 2}}},
+	{"halo4", "ranks1-2", render.DOTOptions{Ranks: render.RankSet{{First: 1, Last: 2}}}},
 	{"halo4", "window50us-100us", render.DOTOptions{Window: &render.Window{Start: us(50), End: us(100)}}},
 	{"halo4", "window100us-", render.DOTOptions{Window: &render.Window{Start: us(100)}}},
-	{"halo4", "ranks3.window-40us.ms", render.DOTOptions{Ranks: &render.RankRange{First: 3, Last: 3},
+	{"halo4", "ranks3.window-40us.ms", render.DOTOptions{Ranks: render.RankSet{{First: 3, Last: 3}},
 		Window: &render.Window{End: us(40)}, Unit: critpath.Millisecond}},
 }
 
@@ -434,8 +435,8 @@ func TestOptionErrors(t *testing.T) {
 		want string
 	}{
 		{nil, render.DOTOptions{CriticalOnly: true}, "needs a critical path"},
-		{p, render.DOTOptions{Ranks: &render.RankRange{First: 1, Last: 2}}, "ranks 1-2: the graph has ranks 0-1"},
-		{p, render.DOTOptions{Ranks: &render.RankRange{First: 1, Last: 0}}, "ranks 1-0"},
+		{p, render.DOTOptions{Ranks: render.RankSet{{First: 1, Last: 2}}}, "ranks 1-2: the graph has ranks 0-1"},
+		{p, render.DOTOptions{Ranks: render.RankSet{{First: 1, Last: 0}}}, "ranks 1-0"},
 		{p, render.DOTOptions{Window: &render.Window{Start: time.Second, End: time.Second}}, "window [1s, 1s)"},
 	} {
 		var b bytes.Buffer
@@ -501,6 +502,40 @@ func TestTimeFormat(t *testing.T) {
 			if !strings.Contains(got, w) {
 				t.Errorf("unit %s: no %s in\n%s", c.unit, w, got)
 			}
+		}
+	}
+}
+
+// Two rank files of a few hundred bytes that claim a world of 2^24 ranks:
+// drawing it costs what the two ranks hold, not what the world claims.
+func TestHugeClaimedWorld(t *testing.T) {
+	dir := t.TempDir()
+	if err := testgen.WriteHugeWorld(dir, 1<<24, 0, 1<<24-1); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _, err := reconstruct.Build(tr, reconstruct.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := critpath.Compute(g, testModel{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []render.DOTOptions{{}, {Ranks: render.RankSet{{First: 0, Last: 0}}}, {CriticalOnly: true}} {
+		var b bytes.Buffer
+		n := allocs.Bytes(func() { err = render.WriteDOT(&b, g, p, testModel{}, o) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 2<<20 {
+			t.Errorf("%+v: drawing 2 ranks of a world that claims 2^24 allocated %d bytes", o, n)
+		}
+		if !o.CriticalOnly && (!strings.Contains(b.String(), "cluster_rank0 ") || (o.Ranks == nil) != strings.Contains(b.String(), "cluster_rank16777215 ")) {
+			t.Errorf("%+v:\n%s", o, b.String())
 		}
 	}
 }

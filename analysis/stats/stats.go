@@ -10,9 +10,15 @@
 // returned its status (Recv, or the Wait/Test that completed an Irecv), a
 // collective's bytes sent and received by the rank to the collective.
 // Sends to MPI_PROC_NULL move nothing and count no bytes.
+//
+// MPI_Init (MPI_Init_thread) and MPI_Finalize are kept apart from the
+// application's MPI functions, as mpiP's "MPI time" leaves them out: they
+// hold MPI's start-up and shut-down and, in a recorded run, the recorder's
+// clock synchronisation, and they lie outside the application time.
 package stats
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -72,10 +78,35 @@ type Rank struct {
 	// start of MPI_Finalize (or the last event's end).
 	AppNs int64 `json:"app_ns"`
 	// MPINs is the time spent in recorded MPI calls within AppNs.
-	MPINs  int64   `json:"mpi_ns"`
-	Calls  int64   `json:"calls"`
-	Funcs  []*Func `json:"functions"` // by total time, descending
-	byName map[string]*Func
+	MPINs int64 `json:"mpi_ns"`
+	// Calls counts the application's MPI calls (Funcs').
+	Calls int64   `json:"calls"`
+	Funcs []*Func `json:"functions"` // by total time, descending
+	// InitFinalize are MPI_Init, MPI_Init_thread and MPI_Finalize, apart
+	// from Funcs and outside AppNs and MPINs.
+	InitFinalize []*Func `json:"init_finalize"`
+	// Unfinished are the calls that began and never returned in the log:
+	// where the rank hung, or was stopped (one per thread at most).
+	Unfinished []Unfinished `json:"unfinished,omitempty"`
+	byName     map[string]*Func
+}
+
+// Unfinished is an MPI call that never returned in a rank's log.
+type Unfinished struct {
+	Rank   int    `json:"rank"`
+	Thread int    `json:"thread"`
+	Name   string `json:"name"`
+	// StartNs is when it began, from the end of the rank's MPI_Init (or its
+	// first event).
+	StartNs int64 `json:"start_ns"`
+	// WaitedNs is how long it had been under way when the log ends: at
+	// least that long.
+	WaitedNs int64 `json:"waited_at_least_ns"`
+}
+
+// isInitFinalize reports whether the function is one of those kept apart.
+func isInitFinalize(name string) bool {
+	return name == "MPI_Init" || name == "MPI_Init_thread" || name == "MPI_Finalize"
 }
 
 // MPIPercent is the share of the application time spent in MPI.
@@ -92,6 +123,8 @@ type Profile struct {
 	// All aggregates every rank: calls, times and bytes summed, min and max
 	// over all calls.
 	All []*Func `json:"aggregate"`
+	// InitFinalize aggregates the ranks' InitFinalize.
+	InitFinalize []*Func `json:"init_finalize"`
 	// AppNs is the longest rank's application time.
 	AppNs int64 `json:"app_ns"`
 	MPINs int64 `json:"mpi_ns"` // summed over ranks
@@ -143,7 +176,6 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 		}
 		dur := ev.End - ev.Start
 		f.add(dur)
-		rs.Calls++
 		switch f.Name {
 		case "MPI_Init", "MPI_Init_thread":
 			initEnd = ev.End
@@ -170,7 +202,10 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 			f.Sent += ev.Bytes()
 			f.Received += ev.RBytes()
 		}
-		rs.MPINs += dur
+		if !isInitFinalize(f.Name) {
+			rs.MPINs += dur
+			rs.Calls++
+		}
 	}
 	if err := r.Err(); err != nil {
 		return nil, err
@@ -179,23 +214,48 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 	if initEnd >= 0 {
 		start = initEnd
 	}
+	rs.Unfinished = unfinished(r, start, last)
 	if finStart >= 0 {
 		end = finStart
+	}
+	// A rank that hung in a call was in MPI until its log ends.
+	for _, u := range rs.Unfinished {
+		if start < 0 || u.Name == "MPI_Init" || u.Name == "MPI_Init_thread" {
+			continue // stopped before the application began
+		}
+		end = max(end, start+u.StartNs+u.WaitedNs)
+		rs.MPINs += u.WaitedNs
 	}
 	if end > start {
 		rs.AppNs = end - start
 	}
-	// Init and Finalize lie outside the application time.
-	for _, name := range []string{"MPI_Init", "MPI_Init_thread", "MPI_Finalize"} {
-		if f := rs.byName[name]; f != nil {
-			rs.MPINs -= f.TotalNs
-		}
-	}
-	if rs.MPINs < 0 {
-		rs.MPINs = 0
-	}
-	rs.Funcs = sortFuncs(rs.byName)
+	rs.Funcs, rs.InitFinalize = splitFuncs(rs.byName)
 	return rs, nil
+}
+
+// unfinished lists r's calls that never returned; origin is the rank's
+// time origin, last the end of its last event.
+func unfinished(r *tracefmt.RankReader, origin, last int64) []Unfinished {
+	var out []Unfinished
+	logEnd := last
+	if e := r.End(); e != nil {
+		logEnd = max(logEnd, e.Time)
+	}
+	for _, p := range r.Pending() {
+		logEnd = max(logEnd, p.Time)
+	}
+	for _, p := range r.Unfinished() {
+		name, ok := r.Strings().Lookup(p.Fn)
+		if !ok {
+			name = "unknown function"
+		}
+		u := Unfinished{Rank: r.Rank(), Thread: p.Thread, Name: name, WaitedNs: logEnd - p.Start}
+		if origin >= 0 {
+			u.StartNs = p.Start - origin
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // Merge builds the profile of the given ranks (in any order).
@@ -204,7 +264,7 @@ func Merge(ranks []*Rank) *Profile {
 	sort.Slice(p.Ranks, func(i, j int) bool { return p.Ranks[i].Rank < p.Ranks[j].Rank })
 	all := map[string]*Func{}
 	for _, r := range p.Ranks {
-		for _, f := range r.Funcs {
+		for _, f := range slices.Concat(r.Funcs, r.InitFinalize) {
 			a := all[f.Name]
 			if a == nil {
 				a = &Func{Name: f.Name}
@@ -217,8 +277,21 @@ func Merge(ranks []*Rank) *Profile {
 		}
 		p.MPINs += r.MPINs
 	}
-	p.All = sortFuncs(all)
+	p.All, p.InitFinalize = splitFuncs(all)
 	return p
+}
+
+// splitFuncs sorts the functions of m into the application's and
+// InitFinalize's.
+func splitFuncs(m map[string]*Func) (app, initFin []*Func) {
+	for _, f := range sortFuncs(m) {
+		if isInitFinalize(f.Name) {
+			initFin = append(initFin, f)
+		} else {
+			app = append(app, f)
+		}
+	}
+	return app, initFin
 }
 
 // sortFuncs orders by total time, descending, then by name: deterministic.

@@ -137,3 +137,62 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+// MPI_Init and MPI_Finalize are listed apart from the application's MPI
+// functions, as mpiP's "MPI time" leaves them out: they hold MPI's
+// start-up and shut-down and the recorder's clock synchronisation.
+func TestInitFinalizeApart(t *testing.T) {
+	b := testgen.New(2)
+	for r := 0; r < 2; r++ {
+		rk := b.Rank(r)
+		rk.Dur = 900_000_000 // a long start-up
+		rk.Call("MPI_Init")
+		rk.Dur = 1000
+		rk.Send(int64(1-r), 1, 8)
+		rk.Recv(int64(1-r), 1, 8)
+		rk.Dur = 50_000_000
+		rk.Call("MPI_Finalize")
+	}
+	p := profile(t, b)
+	for _, fs := range [][]*Func{p.All, p.Ranks[0].Funcs, p.Ranks[1].Funcs} {
+		if find(fs, "MPI_Init") != nil || find(fs, "MPI_Finalize") != nil || len(fs) != 2 {
+			t.Errorf("the application's functions list %v", names(fs))
+		}
+	}
+	if f := find(p.InitFinalize, "MPI_Init"); f == nil || f.Calls != 2 || f.TotalNs != 1_800_000_000 {
+		t.Errorf("MPI_Init apart: %+v", f)
+	}
+	if f := find(p.InitFinalize, "MPI_Finalize"); f == nil || f.Calls != 2 || f.TotalNs != 100_000_000 {
+		t.Errorf("MPI_Finalize apart: %+v", f)
+	}
+	if r := p.Ranks[0]; len(r.InitFinalize) != 2 || r.Calls != 2 || r.MPINs != 2000 {
+		t.Errorf("rank 0: %d calls, %d ns in MPI, Init/Finalize %v; want 2 calls, 2000 ns and both apart", r.Calls, r.MPINs, names(r.InitFinalize))
+	}
+	var out bytes.Buffer
+	if err := WriteText(&out, p, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	_, all, _ := strings.Cut(text, "All ranks:")
+	all, rest, _ := strings.Cut(all, "\nMPI_Init and MPI_Finalize")
+	if strings.Contains(all, "MPI_Init") || strings.Contains(all, "MPI_Finalize ") || !strings.Contains(all, "MPI_Send") {
+		t.Errorf("the All ranks table lists MPI_Init/MPI_Finalize, or there is no separate table:\n%s", text)
+	}
+	apart, _, _ := strings.Cut(rest, "\nPer rank:")
+	if !strings.Contains(apart, "not in the time in MPI") || !strings.Contains(apart, "   MPI_Init      2     1.800 s") ||
+		!strings.Contains(apart, "MPI_Finalize      2  100.000 ms") {
+		t.Errorf("MPI_Init and MPI_Finalize are not listed apart:\n%s", text)
+	}
+	j, _ := json.Marshal(p)
+	if !strings.Contains(string(j), `"init_finalize":[{"name":"MPI_Init"`) {
+		t.Errorf("JSON: %s", j)
+	}
+}
+
+func names(fs []*Func) []string {
+	var n []string
+	for _, f := range fs {
+		n = append(n, f.Name)
+	}
+	return n
+}

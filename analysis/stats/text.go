@@ -26,12 +26,22 @@ func WriteText(w io.Writer, p *Profile, o TextOptions) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if len(p.InitFinalize) > 0 {
+		fmt.Fprintf(w, "\nMPI_Init and MPI_Finalize (MPI start-up and shut-down, with the recorder's clock synchronisation; not in the time in MPI):\n")
+		funcTable(tw, p.InitFinalize, 0)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(w, "\nPer rank:\n")
 	fmt.Fprintln(tw, "rank\tapp time\tMPI time\tMPI %\tcalls\t")
 	for _, r := range p.Ranks {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\t%d\t\n", r.Rank, Duration(r.AppNs), Duration(r.MPINs), r.MPIPercent(), r.Calls)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := unfinishedTable(w, tw, p); err != nil {
 		return err
 	}
 	if o.PerRank {
@@ -44,6 +54,26 @@ func WriteText(w io.Writer, p *Profile, o TextOptions) error {
 		}
 	}
 	return nil
+}
+
+// unfinishedTable lists the calls that never returned, when there are
+// some: a run that hung or was stopped says where each rank was.
+func unfinishedTable(w io.Writer, tw *tabwriter.Writer, p *Profile) error {
+	n := 0
+	for _, r := range p.Ranks {
+		n += len(r.Unfinished)
+	}
+	if n == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nUnfinished calls: the run did not end normally; these calls began and never returned (the rank hung in them,\nor was stopped). Their time counts in the rank's app and MPI time, not in the function tables:\n")
+	fmt.Fprintln(tw, "rank\tthread\tfunction\tbegan at\twaited at least\t")
+	for _, r := range p.Ranks {
+		for _, u := range r.Unfinished {
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t\n", u.Rank, u.Thread, u.Name, Duration(u.StartNs), Duration(u.WaitedNs))
+		}
+	}
+	return tw.Flush()
 }
 
 func funcTable(tw *tabwriter.Writer, fs []*Func, top int) {

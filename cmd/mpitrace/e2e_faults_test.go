@@ -9,11 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/mpitrace/mpitrace/internal/mpijob"
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -102,7 +102,83 @@ func TestFaultMPIAbort(t *testing.T) {
 			if last := logs[1].calls[len(logs[1].calls)-1]; last.fn != "MPI_Abort" {
 				t.Errorf("rank 1's last call is %s, want MPI_Abort", last.fn)
 			}
+			wantSameVerdict(t, out, logs)
 		})
+	}
+}
+
+// TestFaultAbortAfterInit: every rank aborts right after MPI_Init (an
+// application that cannot read its input). The recorder must not change the
+// run: under Open MPI every rank prints its message, as without the
+// recorder (before, ranks left MPI_Init one by one after the recorder's
+// clock measurement, and the first to abort had the others killed inside
+// MPI_Init); every rank leaves a log, a rank whose log is complete has its
+// MPI_Init and the abort's error code, and stats, critpath and dot agree on
+// the --strict verdict.
+func TestFaultAbortAfterInit(t *testing.T) {
+	const np = 4
+	for _, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			bin, dir, out := faultSetup(t, m)
+			plain := run(t, dir, m.launch(np, bin, "init_abort")...)
+			r := record(t, out, nil, m.launch(np, bin, "init_abort")...)
+			if r.code == 0 || plain.code == 0 {
+				t.Fatalf("exit %d recorded, %d alone; the ranks abort", r.code, plain.code)
+			}
+			printed := func(s string) int { return strings.Count(s, "cannot open the input file") }
+			// MPICH's launcher kills the other ranks as soon as one aborts,
+			// with or without the recorder: how many print is a race there.
+			if m.name == "openmpi" && printed(plain.stdout) == np && printed(r.stdout) != np {
+				t.Errorf("%d ranks printed their message under the recorder, %d without", printed(r.stdout), printed(plain.stdout))
+			}
+			tr, logs := readTrace(t, out)
+			if len(tr.Files) != np {
+				t.Fatalf("%d rank logs, want %d", len(tr.Files), np)
+			}
+			aborted := 0
+			for _, l := range logs {
+				if l.end == nil {
+					continue
+				}
+				if countCalls(l, "MPI_Init") != 1 {
+					t.Errorf("rank %d: complete log without MPI_Init", l.rank)
+				}
+				if l.end.Reason == spec.EndAbort {
+					aborted++
+					if l.end.Code != 4 {
+						t.Errorf("rank %d: MPI_Abort's error code %d recorded, the program gave 4", l.rank, l.end.Code)
+					}
+				}
+			}
+			if aborted == 0 {
+				t.Errorf("no rank has the MPI_Abort end record")
+			}
+			wantSameVerdict(t, out, logs)
+		})
+	}
+}
+
+// wantSameVerdict checks that stats, critpath and dot give one --strict
+// verdict on a trace: data loss (3) exactly when some rank's log lost
+// something, else 0. A rank that ended by MPI_Abort or a signal, with its end
+// record, lost nothing.
+func wantSameVerdict(t *testing.T, out string, logs []*rankLog) {
+	t.Helper()
+	want := 0
+	for _, l := range logs {
+		if l.diags.Count(tracefmt.DataLoss) > 0 {
+			want = 3
+		}
+	}
+	for _, argv := range [][]string{
+		{"stats", "--strict", out},
+		{"critpath", "--strict", "-o", "-", out},
+		{"dot", "--strict", out},
+	} {
+		r := run(t, filepath.Dir(out), append([]string{mpitraceBin}, argv...)...)
+		if r.code != want {
+			t.Errorf("mpitrace %s exited %d, want %d (the same verdict as the reader's diagnostics)\n%s", argv[0], r.code, want, r.stderr)
+		}
 	}
 }
 
@@ -148,13 +224,13 @@ func TestFaultSegfaultAndExit(t *testing.T) {
 // TestFaultSignalDuringFlush: a launcher's SIGTERM may arrive while a rank
 // is writing its buffer, e.g. at exit: Open MPI stops every rank as soon as
 // one ends without MPI_Finalize. The recorder's test hook makes the rank
-// send itself SIGTERM in the middle of its first flush, every time; the
+// send itself SIGTERM in the middle of its first flush after MPI_Init, every time; the
 // flush must complete, and nothing recorded may be lost.
 func TestFaultSignalDuringFlush(t *testing.T) {
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
 			bin, dir, out := faultSetup(t, m)
-			argv := append([]string{mpitraceBin, "record", "--out", out, "--"}, m.launch(1, bin, "noinit", "10")...)
+			argv := append([]string{mpitraceBin, "record", "-o", out, "--"}, m.launch(1, bin, "noinit", "10")...)
 			r := runEnv(t, dir, []string{"MPITRACE_TEST_SIGNAL_IN_FLUSH=15"}, argv...)
 			if r.code == 0 {
 				t.Fatalf("the rank was sent SIGTERM but record exited 0\n%s", r.stderr)
@@ -215,19 +291,9 @@ func TestFaultSIGTERM(t *testing.T) {
 	bin, dir, out := faultSetup(t, m)
 	ready := filepath.Join(dir, "ready")
 	os.Mkdir(ready, 0o755)
-	args := append([]string{mpitraceBin, "record", "--out", out, "--"}, m.launch(3, bin, "wait", "10", ready)...)
+	args := append([]string{mpitraceBin, "record", "-o", out, "--"}, m.launch(3, bin, "wait", "10", ready)...)
 	job := mpijob.Start(t, dir, nil, args...)
-	for {
-		ents, _ := os.ReadDir(ready)
-		if len(ents) == 3 {
-			break
-		}
-		if job.Expired() {
-			t.Log("the ranks never got ready")
-			job.Wait() // fails the test, naming the job
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitRanks(t, job.Context(), ready, 3)
 	job.Signal(syscall.SIGTERM)
 	if r := job.Wait(); r.Code == 0 {
 		t.Fatalf("the run was stopped but record exited 0")
@@ -333,13 +399,15 @@ func TestFaultReadOnlyDir(t *testing.T) {
 	plain := run(t, dir, m.launch(3, bin)...)
 
 	t.Run("record", func(t *testing.T) {
+		// The program runs without the recorder; record says so before
+		// the run and after it, and exits 1 (see TestRecordUnwritableOut).
 		r := record(t, filepath.Join(ro, "traces"), nil, m.launch(3, bin)...)
-		if r.code != 0 || !slices.Equal(sortedLines(r.stdout), sortedLines(plain.stdout)) {
-			t.Fatalf("exit %d, output %q; want the program's own", r.code, r.stdout)
+		if r.code != 1 || !slices.Equal(sortedLines(r.stdout), sortedLines(plain.stdout)) {
+			t.Fatalf("exit %d, output %q; want 1 and the program's own output", r.code, r.stdout)
 		}
 		lines := mpitraceLines(r.stderr)
-		if len(lines) != 1 || !strings.Contains(lines[0], "read-only file system") {
-			t.Fatalf("want one message about the read-only directory, got %q", lines)
+		if len(lines) != 2 || !strings.Contains(lines[0], "read-only file system") || !strings.Contains(lines[1], "nothing recorded") {
+			t.Fatalf("want one message about the read-only directory and the closing line, got %q", lines)
 		}
 	})
 	t.Run("preloaded-by-hand", func(t *testing.T) {
@@ -374,8 +442,9 @@ func TestFaultDiskFull(t *testing.T) {
 		t.Fatalf("the application did not complete normally: exit %d\n%s", r.code, r.stderr)
 	}
 	lines := mpitraceLines(r.stderr)
-	if len(lines) != 1 || !strings.Contains(lines[0], "No space left on device") || !strings.Contains(lines[0], "the application continues") {
-		t.Fatalf("want one message about the full disk, got %q", lines)
+	if len(lines) != 2 || !strings.Contains(lines[0], "No space left on device") || !strings.Contains(lines[0], "the application continues") ||
+		!strings.Contains(lines[1], "data lost: ") {
+		t.Fatalf("want one message about the full disk and the closing line saying data were lost, got %q", lines)
 	}
 	dump := run(t, dir, mpitraceBin, "dump", out)
 	if dump.code != 0 || !strings.Contains(dump.stderr, "data loss") {
@@ -383,5 +452,145 @@ func TestFaultDiskFull(t *testing.T) {
 	}
 	if !strings.Contains(dump.stdout, "MPI_Barrier") {
 		t.Fatalf("the logs lost even what was written before the disk filled")
+	}
+}
+
+// TestFaultMPIError: MPI errors under the error handlers a program relies
+// on. Under the default MPI_ERRORS_ARE_FATAL (fatal), and with it set again
+// by the program (refatal), the rank that makes a bad call keeps its whole
+// log, which names the call and the error, and the MPI reports the error as
+// it does without the recorder; under MPI_ERRORS_RETURN (return) and the
+// program's own handler (handler), the calls return as without the
+// recorder. The program sees MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD in
+// every case, as without the recorder.
+func TestFaultMPIError(t *testing.T) {
+	const np = 3
+	for _, m := range mpis {
+		for _, mode := range []string{"fatal", "refatal", "return", "handler"} {
+			t.Run(m.name+"/"+mode, func(t *testing.T) {
+				m.require(t)
+				bin := m.compile(t, "mpierr")
+				dir := t.TempDir()
+				out := filepath.Join(dir, "traces")
+				plain := run(t, dir, m.launch(np, bin, mode)...)
+				r := record(t, out, nil, m.launch(np, bin, mode)...)
+				if r.code != plain.code {
+					t.Errorf("exit %d under the recorder, %d without", r.code, plain.code)
+				}
+				fatal := mode == "fatal" || mode == "refatal"
+				if !fatal && !slices.Equal(sortedLines(r.stdout), sortedLines(plain.stdout)) {
+					t.Errorf("output changed under the recorder:\n%s\nwithout:\n%s", r.stdout, plain.stdout)
+				}
+				// When the job is stopped, the other ranks may be killed
+				// before they print, with or without the recorder; rank 1,
+				// which makes the bad call, prints first. MPICH's launcher
+				// may also drop what the ranks printed last when it tears
+				// the job down (seen without the recorder too): under MPICH
+				// a fatal error's output is not compared.
+				racy := fatal && m.name == "mpich"
+				for _, line := range strings.Split(plain.stdout, "\n") {
+					if racy {
+						break
+					}
+					if strings.HasPrefix(line, "rank 1:") && !strings.Contains(r.stdout, line) {
+						t.Errorf("rank 1 did not print %q under the recorder:\n%s", line, r.stdout)
+					}
+				}
+				if n := strings.Count(r.stdout, "MPI_ERRORS_ARE_FATAL: yes"); strings.Contains(r.stdout, ": no") || !fatal && n != np {
+					t.Errorf("%d ranks saw MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD, want %d:\n%s", n, np, r.stdout)
+				}
+				// The MPI's own report of the error, as without the recorder.
+				for _, line := range strings.Split(normalizeMPIError(plain.stderr), "\n") {
+					if racy {
+						break
+					}
+					if strings.Contains(line, "MPI_Send") && !strings.Contains(normalizeMPIError(r.stderr), line) {
+						t.Errorf("the MPI's message %q is missing under the recorder:\n%s", line, r.stderr)
+					}
+				}
+				_, logs := readTrace(t, out)
+				l := logs[1]
+				wantBarriers(t, l, 5)
+				if mode == "return" || mode == "handler" {
+					for _, l := range logs {
+						if l.end == nil || l.end.Reason != spec.EndFinalize {
+							t.Errorf("rank %d: end %+v, want finalize", l.rank, l.end)
+						}
+					}
+					return
+				}
+				wantEnd(t, l, spec.EndMPIError, 0)
+				if fn, _ := lookupFn(t, out, 1, l.end.Fn); fn != "MPI_Send" || l.end.Code == 0 || l.end.Message == "" {
+					t.Errorf("rank 1's end record: error class %d in %q (%q); want the MPI_Send's error", l.end.Code, fn, l.end.Message)
+				}
+				if !slices.Contains(diagCodes(l.diags), tracefmt.CodeUnfinishedCall) {
+					t.Errorf("rank 1: the failed MPI_Send is not reported: %v", diagCodes(l.diags))
+				}
+			})
+		}
+	}
+}
+
+// normalizeMPIError removes what differs between two runs from an MPI's
+// error messages: pids, job ids, addresses, MPICH's error codes.
+func normalizeMPIError(s string) string {
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`\[[^\]]*:[0-9]+\]`),      // Open MPI's [host:pid]
+		regexp.MustCompile(`process \[[0-9]+,`),      // Open MPI's job id
+		regexp.MustCompile(`0x[0-9a-f]+`),            // addresses
+		regexp.MustCompile(`Abort\([0-9]+\)`),        // MPICH's error code
+		regexp.MustCompile(`(?m)^mpitrace:.*(\n|$)`), // the recorder's lines
+	} {
+		s = re.ReplaceAllString(s, "")
+	}
+	return s
+}
+
+// lookupFn names a function id of a rank's log.
+func lookupFn(t *testing.T, dir string, rank int, id uint64) (string, bool) {
+	t.Helper()
+	r, err := tracefmt.OpenRank(filepath.Join(dir, tracefmt.RankFileName(rank)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	return r.Strings().Lookup(id)
+}
+
+// TestFaultBeforeInit: before MPI_Init the recorder has no log to write to
+// and keeps events in memory, up to a bound; a program that calls MPI (here
+// MPI_Initialized) more often than that before MPI_Init loses the excess,
+// counted in the end record, and runs on unharmed (the buffer once grew
+// past its end).
+func TestFaultBeforeInit(t *testing.T) {
+	m := mpis[0]
+	bin, dir, out := faultSetup(t, m)
+	const n = 9000000 // 32 MiB of 4-byte events is 8.4 million
+	plain := run(t, dir, m.launch(1, bin, "preinit", fmt.Sprint(n))...)
+	r := record(t, out, nil, m.launch(1, bin, "preinit", fmt.Sprint(n))...)
+	if r.code != 0 || plain.code != 0 {
+		t.Fatalf("exit %d (alone %d)\n%s", r.code, plain.code, r.stderr)
+	}
+	// Millions of events: counted as they stream by, not kept.
+	rd, err := tracefmt.OpenRank(filepath.Join(out, tracefmt.RankFileName(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	count := map[string]uint64{}
+	for rd.Next() {
+		if name, ok := rd.Strings().Lookup(rd.Event().Fn()); ok {
+			count[name]++
+		}
+	}
+	end := rd.End()
+	if end == nil || end.Reason != spec.EndFinalize {
+		t.Fatalf("end record %+v, want finalize", end)
+	}
+	if kept := count["MPI_Initialized"]; end.Dropped == 0 || kept+end.Dropped != n {
+		t.Errorf("%d MPI_Initialized kept and %d dropped, want %d in all and some dropped", kept, end.Dropped, n)
+	}
+	if !slices.Contains(diagCodes(rd.Diagnostics()), tracefmt.CodeDroppedEvents) || count["MPI_Barrier"] != 1 || count["MPI_Init"] != 1 {
+		t.Errorf("diagnostics %v, calls %v", diagCodes(rd.Diagnostics()), count)
 	}
 }

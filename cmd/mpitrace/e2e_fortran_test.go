@@ -172,11 +172,7 @@ func TestRecordFortranMix(t *testing.T) {
 				if !slices.Equal(sortedLines(rec.stdout), sortedLines(cRun.stdout)) {
 					t.Errorf("the Fortran twin printed\n%s\nmix.c printed\n%s", rec.stdout, cRun.stdout)
 				}
-				tr, logs := readTrace(t, out)
-				if tr.Size != np || len(logs) != np {
-					t.Fatalf("world size %d, %d rank logs; want %d", tr.Size, len(logs), np)
-				}
-				checkMix(t, np, logs)
+				checkMixTrace(t, out, np)
 			})
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/mpitrace/mpitrace/internal/mpijob"
@@ -26,6 +27,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if out := os.Getenv(measureEnv); out != "" {
+		os.Exit(measureChild(out, os.Args[1:]))
+	}
 	dir, err := os.MkdirTemp("", "mpitrace-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -69,6 +73,18 @@ func (m mpiImpl) require(t *testing.T) {
 	}
 }
 
+// recorderFlags choose m's recorder for a command whose MPI record cannot
+// tell (no MPI program): spelled as record spells it for m's launcher, so
+// that the run's recorder cache has it already.
+func (m mpiImpl) recorderFlags(t *testing.T) []string {
+	t.Helper()
+	cc, err := exec.LookPath(m.cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--mpicc", cc}
+}
+
 // launch is the launcher command line for np ranks of argv.
 func (m mpiImpl) launch(np int, argv ...string) []string {
 	out := append([]string{m.run}, m.flags...)
@@ -107,6 +123,7 @@ func (m mpiImpl) compile(t *testing.T, name string) string {
 type result struct {
 	stdout, stderr string
 	code           int
+	maxRSS         int64 // peak resident memory in bytes (runMeasured only)
 }
 
 // run runs argv in dir and returns its output and exit status (128+N for
@@ -129,10 +146,52 @@ func runEnv(t *testing.T, dir string, env []string, argv ...string) result {
 	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Code}
 }
 
-// record runs `mpitrace record --out out [flags] -- argv...`.
+// measureEnv names the file into which the test binary, run as a helper,
+// writes the peak memory of the command it runs (runMeasured).
+const measureEnv = "MPITRACE_TEST_MAXRSS_FILE"
+
+// runMeasured is run, with the command's peak resident memory in maxRSS.
+// The command runs under a fresh copy of the test binary: Linux counts the
+// memory of the process that starts a program in the program's peak (exec
+// keeps the old address space's high-water mark), and this test binary may
+// have grown large.
+func runMeasured(t *testing.T, dir string, argv ...string) result {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "maxrss")
+	r := runEnv(t, dir, []string{measureEnv + "=" + file}, append([]string{os.Args[0]}, argv...)...)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("measuring %v: %v", argv, err)
+	}
+	if r.maxRSS, err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err != nil || r.maxRSS <= 0 {
+		t.Fatalf("measuring %v: peak memory %q", argv, b)
+	}
+	return r
+}
+
+// measureChild runs argv with the standard streams, writes its peak
+// resident memory (bytes) to out and returns its exit status.
+func measureChild(out string, argv []string) int {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	if cmd.ProcessState == nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 127
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		os.WriteFile(out, []byte(strconv.FormatInt(int64(ru.Maxrss)<<10, 10)), 0o644)
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// record runs `mpitrace record -o out [flags] -- argv...`.
 func record(t *testing.T, out string, flags []string, argv ...string) result {
 	t.Helper()
-	args := append([]string{mpitraceBin, "record", "--out", out}, flags...)
+	args := append([]string{mpitraceBin, "record", "-o", out}, flags...)
 	args = append(args, "--")
 	return run(t, filepath.Dir(out), append(args, argv...)...)
 }

@@ -39,7 +39,7 @@ func TestRecordMix(t *testing.T) {
 
 // recordLikePlain runs bin on np ranks without the recorder, then records
 // it into DIR/traces, which it returns: both runs must succeed with the same
-// output, and record must print nothing of its own.
+// output, and record must print nothing of its own but its closing line.
 func recordLikePlain(t *testing.T, m mpiImpl, np int, bin string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -55,10 +55,22 @@ func recordLikePlain(t *testing.T, m mpiImpl, np int, bin string) string {
 	if !slices.Equal(sortedLines(rec.stdout), sortedLines(plain.stdout)) {
 		t.Fatalf("the program's output changed under record:\nrecorded:\n%s\nplain:\n%s", rec.stdout, plain.stdout)
 	}
-	if rec.stderr != "" {
-		t.Errorf("record printed on a successful run: %s", rec.stderr)
-	}
+	closingLine(t, rec.stderr, "no data lost")
 	return out
+}
+
+// closingLine checks that stderr is nothing but record's closing line and
+// that the line contains want.
+func closingLine(t *testing.T, stderr, want string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "mpitrace: ") || !strings.Contains(lines[0], " rank logs in ") {
+		t.Errorf("record printed more than its closing line:\n%s", stderr)
+		return
+	}
+	if !strings.Contains(lines[0], want) {
+		t.Errorf("closing line %q does not say %q", lines[0], want)
+	}
 }
 
 // TestRecordExitStatus: record exits with the application's status and
@@ -423,7 +435,7 @@ func TestRecordUsage(t *testing.T) {
 	}{
 		{[]string{"record"}, 2, "needs the command to run"},
 		{[]string{"record", "--buffer", "12", "--", "true"}, 2, "--buffer"},
-		{[]string{"record", "--out", filepath.Join(dir, "x"), "--", "/no/such/program"}, 127, "cannot run /no/such/program"},
+		{[]string{"record", "-o", filepath.Join(dir, "x"), "--", "/no/such/program"}, 127, "cannot run /no/such/program"},
 	} {
 		r := run(t, dir, append([]string{mpitraceBin}, tc.args...)...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {
@@ -438,6 +450,27 @@ func TestRecordUsage(t *testing.T) {
 	}
 }
 
+// recordThreads records fixtures/programs/threads.c on 2 ranks with small
+// blocks (so the threads' blocks interleave in the file) and returns the
+// trace directory and its logs, which must have no diagnostics.
+func recordThreads(t *testing.T, m mpiImpl, args ...string) (string, []*rankLog) {
+	t.Helper()
+	m.require(t)
+	bin := m.compile(t, "threads")
+	out := filepath.Join(t.TempDir(), "traces")
+	r := record(t, out, []string{"--buffer", "4k"}, m.launch(2, append([]string{bin}, args...)...)...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	_, logs := readTrace(t, out)
+	for _, l := range logs {
+		if n := l.diags.Len(); n != 0 {
+			t.Fatalf("rank %d: diagnostics %v", l.rank, diagCodes(l.diags))
+		}
+	}
+	return out, logs
+}
+
 // TestRecordThreads: four threads per rank call MPI_Sendrecv at once under
 // MPI_THREAD_MULTIPLE; every call is recorded once, on the thread that made
 // it, with its own arguments, and the rank's events come back merged by
@@ -446,18 +479,8 @@ func TestRecordThreads(t *testing.T) {
 	const threads, iters = 4, 200
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
-			m.require(t)
-			bin := m.compile(t, "threads")
-			out := filepath.Join(t.TempDir(), "traces")
-			r := record(t, out, []string{"--buffer", "4k"}, m.launch(2, bin, fmt.Sprint(threads), fmt.Sprint(iters))...)
-			if r.code != 0 {
-				t.Fatalf("exit %d\n%s", r.code, r.stderr)
-			}
-			_, logs := readTrace(t, out)
+			_, logs := recordThreads(t, m, fmt.Sprint(threads), fmt.Sprint(iters))
 			for _, l := range logs {
-				if n := l.diags.Len(); n != 0 {
-					t.Fatalf("rank %d: diagnostics %v", l.rank, diagCodes(l.diags))
-				}
 				var dups []uint64 // communicator index of thread t's duplicate
 				perThread := map[int]int{}
 				tagOfThread := map[int]int64{}
@@ -505,6 +528,110 @@ func TestRecordThreads(t *testing.T) {
 						t.Errorf("rank %d thread %d: %d Sendrecv, want %d", l.rank, th, n, iters)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestRecordThreadsNonblocking: eight threads per rank each post an Irecv and
+// an Isend and complete them with Waitall or Testall polls, so MPI frees and
+// hands out request handles on all threads at once. Every completion must
+// name the requests its own thread created just before (the recorder takes
+// the ids before PMPI can free the handles), and critpath --strict must match
+// every message.
+func TestRecordThreadsNonblocking(t *testing.T) {
+	const threads, iters = 8, 150
+	for _, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			out, logs := recordThreads(t, m, fmt.Sprint(threads), fmt.Sprint(iters), "nb")
+			for _, l := range logs {
+				type pending struct{ recv, send uint64 }
+				open := map[int]*pending{} // per thread: the requests not completed yet
+				done := map[int]int{}      // per thread: iterations completed
+				wrong := 0
+				for _, c := range l.calls {
+					p := open[c.Thread]
+					if p == nil {
+						p = &pending{}
+						open[c.Thread] = p
+					}
+					switch c.fn {
+					case "MPI_Irecv":
+						p.recv = c.Req()
+					case "MPI_Isend":
+						p.send = c.Req()
+					case "MPI_Waitall", "MPI_Testall":
+						if len(c.Completions) == 0 {
+							continue
+						}
+						var got []uint64
+						for _, x := range c.Completions {
+							got = append(got, x.Req)
+							if x.Req == p.recv && (x.Src != int64(l.rank^1) || x.Bytes != 4) {
+								t.Errorf("rank %d thread %d: receive completion %+v, want source %d and 4 bytes", l.rank, c.Thread, x, l.rank^1)
+							}
+						}
+						if !slices.Equal(got, []uint64{p.recv, p.send}) {
+							if wrong < 5 {
+								t.Errorf("rank %d thread %d: %s completed requests %v, the thread's own are [%d %d]", l.rank, c.Thread, c.fn, got, p.recv, p.send)
+							}
+							wrong++
+						}
+						done[c.Thread]++
+						*p = pending{}
+					}
+				}
+				if wrong > 0 {
+					t.Errorf("rank %d: %d completions name another thread's requests", l.rank, wrong)
+				}
+				if len(done) != threads {
+					t.Errorf("rank %d: completions on %d threads, want %d", l.rank, len(done), threads)
+				}
+				for th, n := range done {
+					if n != iters {
+						t.Errorf("rank %d thread %d: %d completed iterations, want %d", l.rank, th, n, iters)
+					}
+				}
+			}
+			if cp := run(t, filepath.Dir(out), mpitraceBin, "critpath", "--strict", "-o", "-", out); cp.code != 0 {
+				t.Errorf("critpath --strict exited %d:\n%s", cp.code, cp.stderr)
+			}
+		})
+	}
+}
+
+// TestRecordWrongMPI: a recorder built for one MPI, loaded into a program
+// of the other (a wrong guess, or a preload by hand), detects it when it is
+// loaded and steps aside: the program runs exactly as without the recorder,
+// and one line says why nothing was recorded and how to record it.
+func TestRecordWrongMPI(t *testing.T) {
+	for i, m := range mpis {
+		other := mpis[1-i]
+		t.Run(other.name+"-recorder-in-"+m.name, func(t *testing.T) {
+			m.require(t)
+			other.require(t)
+			bin := m.compile(t, "mix")
+			dir := t.TempDir()
+			plain := run(t, dir, m.launch(3, bin)...)
+			out := filepath.Join(dir, "traces")
+			r := record(t, out, []string{"--mpicc", other.cc}, m.launch(3, bin)...)
+			if r.code != plain.code || !slices.Equal(sortedLines(r.stdout), sortedLines(plain.stdout)) {
+				t.Fatalf("the program changed under the wrong recorder: exit %d (alone %d)\n%s\nstderr:\n%s", r.code, plain.code, r.stdout, r.stderr)
+			}
+			var said []string
+			for _, l := range mpitraceLines(r.stderr) {
+				if strings.Contains(l, "the recorder was built for") {
+					said = append(said, l)
+				}
+			}
+			if len(said) != 1 || !strings.Contains(said[0], "--mpicc") {
+				t.Errorf("want one line naming the fix (--mpicc), got %q\nstderr:\n%s", said, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "nothing was recorded (the recorder stepped aside: see above)") {
+				t.Errorf("the closing line does not say why nothing was recorded:\n%s", r.stderr)
+			}
+			if files, _ := filepath.Glob(filepath.Join(out, "rank-*.mpit")); len(files) != 0 {
+				t.Errorf("%d rank logs written by a recorder of the wrong MPI", len(files))
 			}
 		})
 	}

@@ -92,6 +92,7 @@ type Job struct {
 	cancel context.CancelFunc
 	out    bytes.Buffer
 	errb   bytes.Buffer
+	waited bool
 }
 
 // Start starts argv in dir, with env added to the environment, in a
@@ -116,6 +117,16 @@ func Start(t testing.TB, dir string, env []string, argv ...string) *Job {
 		j.cancel()
 		t.Fatalf("starting %s: %v", CommandLine(argv), err)
 	}
+	// A test that fails before it waits for its job stops the job's
+	// process group, and says which job that was.
+	t.Cleanup(func() {
+		if !j.waited {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+			j.cancel()
+			t.Logf("stopped, never waited for: %s\nstderr (end):\n%s", CommandLine(argv), Tail(j.errb.String(), 40))
+		}
+	})
 	return j
 }
 
@@ -133,12 +144,17 @@ func (j *Job) Signal(sig os.Signal) error { return j.cmd.Process.Signal(sig) }
 // poll for something while the job runs.
 func (j *Job) Expired() bool { return j.ctx.Err() != nil }
 
+// Context is done at the job's deadline: for tests that wait for
+// something while the job runs.
+func (j *Job) Context() context.Context { return j.ctx }
+
 // Wait waits for the job and returns what it did. A job stopped at its
 // deadline fails the test with its command line and the end of its
 // stderr and stdout.
 func (j *Job) Wait() Result {
 	j.t.Helper()
 	defer j.cancel()
+	j.waited = true
 	err := j.cmd.Wait()
 	r := Result{Stdout: j.out.String(), Stderr: j.errb.String()}
 	if j.ctx.Err() != nil {

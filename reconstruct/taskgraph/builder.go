@@ -36,7 +36,8 @@ type Builder struct {
 	opNames   []opName
 	opNameIdx map[opName]opNameID
 
-	ranks    []RankBuilder
+	ranks    []RankBuilder // by rank index
+	index    rankIndex
 	laidOut  bool
 	numOps   int
 	collBase NodeID
@@ -46,13 +47,35 @@ type Builder struct {
 	initName, finName string
 }
 
-// NewBuilder returns a builder for a world of size ranks.
+// NewBuilder returns a builder for a world of size ranks, each of which
+// may have operations.
 func NewBuilder(size int) *Builder {
-	b := &Builder{size: size, nameIdx: make(map[string]NameID), opNameIdx: make(map[opName]opNameID), ranks: make([]RankBuilder, size),
-		initName: "MPI_Init", finName: "MPI_Finalize"}
-	for r := range b.ranks {
-		b.ranks[r].b = b
-		b.ranks[r].rank = r
+	return newBuilder(size, denseIndex(size))
+}
+
+// NewBuilderFor returns a builder for a world of size ranks of which only
+// the given ones (sorted, distinct, in 0..size-1: the ranks with a log)
+// may have operations. Its memory and time do not depend on size.
+func NewBuilderFor(size int, ranks []int) (*Builder, error) {
+	if size < 0 || size > math.MaxInt32 {
+		return nil, fmt.Errorf("internal error: taskgraph: world size %d", size)
+	}
+	ids := make([]int32, len(ranks))
+	for i, r := range ranks {
+		if r < 0 || r >= size || i > 0 && r <= ranks[i-1] {
+			return nil, fmt.Errorf("internal error: taskgraph: ranks %v are not sorted distinct ranks of a world of %d", ranks, size)
+		}
+		ids[i] = int32(r)
+	}
+	return newBuilder(size, rankIndex{ids}), nil
+}
+
+func newBuilder(size int, index rankIndex) *Builder {
+	b := &Builder{size: size, nameIdx: make(map[string]NameID), opNameIdx: make(map[opName]opNameID),
+		ranks: make([]RankBuilder, len(index.ids)), index: index, initName: "MPI_Init", finName: "MPI_Finalize"}
+	for i := range b.ranks {
+		b.ranks[i].b = b
+		b.ranks[i].rank = index.rank(i)
 	}
 	return b
 }
@@ -83,9 +106,16 @@ func (b *Builder) SetSharedNames(init, finalize string) {
 	b.initName, b.finName = init, finalize
 }
 
-// Rank returns the builder of rank r's operations. A RankBuilder is not
-// safe for concurrent use; builders of different ranks are independent.
-func (b *Builder) Rank(r int) *RankBuilder { return &b.ranks[r] }
+// Rank returns the builder of rank r's operations, nil when r is not one
+// of the ranks that may have operations. A RankBuilder is not safe for
+// concurrent use; builders of different ranks are independent.
+func (b *Builder) Rank(r int) *RankBuilder {
+	i, ok := b.index.find(r)
+	if !ok {
+		return nil
+	}
+	return &b.ranks[i]
+}
 
 // RankBuilder adds one rank's operations.
 type RankBuilder struct {
@@ -212,8 +242,8 @@ func (b *Builder) Layout() error {
 		return nil
 	}
 	n := uint64(firstOp)
-	for r := range b.ranks {
-		rb := &b.ranks[r]
+	for ri := range b.ranks {
+		rb := &b.ranks[ri]
 		if rb.err != nil {
 			return rb.err
 		}
@@ -229,9 +259,19 @@ func (b *Builder) Layout() error {
 	return nil
 }
 
+// Index returns the position of rank r among the ranks that may have
+// operations (0 for the lowest), false when r is not one of them.
+func (b *Builder) Index(r int) (int, bool) { return b.index.find(r) }
+
 // OpID returns the node id of rank r's operation with the given local
-// index. Valid after Layout.
-func (b *Builder) OpID(r int, local uint32) NodeID { return b.ranks[r].d.base + NodeID(local) }
+// index (None when r has no operations). Valid after Layout.
+func (b *Builder) OpID(r int, local uint32) NodeID {
+	i, ok := b.index.find(r)
+	if !ok {
+		return None
+	}
+	return b.ranks[i].d.base + NodeID(local)
+}
 
 // Part is one member's call of a collective.
 type Part struct {
@@ -254,8 +294,12 @@ type Collective struct {
 	Name NameID
 	GID  uint64
 	// Members are the communicator's members, world ranks, sorted; the
-	// slice is kept (several instances may share it).
+	// slice is kept (several instances may share it). It may be nil for
+	// MPI_COMM_WORLD, whose members are all the ranks 0..Procs-1.
 	Members []int32
+	// Procs is the number of members, the latency model's process count
+	// (len(Members) when 0).
+	Procs int
 	// Bytes is the bytes per process the latency model takes.
 	Bytes int64
 	// Parts are the recorded calls, one per participating rank, sorted by
@@ -276,16 +320,23 @@ func (b *Builder) AddCollective(c Collective) (NodeID, error) {
 		return None, errors.New("the task graph has too many nodes")
 	}
 	ci := uint32(len(b.colls))
-	col := collective{name: c.Name, gid: c.GID, members: c.Members, bytes: c.Bytes,
+	col := collective{name: c.Name, gid: c.GID, members: c.Members, procs: c.Procs, bytes: c.Bytes,
 		first: uint32(len(b.parts)), n: uint32(len(c.Parts))}
+	switch {
+	case col.procs == 0:
+		col.procs = len(c.Members)
+	case c.Members != nil && col.procs != len(c.Members):
+		return None, fmt.Errorf("internal error: taskgraph: a collective of %d processes with %d members listed", col.procs, len(c.Members))
+	}
 	for i, p := range c.Parts {
-		if p.Rank < 0 || p.Rank >= b.size {
-			return None, fmt.Errorf("internal error: taskgraph: collective participant rank %d out of range", p.Rank)
+		ri, ok := b.index.find(p.Rank)
+		if p.Rank >= b.size || !ok {
+			return None, fmt.Errorf("internal error: taskgraph: collective participant rank %d out of range or without operations", p.Rank)
 		}
 		if i > 0 && c.Parts[i-1].Rank >= p.Rank {
 			return None, errors.New("internal error: taskgraph: collective participants not sorted by rank")
 		}
-		n := uint32(b.ranks[p.Rank].d.n())
+		n := uint32(b.ranks[ri].d.n())
 		if p.Nonblocking && p.At >= n || !p.Nonblocking && p.At > n {
 			return None, fmt.Errorf("internal error: taskgraph: rank %d: collective position %d out of range", p.Rank, p.At)
 		}
@@ -299,7 +350,7 @@ func (b *Builder) AddCollective(c Collective) (NodeID, error) {
 			col.end = p.End
 		}
 		col.nonblocking = col.nonblocking || p.Nonblocking
-		b.parts = append(b.parts, participant{coll: ci, rank: int32(p.Rank), at: p.At, nb: p.Nonblocking,
+		b.parts = append(b.parts, participant{coll: ci, ri: int32(ri), at: p.At, nb: p.Nonblocking,
 			ev: uint32(p.Event), start: p.Start, end: p.End})
 	}
 	b.colls = append(b.colls, col)
@@ -342,14 +393,14 @@ func (b *Builder) Finish() (*Graph, error) {
 	if err := b.Layout(); err != nil {
 		return nil, err
 	}
-	g := &Graph{size: b.size, initName: b.initName, finName: b.finName, numOps: b.numOps, collBase: b.collBase,
+	g := &Graph{size: b.size, index: b.index, initName: b.initName, finName: b.finName, numOps: b.numOps, collBase: b.collBase,
 		colls: b.colls, parts: b.parts}
 	// Cross edges must come from existing nodes.
 	limit := b.collBase + NodeID(len(b.colls))
-	for r := range b.ranks {
-		for _, f := range b.ranks[r].d.xFrom {
+	for ri := range b.ranks {
+		for _, f := range b.ranks[ri].d.xFrom {
 			if f < firstOp || f >= limit {
-				return nil, fmt.Errorf("internal error: taskgraph: rank %d: incoming edge from node %d out of range", r, f)
+				return nil, fmt.Errorf("internal error: taskgraph: rank %d: incoming edge from node %d out of range", b.ranks[ri].rank, f)
 			}
 		}
 	}
@@ -400,22 +451,22 @@ func (b *Builder) Finish() (*Graph, error) {
 		oremap[old] = opNameID(newID)
 		g.opNames[newID] = b.opNames[old]
 	}
-	g.ranks = make([]rankData, b.size)
-	for r := range b.ranks {
-		d := b.ranks[r].d
+	g.ranks = make([]rankData, len(b.ranks))
+	for ri := range b.ranks {
+		d := b.ranks[ri].d
 		d.ops.remap(oremap)
-		g.ranks[r] = d
+		g.ranks[ri] = d
 	}
 	for i := range g.colls {
 		g.colls[i].name = remap[g.colls[i].name]
 	}
 	g.rankIdx = make([]int32, (g.numOps+chunkLen-1)>>chunkBits)
-	for r, blk := 0, 0; blk < len(g.rankIdx); blk++ {
+	for ri, blk := 0, 0; blk < len(g.rankIdx); blk++ {
 		v := firstOp + NodeID(blk)<<chunkBits
-		for d := &g.ranks[r]; d.base+NodeID(d.n()) <= v; d = &g.ranks[r] {
-			r++
+		for d := &g.ranks[ri]; d.base+NodeID(d.n()) <= v; d = &g.ranks[ri] {
+			ri++
 		}
-		g.rankIdx[blk] = int32(r)
+		g.rankIdx[blk] = int32(ri)
 	}
 	g.sendBits = make([]uint64, (g.numOps+63)/64)
 	for r := range g.ranks {
@@ -435,7 +486,7 @@ func (b *Builder) Finish() (*Graph, error) {
 	// Per-rank participation lists in program order.
 	for j := range g.parts {
 		pt := &g.parts[j]
-		d := &g.ranks[pt.rank]
+		d := &g.ranks[pt.ri]
 		if pt.nb {
 			d.nb = append(d.nb, uint32(j))
 		} else {

@@ -161,17 +161,18 @@ func (g *Graph) startAt(d *rankData, p pos) int64 {
 	return d.finStart
 }
 
-func (g *Graph) chainEdge(r int, a, b pos) Edge {
-	d := &g.ranks[r]
-	return Edge{Kind: chainKind(a.k, b.k), From: g.nodeAt(d, a), To: g.nodeAt(d, b), Rank: r,
+// chainEdge is the chain edge from a to b of the rank with index ri.
+func (g *Graph) chainEdge(ri int, a, b pos) Edge {
+	d := &g.ranks[ri]
+	return Edge{Kind: chainKind(a.k, b.k), From: g.nodeAt(d, a), To: g.nodeAt(d, b), Rank: g.index.rank(ri),
 		Weight: chainWeight(d, a.k, g.endAt(d, a), b.k, g.startAt(d, b))}
 }
 
-// crossEdge is the incoming cross edge number x of rank r.
-func (g *Graph) crossEdge(r int, x int) Edge {
-	d := &g.ranks[r]
+// crossEdge is the incoming cross edge number x of the rank with index ri.
+func (g *Graph) crossEdge(ri int, x int) Edge {
+	d := &g.ranks[ri]
 	from := d.xFrom[x]
-	e := Edge{Kind: Message, From: from, To: d.base + NodeID(d.xTo[x]), Rank: r, Bytes: d.crossBytes(x)}
+	e := Edge{Kind: Message, From: from, To: d.base + NodeID(d.xTo[x]), Rank: g.index.rank(ri), Bytes: d.crossBytes(x)}
 	if from >= g.collBase {
 		e.Kind = CollOut
 	}
@@ -185,31 +186,31 @@ func (g *Graph) crossEdge(r int, x int) Edge {
 func (g *Graph) In(v NodeID, buf []Edge) []Edge {
 	switch g.Kind(v) {
 	case KindFinalize:
-		for r := range g.ranks {
-			if d := &g.ranks[r]; d.hasChain() {
-				buf = append(buf, g.chainEdge(r, g.prev(d, pos{k: posFin}), pos{k: posFin}))
+		for ri := range g.ranks {
+			if d := &g.ranks[ri]; d.hasChain() {
+				buf = append(buf, g.chainEdge(ri, g.prev(d, pos{k: posFin}), pos{k: posFin}))
 			}
 		}
 	case KindOp:
-		r := g.rankOf(v)
-		d := &g.ranks[r]
+		ri := g.indexOf(v)
+		d := &g.ranks[ri]
 		i := uint32(v - d.base)
-		buf = append(buf, g.chainEdge(r, g.prev(d, pos{posOp, i}), pos{posOp, i}))
+		buf = append(buf, g.chainEdge(ri, g.prev(d, pos{posOp, i}), pos{posOp, i}))
 		if x, ok := slices.BinarySearch(d.xTo, i); ok {
-			buf = append(buf, g.crossEdge(r, x))
+			buf = append(buf, g.crossEdge(ri, x))
 		}
 	case KindCollective:
 		c := &g.colls[v-g.collBase]
 		for j := c.first; j < c.first+c.n; j++ {
 			pt := &g.parts[j]
-			r := int(pt.rank)
-			d := &g.ranks[r]
+			ri := int(pt.ri)
+			d := &g.ranks[ri]
 			if pt.nb {
-				buf = append(buf, Edge{Kind: CollIn, From: d.base + NodeID(pt.at), To: v, Rank: r})
+				buf = append(buf, Edge{Kind: CollIn, From: d.base + NodeID(pt.at), To: v, Rank: g.index.rank(ri)})
 				continue
 			}
 			p := pos{posPart, pt.idx}
-			buf = append(buf, g.chainEdge(r, g.prev(d, p), p))
+			buf = append(buf, g.chainEdge(ri, g.prev(d, p), p))
 		}
 	}
 	return buf
@@ -224,19 +225,19 @@ func (g *Graph) In(v NodeID, buf []Edge) []Edge {
 func (g *Graph) Out(v NodeID, buf []Edge) []Edge {
 	switch g.Kind(v) {
 	case KindInit:
-		for r := range g.ranks {
-			if d := &g.ranks[r]; d.hasChain() {
-				buf = append(buf, g.chainEdge(r, pos{k: posInit}, g.next(d, pos{k: posInit})))
+		for ri := range g.ranks {
+			if d := &g.ranks[ri]; d.hasChain() {
+				buf = append(buf, g.chainEdge(ri, pos{k: posInit}, g.next(d, pos{k: posInit})))
 			}
 		}
 	case KindOp:
-		r := g.rankOf(v)
-		d := &g.ranks[r]
+		ri := g.indexOf(v)
+		d := &g.ranks[ri]
 		i := uint32(v - d.base)
-		buf = append(buf, g.chainEdge(r, pos{posOp, i}, g.next(d, pos{posOp, i})))
+		buf = append(buf, g.chainEdge(ri, pos{posOp, i}, g.next(d, pos{posOp, i})))
 		j := sort.Search(len(d.nb), func(j int) bool { return g.parts[d.nb[j]].at >= i })
 		for ; j < len(d.nb) && g.parts[d.nb[j]].at == i; j++ {
-			buf = append(buf, Edge{Kind: CollIn, From: v, To: g.collBase + NodeID(g.parts[d.nb[j]].coll), Rank: r})
+			buf = append(buf, Edge{Kind: CollIn, From: v, To: g.collBase + NodeID(g.parts[d.nb[j]].coll), Rank: g.index.rank(ri)})
 		}
 		buf = g.outCross(v, buf)
 	case KindCollective:
@@ -246,10 +247,10 @@ func (g *Graph) Out(v NodeID, buf []Edge) []Edge {
 			if pt.nb {
 				continue
 			}
-			r := int(pt.rank)
-			d := &g.ranks[r]
+			ri := int(pt.ri)
+			d := &g.ranks[ri]
 			p := pos{posPart, pt.idx}
-			buf = append(buf, g.chainEdge(r, p, g.next(d, p)))
+			buf = append(buf, g.chainEdge(ri, p, g.next(d, p)))
 		}
 		buf = g.outCross(v, buf)
 	}
@@ -259,17 +260,17 @@ func (g *Graph) Out(v NodeID, buf []Edge) []Edge {
 // outIndex lists every cross edge by sending node.
 type outIndex struct {
 	from []NodeID
-	rank []int32 // receiving rank
+	ri   []int32 // receiving rank's index
 	x    []uint32
 }
 
 func (g *Graph) outIndexed() *outIndex {
 	g.outOnce.Do(func() {
 		o := &outIndex{}
-		for r := range g.ranks {
-			for x, f := range g.ranks[r].xFrom {
+		for ri := range g.ranks {
+			for x, f := range g.ranks[ri].xFrom {
 				o.from = append(o.from, f)
-				o.rank = append(o.rank, int32(r))
+				o.ri = append(o.ri, int32(ri))
 				o.x = append(o.x, uint32(x))
 			}
 		}
@@ -279,9 +280,9 @@ func (g *Graph) outIndexed() *outIndex {
 		}
 		// Stable by sender: receivers stay in node order.
 		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(o.from[a], o.from[b]) })
-		s := &outIndex{from: make([]NodeID, len(idx)), rank: make([]int32, len(idx)), x: make([]uint32, len(idx))}
+		s := &outIndex{from: make([]NodeID, len(idx)), ri: make([]int32, len(idx)), x: make([]uint32, len(idx))}
 		for i, j := range idx {
-			s.from[i], s.rank[i], s.x[i] = o.from[j], o.rank[j], o.x[j]
+			s.from[i], s.ri[i], s.x[i] = o.from[j], o.ri[j], o.x[j]
 		}
 		g.out = s
 	})
@@ -292,7 +293,7 @@ func (g *Graph) outCross(v NodeID, buf []Edge) []Edge {
 	o := g.outIndexed()
 	i := sort.Search(len(o.from), func(i int) bool { return o.from[i] >= v })
 	for ; i < len(o.from) && o.from[i] == v; i++ {
-		buf = append(buf, g.crossEdge(int(o.rank[i]), int(o.x[i])))
+		buf = append(buf, g.crossEdge(int(o.ri[i]), int(o.x[i])))
 	}
 	return buf
 }

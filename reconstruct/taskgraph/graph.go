@@ -3,6 +3,7 @@ package taskgraph
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
@@ -125,11 +126,14 @@ type Node struct {
 	Event EventRef
 
 	// Collectives only.
-	GID          uint64  // global communicator id
-	Members      []int32 // the communicator's members, world ranks, sorted; do not modify
-	Procs        int     // number of members, the model's process count
-	Participants int     // members whose call was recorded
-	Nonblocking  bool    // an I-collective (the instance sits beside the chains)
+	GID uint64 // global communicator id
+	// Members are the communicator's members, world ranks, sorted (do not
+	// modify); nil for MPI_COMM_WORLD, whose members are all the ranks
+	// 0..Procs-1.
+	Members      []int32
+	Procs        int  // number of members, the model's process count
+	Participants int  // members whose call was recorded
+	Nonblocking  bool // an I-collective (the instance sits beside the chains)
 }
 
 // Edge is one edge. Edges are values computed on demand.
@@ -181,7 +185,8 @@ func (d *rankData) crossBytes(x int) int64 {
 type collective struct {
 	name        NameID
 	gid         uint64
-	members     []int32
+	members     []int32 // nil: the world
+	procs       int
 	bytes       int64
 	first, n    uint32 // participants: Graph.parts[first : first+n], by rank
 	start, end  int64
@@ -190,7 +195,7 @@ type collective struct {
 
 type participant struct {
 	coll uint32
-	rank int32
+	ri   int32 // the member's rank index (see rankIndex)
 	// at is, for a blocking participation, the local index of the
 	// operation the collective precedes on the rank's chain (the number of
 	// operations before it); for a nonblocking one, the local index of the
@@ -204,6 +209,38 @@ type participant struct {
 	start, end int64
 }
 
+// rankIndex numbers the ranks a graph holds operations for, the ranks
+// with a log, 0, 1, ... in increasing world rank: a graph's per-rank
+// tables are indexed by it, so that a world that claims many ranks but has
+// few logs costs only what the logs hold. Every world rank with a log is
+// in the index; the others of 0..size-1 have no operations.
+type rankIndex struct {
+	ids []int32 // world rank of each index, increasing
+}
+
+// denseIndex is the index of a world whose every rank has a log.
+func denseIndex(size int) rankIndex {
+	ids := make([]int32, size)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	return rankIndex{ids}
+}
+
+// find returns the index of world rank r.
+func (x *rankIndex) find(r int) (int, bool) {
+	if r >= 0 && r < len(x.ids) && x.ids[r] == int32(r) {
+		return r, true // ranks 0..r all have a log: the common case
+	}
+	if r < 0 || r > math.MaxInt32 {
+		return 0, false
+	}
+	return slices.BinarySearch(x.ids, int32(r))
+}
+
+// rank returns the world rank of index i.
+func (x *rankIndex) rank(i int) int { return int(x.ids[i]) }
+
 // Graph is an MPI task graph. It is immutable once built and safe for
 // concurrent use.
 type Graph struct {
@@ -212,7 +249,8 @@ type Graph struct {
 	opNames  []opName
 	initName string
 	finName  string
-	ranks    []rankData
+	ranks    []rankData // by rank index
+	index    rankIndex
 	numOps   int
 	collBase NodeID
 	colls    []collective
@@ -226,15 +264,26 @@ type Graph struct {
 	// partBits marks the operations that a blocking collective precedes
 	// on their rank's chain (bit i for operation id 2+i).
 	partBits []uint64
-	// rankIdx[b] is the rank of operation id 2+b*4096.
+	// rankIdx[b] is the rank index of operation id 2+b*4096.
 	rankIdx []int32
 
 	outOnce sync.Once
 	out     *outIndex
 }
 
-// Size returns the number of ranks (the world size).
+// Size returns the number of ranks (the world size the logs claim).
 func (g *Graph) Size() int { return g.size }
+
+// Ranks returns the world ranks the graph holds operations for — the ranks
+// with a log — in increasing order. The other ranks of 0..Size()-1 have
+// none: RankOps gives them no operations and HasChain is false.
+func (g *Graph) Ranks() []int {
+	out := make([]int, len(g.index.ids))
+	for i, r := range g.index.ids {
+		out[i] = int(r)
+	}
+	return out
+}
 
 // NumNodes returns the number of nodes: 2 + NumOps + NumCollectives.
 func (g *Graph) NumNodes() int { return 2 + g.numOps + len(g.colls) }
@@ -265,27 +314,30 @@ func (g *Graph) Names() []string { return g.names }
 // RankOps returns the id of rank r's first operation and how many it has;
 // they are first, first+1, ... in program order.
 func (g *Graph) RankOps(r int) (first NodeID, n int) {
-	if r < 0 || r >= len(g.ranks) {
+	i, ok := g.index.find(r)
+	if !ok {
 		return None, 0
 	}
-	d := &g.ranks[r]
+	d := &g.ranks[i]
 	return d.base, d.n()
 }
 
 // RankSpan returns the end of rank r's MPI_Init and the start of its
 // MPI_Finalize on its clock; ok is false when the rank lacks either.
 func (g *Graph) RankSpan(r int) (initEnd, finalizeStart int64, ok bool) {
-	if r < 0 || r >= len(g.ranks) {
+	i, found := g.index.find(r)
+	if !found {
 		return 0, 0, false
 	}
-	d := &g.ranks[r]
+	d := &g.ranks[i]
 	return d.initEnd, d.finStart, d.hasInit && d.hasFin
 }
 
 // HasChain reports whether rank r has any operation or collective call,
 // i.e. edges from Init and to Finalize.
 func (g *Graph) HasChain(r int) bool {
-	return r >= 0 && r < len(g.ranks) && g.ranks[r].hasChain()
+	i, ok := g.index.find(r)
+	return ok && g.ranks[i].hasChain()
 }
 
 // Kind returns the kind of node v (0 for an id out of range).
@@ -308,18 +360,18 @@ func (g *Graph) Rank(v NodeID) int {
 	if v < firstOp || v >= g.collBase {
 		return -1
 	}
-	return g.rankOf(v)
+	return g.index.rank(g.indexOf(v))
 }
 
-// rankOf returns the rank of operation v: rankIdx gives the rank of the
-// first operation of v's block of 4096 ids, and a rank rarely ends inside
-// a block.
-func (g *Graph) rankOf(v NodeID) int {
-	r := int(g.rankIdx[(v-firstOp)>>chunkBits])
-	for d := &g.ranks[r]; d.base+NodeID(d.n()) <= v; d = &g.ranks[r] {
-		r++
+// indexOf returns the rank index of operation v: rankIdx gives the index
+// of the first operation of v's block of 4096 ids, and a rank rarely ends
+// inside a block.
+func (g *Graph) indexOf(v NodeID) int {
+	ri := int(g.rankIdx[(v-firstOp)>>chunkBits])
+	for d := &g.ranks[ri]; d.base+NodeID(d.n()) <= v; d = &g.ranks[ri] {
+		ri++
 	}
-	return r
+	return ri
 }
 
 // Name returns the function name of node v.
@@ -340,10 +392,10 @@ func (g *Graph) Describe(v NodeID) (kind NodeKind, rank int, name string, nameId
 	case KindFinalize:
 		return kind, -1, g.finName, len(g.names) + 1
 	case KindOp:
-		rank = g.rankOf(v)
-		d := &g.ranks[rank]
+		ri := g.indexOf(v)
+		d := &g.ranks[ri]
 		fn := g.opNames[d.ops.name(uint32(v-d.base))].fn
-		return kind, rank, g.names[fn], int(fn)
+		return kind, g.index.rank(ri), g.names[fn], int(fn)
 	case KindCollective:
 		fn := g.colls[v-g.collBase].name
 		return kind, -1, g.names[fn], int(fn)
@@ -365,7 +417,7 @@ func (g *Graph) Collective(v NodeID) (CollectiveInfo, bool) {
 		return CollectiveInfo{}, false
 	}
 	c := &g.colls[v-g.collBase]
-	return CollectiveInfo{Name: g.names[c.name], Bytes: c.bytes, Procs: len(c.members)}, true
+	return CollectiveInfo{Name: g.names[c.name], Bytes: c.bytes, Procs: c.procs}, true
 }
 
 // Node returns the description of node v. It panics if v is not a node.
@@ -389,8 +441,9 @@ func (g *Graph) Node(v NodeID) Node {
 		}
 		return n
 	case KindOp:
-		r := g.rankOf(v)
-		d := &g.ranks[r]
+		ri := g.indexOf(v)
+		r := g.index.rank(ri)
+		d := &g.ranks[ri]
 		i := uint32(v - d.base)
 		on := g.opNames[d.ops.name(i)]
 		n := Node{ID: v, Kind: KindOp, Name: g.names[on.fn], Rank: r, Start: d.ops.start(i), End: d.ops.end(i),
@@ -413,7 +466,7 @@ func (g *Graph) Node(v NodeID) Node {
 		c := &g.colls[v-g.collBase]
 		return Node{ID: v, Kind: KindCollective, Name: g.names[c.name], Rank: -1, Start: c.start, End: c.end,
 			EventKind: spec.Coll, Bytes: c.bytes, Event: EventRef{Rank: -1, Index: -1, Completion: -1},
-			GID: c.gid, Members: c.members, Procs: len(c.members), Participants: int(c.n), Nonblocking: c.nonblocking}
+			GID: c.gid, Members: c.members, Procs: c.procs, Participants: int(c.n), Nonblocking: c.nonblocking}
 	}
 	panic(fmt.Sprintf("taskgraph: node %d out of range (the graph has %d nodes)", v, g.NumNodes()))
 }
@@ -427,7 +480,7 @@ func (g *Graph) Participants(v NodeID) []int {
 	c := &g.colls[v-g.collBase]
 	out := make([]int, c.n)
 	for i := range out {
-		out[i] = int(g.parts[c.first+uint32(i)].rank)
+		out[i] = g.index.rank(int(g.parts[c.first+uint32(i)].ri))
 	}
 	return out
 }

@@ -34,10 +34,10 @@ func (g *Graph) Longest(w Weights) (float64, *Path, error) {
 	for i := range l.sendVal {
 		l.sendVal[i] = -1
 	}
-	for r := range l.cur {
-		c := &l.cur[r]
-		c.lastKind, c.lastEnd = posInit, g.ranks[r].initEnd
-		l.enqueue(int32(r))
+	for ri := range l.cur {
+		c := &l.cur[ri]
+		c.lastKind, c.lastEnd = posInit, g.ranks[ri].initEnd
+		l.enqueue(int32(ri))
 	}
 	stuck, first := l.run(l.advance)
 	if stuck > 0 {
@@ -70,7 +70,7 @@ type longest struct {
 	collArg []uint32  // participation the best arrival came from
 	partIn  []bool    // participation arrived
 	finVal  float64
-	finArg  int
+	finArg  int // index of the rank the longest path reaches Finalize from
 }
 
 // senderSlot returns the index of operation v among the operations that
@@ -102,10 +102,10 @@ func (l *longest) complete(ci uint32) {
 	l.release(ci)
 }
 
-func (l *longest) advance(r int) {
+func (l *longest) advance(ri int) {
 	g := l.g
-	d := &g.ranks[r]
-	c := &l.cur[r]
+	d := &g.ranks[ri]
+	c := &l.cur[ri]
 	n := uint32(d.n())
 	for {
 		if c.p < len(d.blk) {
@@ -136,14 +136,14 @@ func (l *longest) advance(r int) {
 				if from >= g.collBase {
 					ci := uint32(from - g.collBase)
 					if !l.collDone[ci] {
-						l.collWait[ci] = append(l.collWait[ci], int32(r))
+						l.collWait[ci] = append(l.collWait[ci], int32(ri))
 						return
 					}
 					sv = l.collVal[ci]
 				} else {
 					sv = l.sendVal[g.senderSlot(from)]
 					if sv < 0 {
-						l.block(r, from)
+						l.block(ri, from)
 						return
 					}
 					sv += l.w.Message(d.crossBytes(c.xc))
@@ -173,19 +173,19 @@ func (l *longest) advance(r int) {
 		if d.hasChain() {
 			v := c.val + float64(chainWeight(d, c.lastKind, c.lastEnd, posFin, d.finStart))
 			if l.finArg < 0 || v > l.finVal {
-				l.finVal, l.finArg = v, r
+				l.finVal, l.finArg = v, ri
 			}
 		}
-		l.finished[r] = true
+		l.finished[ri] = true
 		return
 	}
 }
 
-func (l *longest) block(r int, v NodeID) {
+func (l *longest) block(ri int, v NodeID) {
 	g := l.g
-	s := g.rankOf(v)
+	s := g.indexOf(v)
 	c := &l.cur[s]
-	c.waiters.push(waiter{need: uint32(v - g.ranks[s].base), rank: int32(r)})
+	c.waiters.push(waiter{need: uint32(v - g.ranks[s].base), ri: int32(ri)})
 }
 
 func (l *longest) wake(c *lcursor) {
@@ -196,12 +196,12 @@ func (l *longest) wake(c *lcursor) {
 func (l *longest) back() (*Path, error) {
 	g := l.g
 	p := &Path{}
-	// last[r] is the index in rank r's xTo of the cross edge the walk took
-	// last on the rank, 0 for none: the walk visits a rank's operations in
+	// last[ri] is the index in xTo of the cross edge the walk took last on
+	// rank index ri, 0 for none: the walk visits a rank's operations in
 	// decreasing order, so the next is most often the one just before.
 	last := make([]int, len(g.ranks))
-	r := l.finArg
-	v, e := Finalize, g.chainEdge(r, g.prev(&g.ranks[r], pos{k: posFin}), pos{k: posFin})
+	ri := l.finArg
+	v, e := Finalize, g.chainEdge(ri, g.prev(&g.ranks[ri], pos{k: posFin}), pos{k: posFin})
 	cross := false
 	for {
 		p.push(v, e, cross)
@@ -214,28 +214,28 @@ func (l *longest) back() (*Path, error) {
 			p.push(v, Edge{}, false)
 			return p, nil
 		case KindOp:
-			r = g.rankOf(v)
-			d := &g.ranks[r]
+			ri = g.indexOf(v)
+			d := &g.ranks[ri]
 			i := uint32(v - d.base)
 			if o := uint32(v - firstOp); l.choice[o>>6]&(1<<(o&63)) != 0 {
-				x := last[r] - 1
+				x := last[ri] - 1
 				if x < 0 || d.xTo[x] != i {
 					x = searchU32(d.xTo, i)
 				}
-				last[r] = x
-				e, cross = g.crossEdge(r, x), true
+				last[ri] = x
+				e, cross = g.crossEdge(ri, x), true
 			} else {
-				e = g.chainEdge(r, g.prev(d, pos{posOp, i}), pos{posOp, i})
+				e = g.chainEdge(ri, g.prev(d, pos{posOp, i}), pos{posOp, i})
 			}
 		case KindCollective:
 			pt := &g.parts[l.collArg[v-g.collBase]]
-			r = int(pt.rank)
-			d := &g.ranks[r]
+			ri = int(pt.ri)
+			d := &g.ranks[ri]
 			if pt.nb {
-				e = Edge{Kind: CollIn, From: d.base + NodeID(pt.at), To: v, Rank: r}
+				e = Edge{Kind: CollIn, From: d.base + NodeID(pt.at), To: v, Rank: g.index.rank(ri)}
 			} else {
 				at := pos{posPart, pt.idx}
-				e = g.chainEdge(r, g.prev(d, at), at)
+				e = g.chainEdge(ri, g.prev(d, at), at)
 			}
 		default:
 			return nil, fmt.Errorf("internal error: taskgraph: the longest path back reaches node %d", v)
@@ -257,10 +257,11 @@ func searchU32(s []uint32, x uint32) int {
 	return lo
 }
 
-func (l *longest) cycle(r, stuck int) error {
+func (l *longest) cycle(ri, stuck int) error {
 	g := l.g
-	d := &g.ranks[r]
-	c := &l.cur[r]
+	d := &g.ranks[ri]
+	c := &l.cur[ri]
+	r := g.index.rank(ri)
 	e := &CycleError{Rank: r, Waits: None, Stuck: stuck}
 	if c.p < len(d.blk) && g.parts[d.blk[c.p]].at == c.k {
 		ci := g.parts[d.blk[c.p]].coll
@@ -285,7 +286,7 @@ func (g *Graph) missing(ci uint32, arrived []bool) string {
 			if s != "" {
 				s += ","
 			}
-			s += fmt.Sprint(g.parts[j].rank)
+			s += fmt.Sprint(g.index.rank(int(g.parts[j].ri)))
 		}
 	}
 	return s

@@ -8,9 +8,9 @@ type sched struct {
 	arrived  []uint32           // per collective: participations arrived
 	collDone []bool             // per collective: every participant arrived
 	collWait map[uint32][]int32 // ranks waiting for a collective, by collective
-	queue    []int32            // ranks that may advance
+	queue    []int32            // ranks (rank indices) that may advance
 	queued   []bool
-	finished []bool // per rank: the rank reached the end of its chain
+	finished []bool // per rank index: the rank reached the end of its chain
 }
 
 func newSched(g *Graph) sched {
@@ -18,11 +18,12 @@ func newSched(g *Graph) sched {
 		collWait: make(map[uint32][]int32), queued: make([]bool, len(g.ranks)), finished: make([]bool, len(g.ranks))}
 }
 
-// enqueue lets rank r advance, unless it is queued or finished.
-func (s *sched) enqueue(r int32) {
-	if !s.queued[r] && !s.finished[r] {
-		s.queued[r] = true
-		s.queue = append(s.queue, r)
+// enqueue lets the rank with index ri advance, unless it is queued or
+// finished.
+func (s *sched) enqueue(ri int32) {
+	if !s.queued[ri] && !s.finished[ri] {
+		s.queued[ri] = true
+		s.queue = append(s.queue, ri)
 	}
 }
 
@@ -33,7 +34,7 @@ func (s *sched) release(ci uint32) {
 	s.collDone[ci] = true
 	for j := c.first; j < c.first+c.n; j++ {
 		if !s.g.parts[j].nb {
-			s.enqueue(s.g.parts[j].rank)
+			s.enqueue(s.g.parts[j].ri)
 		}
 	}
 	if ws, ok := s.collWait[ci]; ok {
@@ -45,8 +46,8 @@ func (s *sched) release(ci uint32) {
 }
 
 // run advances queued ranks until none can, and returns how many ranks did
-// not reach the end of their chain (a cycle) and the first of them.
-func (s *sched) run(advance func(r int)) (stuck, first int) {
+// not reach the end of their chain (a cycle) and the index of the first.
+func (s *sched) run(advance func(ri int)) (stuck, first int) {
 	for h := 0; h < len(s.queue); h++ {
 		r := s.queue[h]
 		s.queued[r] = false

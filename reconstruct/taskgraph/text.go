@@ -76,11 +76,19 @@ func (g *Graph) WriteText(w io.Writer) error {
 				b = append(b, " nonblocking"...)
 			}
 			b = append(b, " members="...)
-			for i, m := range n.Members {
+			for i := range n.Procs {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = strconv.AppendInt(b, int64(m), 10)
+				m := int64(i) // MPI_COMM_WORLD's members are not listed
+				if n.Members != nil {
+					m = int64(n.Members[i])
+				}
+				b = strconv.AppendInt(b, m, 10)
+				if len(b) > 4096 {
+					bw.Write(b)
+					b = b[:0]
+				}
 			}
 		}
 		b = append(b, '\n')

@@ -41,7 +41,7 @@ func (g *Graph) describe(v NodeID) string {
 
 type waiter struct {
 	need uint32 // local index of the operation waited for
-	rank int32
+	ri   int32  // index of the waiting rank
 }
 
 type cursor struct {
@@ -81,19 +81,19 @@ func (g *Graph) Walk(visit func(v NodeID, in []Edge)) error {
 		w.partPred[i] = None
 	}
 	visit(Init, nil)
-	for r := range w.cur {
-		c := &w.cur[r]
-		c.last, c.lastKind, c.lastEnd = Init, posInit, g.ranks[r].initEnd
-		w.enqueue(int32(r))
+	for ri := range w.cur {
+		c := &w.cur[ri]
+		c.last, c.lastKind, c.lastEnd = Init, posInit, g.ranks[ri].initEnd
+		w.enqueue(int32(ri))
 	}
 	stuck, first := w.run(w.advance)
 	if stuck > 0 {
 		return w.cycle(first, stuck)
 	}
 	in := w.buf[:0]
-	for r := range w.fin {
-		if w.hasFin[r] {
-			in = append(in, w.fin[r])
+	for ri := range w.fin {
+		if w.hasFin[ri] {
+			in = append(in, w.fin[ri])
 		}
 	}
 	visit(Finalize, in)
@@ -106,21 +106,21 @@ func (w *walker) done(v NodeID) bool {
 	if v >= g.collBase {
 		return w.collDone[v-g.collBase]
 	}
-	s := g.rankOf(v)
+	s := g.indexOf(v)
 	return w.cur[s].k > uint32(v-g.ranks[s].base)
 }
 
-// block makes rank r wait until node v is visited.
-func (w *walker) block(r int, v NodeID) {
+// block makes the rank with index ri wait until node v is visited.
+func (w *walker) block(ri int, v NodeID) {
 	g := w.g
 	if v >= g.collBase {
 		ci := uint32(v - g.collBase)
-		w.collWait[ci] = append(w.collWait[ci], int32(r))
+		w.collWait[ci] = append(w.collWait[ci], int32(ri))
 		return
 	}
-	s := g.rankOf(v)
+	s := g.indexOf(v)
 	c := &w.cur[s]
-	c.waiters.push(waiter{need: uint32(v - g.ranks[s].base), rank: int32(r)})
+	c.waiters.push(waiter{need: uint32(v - g.ranks[s].base), ri: int32(ri)})
 }
 
 // wake enqueues the ranks waiting for operations of rank s it has passed.
@@ -148,7 +148,7 @@ func (w *walker) complete(ci uint32) {
 	in := w.cbuf[:0]
 	for j := c.first; j < c.first+c.n; j++ {
 		pt := &g.parts[j]
-		e := Edge{Kind: CollIn, From: w.partPred[j], To: v, Rank: int(pt.rank), Weight: w.partW[j]}
+		e := Edge{Kind: CollIn, From: w.partPred[j], To: v, Rank: g.index.rank(int(pt.ri)), Weight: w.partW[j]}
 		if e.From == Init {
 			e.Kind = InitOut
 		}
@@ -159,11 +159,12 @@ func (w *walker) complete(ci uint32) {
 	w.release(ci)
 }
 
-// advance moves rank r along its chain as far as it can.
-func (w *walker) advance(r int) {
+// advance moves the rank with index ri along its chain as far as it can.
+func (w *walker) advance(ri int) {
 	g := w.g
-	d := &g.ranks[r]
-	c := &w.cur[r]
+	d := &g.ranks[ri]
+	c := &w.cur[ri]
+	r := g.index.rank(ri)
 	n := uint32(d.n())
 	for {
 		if c.p < len(d.blk) {
@@ -193,10 +194,10 @@ func (w *walker) advance(r int) {
 			if c.xc < len(d.xTo) && d.xTo[c.xc] == k {
 				from := d.xFrom[c.xc]
 				if !w.done(from) {
-					w.block(r, from)
+					w.block(ri, from)
 					return
 				}
-				in = append(in, g.crossEdge(r, c.xc))
+				in = append(in, g.crossEdge(ri, c.xc))
 				c.xc++
 			}
 			w.buf = in
@@ -214,19 +215,20 @@ func (w *walker) advance(r int) {
 			continue
 		}
 		if d.hasChain() {
-			w.fin[r] = Edge{Kind: FinalizeIn, From: c.last, To: Finalize, Rank: r,
+			w.fin[ri] = Edge{Kind: FinalizeIn, From: c.last, To: Finalize, Rank: r,
 				Weight: chainWeight(d, c.lastKind, c.lastEnd, posFin, d.finStart)}
-			w.hasFin[r] = true
+			w.hasFin[ri] = true
 		}
-		w.finished[r] = true
+		w.finished[ri] = true
 		return
 	}
 }
 
-func (w *walker) cycle(r, stuck int) error {
+func (w *walker) cycle(ri, stuck int) error {
 	g := w.g
-	d := &g.ranks[r]
-	c := &w.cur[r]
+	d := &g.ranks[ri]
+	c := &w.cur[ri]
+	r := g.index.rank(ri)
 	e := &CycleError{Rank: r, Waits: None, Stuck: stuck}
 	if c.p < len(d.blk) && g.parts[d.blk[c.p]].at == c.k {
 		ci := g.parts[d.blk[c.p]].coll
@@ -235,7 +237,7 @@ func (w *walker) cycle(r, stuck int) error {
 		var missing []string
 		for j := col.first; j < col.first+col.n; j++ {
 			if w.partPred[j] == None {
-				missing = append(missing, fmt.Sprint(g.parts[j].rank))
+				missing = append(missing, fmt.Sprint(g.index.rank(int(g.parts[j].ri))))
 			}
 		}
 		e.desc = fmt.Sprintf("rank %d waits at %s for ranks %s to arrive", r, g.describe(e.Node), strings.Join(missing, ","))
@@ -267,11 +269,11 @@ func (h *waitHeap) push(x waiter) {
 }
 
 // popReady removes the waiters whose operation lies before index k and
-// calls ready with their rank, lowest index first.
-func (h *waitHeap) popReady(k uint32, ready func(rank int32)) {
+// calls ready with their rank index, lowest operation index first.
+func (h *waitHeap) popReady(k uint32, ready func(ri int32)) {
 	q := *h
 	for len(q) > 0 && q[0].need < k {
-		ready(q[0].rank)
+		ready(q[0].ri)
 		last := len(q) - 1
 		q[0] = q[last]
 		q = q[:last]

@@ -9,6 +9,7 @@
 #define MPIT_H
 
 #include <mpi.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -31,26 +32,42 @@
  * header and its events-block header (thread, seq, count, base). */
 #define MPIT_BLOCK_PREFIX (MPIT_BLOCK_HEADER_SIZE + 4 * 10)
 
-/* One recording thread's buffer. Only its owner appends; a signal handler
- * may read `len` (published with release stores) to flush what is complete. */
+/* One recording thread's buffer. Only its owner appends, and only the owner
+ * reads len, count and last_end. It publishes them for the other threads
+ * (the background flusher, signal handlers) as pub_lc (count << 32 | len, one
+ * word, so a handler always reads a consistent pair) and pub_end, under the
+ * sequence lock pubseq (odd while it updates them).
+ *
+ * The events [0, done_len) are on disk: the background flusher writes a
+ * buffer's complete events while its owner goes on appending, so a rank that
+ * is killed loses at most the last flush interval; the owner writes the rest
+ * and starts the buffer afresh when it is full. */
 typedef struct mpit_tb {
     uint8_t *buf;          /* MPIT_BLOCK_PREFIX bytes, then the events */
     size_t cap;            /* bytes available for events */
     size_t limit;          /* flush when len reaches this */
-    volatile size_t len;   /* bytes of complete events */
-    volatile uint32_t count; /* events in the buffer */
+    size_t len;            /* owner: bytes of complete events */
+    uint32_t count;        /* owner: events in the buffer */
+    uint64_t last_end;     /* owner: end time of the last appended event */
+    uint32_t pubseq;       /* sequence lock of pub_lc and pub_end */
+    uint64_t pub_lc;       /* count << 32 | len, as published */
+    uint64_t pub_end;      /* last_end, as published */
+    /* Changed under G.io: */
+    size_t done_len;       /* bytes of events already written */
+    uint32_t done_count;   /* events already written */
+    uint64_t done_end;     /* end time of the last written event */
     uint64_t seq;          /* stream index of the buffer's first event */
-    uint64_t base;         /* time the first event's gap is relative to */
-    uint64_t last_end;     /* end time of the last appended event */
+    uint64_t base;         /* time the buffer's first event's gap is relative to */
     uint32_t thread;       /* recorder thread index */
     int depth;             /* reentry guard: >0 inside a recorded call */
     int cur_fn;            /* the recorded call under way, until its event is appended */
-    uint64_t cur_t0;       /* and its start */
-    volatile int flushing; /* a flush of this buffer is under way */
-    void *zctx;            /* this thread's compression context */
+    uint64_t cur_t0;       /* and its start (0 between calls) */
+    pthread_mutex_t mu;    /* one compression of this buffer at a time */
+    uint64_t pend_seq, pend_t0, pend_at; /* the last pending record written for it, and when */
+    void *zctx;            /* compression context (used under mu) */
     uint8_t *zbuf;         /* compression output */
     size_t zcap;
-    struct mpit_tb *next;  /* all buffers, for the final and signal flushes */
+    struct mpit_tb *next;  /* all buffers, for the flusher and the final flush */
 } mpit_tb;
 
 /* Communicator record: never freed, so requests can point at it. */
@@ -104,29 +121,43 @@ static inline mpit_tb *mpit_begin(int fn) {
         if (!id) return NULL;
         mpit_announce(fn);
     }
-    tb->depth = 1;
-    tb->cur_fn = fn;
+    __atomic_store_n(&tb->depth, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&tb->cur_fn, fn, __ATOMIC_RELAXED);
     return tb;
 }
 
 /* mpit_reserve makes room for `need` more bytes of events. */
 static inline uint8_t *mpit_reserve(mpit_tb *tb, size_t need) {
-    tb->cur_fn = 0; /* the call returned: its event is being appended */
+    /* The call returned: its event is being appended. */
+    __atomic_store_n(&tb->cur_fn, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&tb->cur_t0, 0, __ATOMIC_RELAXED);
     if (MPIT_UNLIKELY(tb->len + need > tb->cap)) mpit_reserve_slow(tb, need);
     return tb->buf + MPIT_BLOCK_PREFIX + tb->len;
+}
+
+/* mpit_publish makes the owner's len, count and last_end visible to the
+ * other threads. */
+static inline void mpit_publish(mpit_tb *tb) {
+    uint32_t s = tb->pubseq;
+    __atomic_store_n(&tb->pubseq, s + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&tb->pub_end, tb->last_end, __ATOMIC_RELAXED);
+    __atomic_store_n(&tb->pub_lc, (uint64_t)tb->count << 32 | tb->len, __ATOMIC_RELAXED);
+    __atomic_store_n(&tb->pubseq, s + 2, __ATOMIC_RELEASE);
 }
 
 /* mpit_commit publishes the event that ends at p and leaves the call. */
 static inline void mpit_commit(mpit_tb *tb, uint8_t *p, uint64_t end) {
     tb->last_end = end;
-    __atomic_store_n(&tb->len, (size_t)(p - (tb->buf + MPIT_BLOCK_PREFIX)), __ATOMIC_RELEASE);
+    tb->len = (size_t)(p - (tb->buf + MPIT_BLOCK_PREFIX));
     tb->count++;
-    tb->depth = 0;
+    mpit_publish(tb);
+    __atomic_store_n(&tb->depth, 0, __ATOMIC_RELAXED);
     if (MPIT_UNLIKELY(tb->len >= tb->limit)) mpit_flush_thread(tb);
 }
 
 /* mpit_abandon leaves a call whose event could not be built. */
-static inline void mpit_abandon(mpit_tb *tb) { tb->depth = 0; }
+static inline void mpit_abandon(mpit_tb *tb) { __atomic_store_n(&tb->depth, 0, __ATOMIC_RELAXED); }
 
 #define MPIT_GAP(tb, t0) ((int64_t)((t0) - (tb)->last_end))
 
@@ -149,6 +180,20 @@ MPIT_HIDDEN int mpit_in_place(const void *buf);
 enum { MPIT_REQ_SEND = 1, MPIT_REQ_RECV = 2, MPIT_REQ_COLL = 3, MPIT_REQ_OTHER = 4 };
 MPIT_HIDDEN uint64_t mpit_req_new(MPI_Request req, int kind, int persistent, mpit_comm *comm);
 
+/* A request handle a call was given, and what the recorder knows of it.
+ * Completion wrappers copy the handles and look their ids up before the
+ * PMPI call: once PMPI has freed a completed request, another thread may
+ * get the same handle for a new request before this one is looked up. */
+typedef struct {
+    MPI_Request h;
+    uint64_t id;      /* 0: not a request the recorder saw created */
+    int kind;         /* MPIT_REQ_*, | 0x100 when persistent */
+    mpit_comm *comm;
+} mpit_reqcopy;
+MPIT_HIDDEN mpit_reqcopy *mpit_req_copy(int n, const MPI_Request *reqs, mpit_reqcopy *stackbuf);
+MPIT_HIDDEN void mpit_req_peek(int n, mpit_reqcopy *rc);
+MPIT_HIDDEN mpit_comm *mpit_msg_take(MPI_Message msg);
+
 /* ---- recorders for the argument-carrying families (mpit_runtime.c) ---- */
 
 MPIT_HIDDEN void mpit_rec_send(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t count,
@@ -168,8 +213,8 @@ MPIT_HIDDEN void mpit_rec_probe(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
                                 int tag, MPI_Comm comm, int flag, const MPI_Status *st,
                                 MPI_Message *msg);
 MPIT_HIDDEN void mpit_rec_mrecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t count,
-                                MPI_Datatype type, MPI_Message msg, const MPI_Status *st,
-                                MPI_Request *req);
+                                MPI_Datatype type, MPI_Message msg, mpit_comm *comm,
+                                const MPI_Status *st, MPI_Request *req);
 MPIT_HIDDEN void mpit_rec_coll(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, MPI_Comm comm,
                                int root, uint64_t sbytes, uint64_t rbytes, MPI_Request *req);
 MPIT_HIDDEN void mpit_rec_commnew(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1,
@@ -179,13 +224,13 @@ MPIT_HIDDEN void mpit_rec_commfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1
 MPIT_HIDDEN void mpit_rec_start(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int n,
                                 const MPI_Request *reqs);
 MPIT_HIDDEN void mpit_rec_reqfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1,
-                                  MPI_Request req);
+                                  const mpit_reqcopy *req);
 
-/* Completion: the wrapper copies the request handles before the PMPI call
- * (it nulls completed ones) and passes the statuses the call filled. The
- * completed requests are given as indices into the copied array. */
+/* Completion: the wrapper copies the request handles and their ids before
+ * the PMPI call (mpit_req_copy, mpit_req_peek) and passes the statuses the
+ * call filled. The completed requests are given as indices into the copy. */
 MPIT_HIDDEN void mpit_rec_complete(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int flag,
-                                   const MPI_Request *before, const int *idx, int nidx,
+                                   const mpit_reqcopy *before, const int *idx, int nidx,
                                    const MPI_Status *st, int status_by_request);
 
 /* How a communicator was created (mpit_rec_commnew's `how`). */
@@ -197,20 +242,50 @@ enum {
 
 /* Completion helpers for the Wait/Test family; `ret` is the PMPI result. */
 MPIT_HIDDEN void mpit_rec_all(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int flag, int n,
-                              const MPI_Request *before, const MPI_Status *st);
+                              const mpit_reqcopy *before, const MPI_Status *st);
 MPIT_HIDDEN void mpit_rec_some(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int n,
-                               const MPI_Request *before, int outcount, const int *indices,
+                               const mpit_reqcopy *before, int outcount, const int *indices,
                                const MPI_Status *st);
 MPIT_HIDDEN void mpit_rec_one(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int flag,
-                              const MPI_Request *before, int index, const MPI_Status *st);
+                              const mpit_reqcopy *before, int index, const MPI_Status *st);
 
 /* mpit_rec_coll's root when the collective has none. */
 #define MPIT_NO_ROOT (-99999)
 
+/* mpit_start reads the clock at a recorded call's start. */
+static inline uint64_t mpit_start(mpit_tb *tb) {
+    uint64_t t = mpit_now();
+    __atomic_store_n(&tb->cur_t0, t, __ATOMIC_RELAXED);
+    return t;
+}
+
 /* MPIT_BEGIN opens a wrapper: tb_ is the buffer when the call is recorded. */
 #define MPIT_BEGIN(fn)                     \
     mpit_tb *tb_ = mpit_begin(fn);         \
-    uint64_t t0_ = tb_ ? (tb_->cur_t0 = mpit_now()) : 0
+    uint64_t t0_ = tb_ ? mpit_start(tb_) : 0
+
+/* MPIT_BEGIN_DO is MPIT_BEGIN that runs `pre` when the call is recorded,
+ * before the clock is read (e.g. looking up request ids). */
+#define MPIT_BEGIN_DO(fn, pre)             \
+    mpit_tb *tb_ = mpit_begin(fn);         \
+    if (tb_) {                             \
+        pre;                               \
+    }                                      \
+    uint64_t t0_ = tb_ ? mpit_start(tb_) : 0
+
+/* MPI errors. At MPI_Init the recorder puts its own error handler on
+ * MPI_COMM_WORLD and MPI_COMM_SELF where MPI_ERRORS_ARE_FATAL is: it writes
+ * the log, then does what MPI_ERRORS_ARE_FATAL does. For an error in a
+ * call's arguments it sets mpit_refire to the call's function, and the
+ * wrapper makes the PMPI call again, now under MPI_ERRORS_ARE_FATAL: the
+ * MPI reports the error exactly as it would without the recorder. */
+extern MPIT_HIDDEN MPIT_TLS int mpit_refire;
+MPIT_HIDDEN int mpit_again(int fn);
+#define MPIT_AGAIN(fn) (MPIT_UNLIKELY(mpit_refire != 0) && tb_ && mpit_again(fn))
+/* The program sets or reads an error handler: the recorder's stands for
+ * MPI_ERRORS_ARE_FATAL, both ways. */
+MPIT_HIDDEN MPI_Errhandler mpit_errh_in(MPI_Errhandler eh);
+MPIT_HIDDEN void mpit_errh_out(MPI_Errhandler *eh);
 
 /* Lifecycle hooks. */
 MPIT_HIDDEN void mpit_after_init(int provided_or_minus1);
@@ -223,7 +298,6 @@ MPIT_HIDDEN void mpit_clock_event(mpit_tb *tb, int phase);
  * application passed MPI_STATUS(ES)_IGNORE. Small arrays live on the stack. */
 #define MPIT_STACK_REQS 32
 MPIT_HIDDEN MPI_Status *mpit_status_array(int n, MPI_Status *stackbuf);
-MPIT_HIDDEN MPI_Request *mpit_req_array(int n, MPI_Request *stackbuf);
 MPIT_HIDDEN void mpit_free_array(void *p, void *stackbuf);
 
 /* MPIT_ARR passes a count array of either int or MPI_Count elements. */

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#define MPIT_FORMAT_VERSION 1
+#define MPIT_FORMAT_VERSION 2
 #define MPIT_MAGIC "mpitrace\x00"
 #define MPIT_MAGIC_LEN 9
 #define MPIT_BLOCK_SYNC 0x4b4c424du
@@ -15,6 +15,7 @@
 #define MPIT_BLOCK_STRINGS 2
 #define MPIT_BLOCK_EVENTS 3
 #define MPIT_BLOCK_END 4
+#define MPIT_BLOCK_PENDING 5
 #define MPIT_CODEC_NONE 0
 #define MPIT_CODEC_ZSTD 1
 #define MPIT_END_FINALIZE 1
@@ -22,6 +23,7 @@
 #define MPIT_END_ABORT 3
 #define MPIT_END_SIGNAL 4
 #define MPIT_END_WRITE_FAILURE 5
+#define MPIT_END_MPI_ERROR 6
 #define MPIT_ANY_SOURCE (-1)
 #define MPIT_PROC_NULL (-2)
 #define MPIT_ROOT_NONE (-3)

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "mpit.h"
 
+#include <dlfcn.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -13,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -50,6 +54,8 @@ static struct {
     int failed;            /* writing failed: recording stopped */
     int finalized;         /* MPI_Finalize has returned */
     int signalled;         /* a fatal signal flushed the buffers */
+    int flush_ms;          /* time-based flush interval, 0: none */
+    int flusher_stop;      /* the final flush has begun: the flusher stops */
     int test_signal;       /* MPITRACE_TEST_SIGNAL_IN_FLUSH, for the fault tests */
     int ended;             /* an end block describes everything written */
     uint64_t events, blocks, dropped;
@@ -65,6 +71,7 @@ static struct {
 } G = {.fd = -1, .io = PTHREAD_MUTEX_INITIALIZER, .tl = PTHREAD_MUTEX_INITIALIZER};
 
 static void mpit_final_flush(int reason, int sig);
+static void install_errhandler(void);
 
 /* ------------------------------------------------------------------ */
 /* Messages: one line, prefixed, and at most once per recording for    */
@@ -124,9 +131,9 @@ static void put32(uint8_t *p, uint32_t v) {
     p[3] = (uint8_t)(v >> 24);
 }
 
-/* frame fills the MPIT_BLOCK_HEADER_SIZE bytes before payload. */
-static void frame(uint8_t *payload, int type, int codec, size_t stored, size_t raw) {
-    uint8_t *h = payload - MPIT_BLOCK_HEADER_SIZE;
+/* frame_crc fills the block frame header h of a payload made of p1 and p2. */
+static void frame_crc(uint8_t *h, int type, int codec, size_t stored, size_t raw, const uint8_t *p1, size_t n1,
+                      const uint8_t *p2, size_t n2) {
     put32(h, MPIT_BLOCK_SYNC);
     h[4] = (uint8_t)type;
     h[5] = (uint8_t)codec;
@@ -134,8 +141,20 @@ static void frame(uint8_t *payload, int type, int codec, size_t stored, size_t r
     put32(h + 8, (uint32_t)stored);
     put32(h + 12, (uint32_t)raw);
     uint32_t crc = crc_update(0, h + 4, 12);
-    crc = crc_update(crc, payload, stored);
+    crc = crc_update(crc, p1, n1);
+    crc = crc_update(crc, p2, n2);
     put32(h + 16, crc);
+}
+
+/* frame fills the MPIT_BLOCK_HEADER_SIZE bytes before payload. */
+static void frame(uint8_t *payload, int type, int codec, size_t stored, size_t raw) {
+    frame_crc(payload - MPIT_BLOCK_HEADER_SIZE, type, codec, stored, raw, payload, stored, NULL, 0);
+}
+
+/* frame2 fills the frame header before part1 of an uncompressed payload
+ * whose second part lies elsewhere (written with writev). */
+static void frame2(uint8_t *part1, size_t n1, const uint8_t *part2, size_t n2, int type) {
+    frame_crc(part1 - MPIT_BLOCK_HEADER_SIZE, type, MPIT_CODEC_NONE, n1 + n2, n1 + n2, part1, n1, part2, n2);
 }
 
 /* ------------------------------------------------------------------ */
@@ -149,12 +168,12 @@ static void write_failed(int err) {
                    G.rank, G.path, strerror(err));
 }
 
-/* write_all writes n bytes or reports the failure once. Callers hold G.io
- * (or are the signal handler). Returns 0 on success. */
-static int write_all(const uint8_t *p, size_t n) {
+/* write_allv writes the n pieces of iov or reports the failure once.
+ * Callers hold G.io (or are a signal handler). Returns 0 on success. */
+static int write_allv(struct iovec *iov, int n) {
     if (G.fd < 0 || G.failed) return -1;
     while (n > 0) {
-        ssize_t w = write(G.fd, p, n);
+        ssize_t w = writev(G.fd, iov, n);
         if (w < 0) {
             if (errno == EINTR) continue;
             write_failed(errno);
@@ -164,10 +183,22 @@ static int write_all(const uint8_t *p, size_t n) {
             write_failed(ENOSPC);
             return -1;
         }
-        p += w;
-        n -= (size_t)w;
+        while (n > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (uint8_t *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
     }
     return 0;
+}
+
+static int write_all(const uint8_t *p, size_t n) {
+    struct iovec iov = {(void *)p, n};
+    return write_allv(&iov, 1);
 }
 
 /* A small growable byte buffer for the cold-path blocks. */
@@ -234,40 +265,73 @@ MPIT_HIDDEN mpit_tb *mpit_tb_create(void) {
         free(tb);
         return NULL;
     }
+    pthread_mutex_init(&tb->mu, NULL);
     tb->base = tb->last_end = mpit_now();
+    mpit_publish(tb);
     pthread_mutex_lock(&G.tl);
     tb->thread = G.nthreads++;
     tb->next = G.threads;
-    G.threads = tb;
+    __atomic_store_n(&G.threads, tb, __ATOMIC_RELEASE); /* the flusher walks the list */
     pthread_mutex_unlock(&G.tl);
     mpit_self = tb;
     pthread_setspecific(G.key, tb);
     return tb;
 }
 
-/* block_payload puts the events-block header right before the events and
- * returns where the payload starts. */
-static uint8_t *block_payload(mpit_tb *tb, size_t len, uint32_t count, size_t *plen) {
-    uint8_t hdr[40], *h = hdr;
-    h = mpit_put_u(h, tb->thread);
-    h = mpit_put_u(h, tb->seq);
-    h = mpit_put_u(h, count);
-    h = mpit_put_u(h, tb->base);
-    size_t hl = (size_t)(h - hdr);
-    uint8_t *start = tb->buf + MPIT_BLOCK_PREFIX - hl;
-    memcpy(start, hdr, hl);
-    *plen = hl + len;
-    return start;
+/* tb_snapshot reads what tb's owner published: len, count and last_end of
+ * one moment. Returns 0 if the owner kept changing them. */
+static int tb_snapshot(mpit_tb *tb, size_t *len, uint32_t *count, uint64_t *end) {
+    for (int tries = 0; tries < 100; tries++) {
+        uint32_t s = __atomic_load_n(&tb->pubseq, __ATOMIC_ACQUIRE);
+        if (s & 1) {
+            sched_yield();
+            continue;
+        }
+        uint64_t lc = __atomic_load_n(&tb->pub_lc, __ATOMIC_RELAXED);
+        uint64_t e = __atomic_load_n(&tb->pub_end, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&tb->pubseq, __ATOMIC_RELAXED) == s) {
+            *len = (size_t)(uint32_t)lc;
+            *count = (uint32_t)(lc >> 32);
+            *end = e;
+            return 1;
+        }
+    }
+    return 0;
 }
 
-/* reset starts the next block after `count` events were handed over. */
-static void tb_reset(mpit_tb *tb, uint32_t count) {
+/* events_prefix encodes the events-block header (thread, seq, count, base)
+ * of the buffer's events not written yet, up to count. */
+static size_t events_prefix(const mpit_tb *tb, uint32_t count, uint8_t *out) {
+    uint8_t *h = out;
+    h = mpit_put_u(h, tb->thread);
+    h = mpit_put_u(h, tb->seq + tb->done_count);
+    h = mpit_put_u(h, count - tb->done_count);
+    h = mpit_put_u(h, tb->done_count ? tb->done_end : tb->base);
+    return (size_t)(h - out);
+}
+
+/* written records, under G.io, that the buffer's events up to (len, count,
+ * end) are on disk. */
+static void written(mpit_tb *tb, size_t len, uint32_t count, uint64_t end) {
+    G.events += count - tb->done_count;
+    G.blocks++;
+    G.ended = 0;
+    tb->done_len = len;
+    tb->done_count = count;
+    tb->done_end = end;
+}
+
+/* tb_reset starts the buffer afresh once everything in it is written;
+ * callers are its owner, holding tb->mu and G.io. */
+static void tb_reset(mpit_tb *tb) {
+    tb->seq += tb->count;
     tb->base = tb->last_end;
+    tb->len = 0;
     tb->count = 0;
-    __atomic_store_n(&tb->len, 0, __ATOMIC_RELEASE);
-    /* Last: mpit_flush_thread compares it to tell whether a handler wrote
-     * the buffer while it was compressing it. */
-    __atomic_store_n(&tb->seq, tb->seq + count, __ATOMIC_RELEASE);
+    tb->done_len = 0;
+    tb->done_count = 0;
+    mpit_publish(tb);
 }
 
 /* Function names are written to the log's string table when a function is
@@ -340,65 +404,68 @@ static sigset_t flush_signals;
 static void hold_signals(sigset_t *old) { pthread_sigmask(SIG_BLOCK, &flush_signals, old); }
 static void release_signals(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, old, NULL); }
 
-/* mpit_flush_thread compresses and writes tb's events. tb->flushing is 1
- * while the buffer is being compressed (nothing written yet: a fatal
- * signal's handler on another thread writes it as it is) and 2 while this
- * thread writes it under G.io. */
-MPIT_HIDDEN void mpit_flush_thread(mpit_tb *tb) {
-    if (tb->count == 0 || G.fd < 0 || G.failed || G.signalled || getpid() != G.pid) return;
-    sigset_t old;
-    hold_signals(&old);
-    /* seq first: a handler that writes this buffer meanwhile (tb_reset)
-     * changes it last, so seeing the old seq here and the same one under
-     * G.io below means nobody else wrote these events. */
-    uint64_t seq = __atomic_load_n(&tb->seq, __ATOMIC_ACQUIRE);
-    uint32_t count = tb->count;
-    size_t len = __atomic_load_n(&tb->len, __ATOMIC_ACQUIRE);
-    if (count == 0) {
-        release_signals(&old);
-        return;
-    }
-    tb->flushing = 1;
-    size_t plen;
-    uint8_t *payload = block_payload(tb, len, count, &plen);
+/* write_events compresses and writes tb's events not written yet, up to
+ * (len, count, end) as its owner published them. Callers hold tb->mu (so
+ * the owner does not start the buffer afresh meanwhile), with the flush
+ * signals held off; the owner may go on appending after len. The block's
+ * events-block header goes right before its first event, over events
+ * already written. A signal handler may write the same events meanwhile
+ * (without touching the buffer): then this writes nothing. bg: called by
+ * the time-based flush, which stops when the final flush begins. */
+static void write_events(mpit_tb *tb, size_t len, uint32_t count, uint64_t end, int bg) {
+    uint32_t done = __atomic_load_n(&tb->done_count, __ATOMIC_ACQUIRE);
+    if (count <= done || G.fd < 0 || G.failed || G.signalled) return;
+    uint8_t hdr[40];
+    size_t hl = events_prefix(tb, count, hdr);
+    uint8_t *payload = tb->buf + MPIT_BLOCK_PREFIX + tb->done_len - hl;
+    memcpy(payload, hdr, hl);
+    size_t plen = hl + len - tb->done_len;
     size_t z = G.compress ? ZSTD_compressCCtx(tb->zctx, tb->zbuf + MPIT_BLOCK_HEADER_SIZE, tb->zcap, payload, plen, G.zlevel)
                           : plen; /* stored as is */
-    if (G.test_signal) {
-        /* Fault tests: the launcher's signal arrives in the middle of a flush. */
+    if (G.test_signal && G.events > 0) {
+        /* Fault tests: the launcher's signal arrives in the middle of a
+         * flush (not MPI_Init's, which writes the log's first events). */
         int sig = G.test_signal;
         G.test_signal = 0;
         kill(getpid(), sig);
     }
     pthread_mutex_lock(&G.io);
-    if (G.signalled || tb->seq != seq) {
-        /* A handler (a fatal signal's, or the buffer's own thread's SIGCONT
-         * while another thread flushes it at exit) wrote this buffer while
-         * it was being compressed. After a fatal signal nothing more is
-         * written. */
+    if (G.signalled || (bg && G.flusher_stop) || tb->done_count != done) {
+        /* A handler wrote these events while they were being compressed
+         * (or the final flush has begun, which writes them): nothing more
+         * to do. */
         pthread_mutex_unlock(&G.io);
-        tb->flushing = 0;
-        release_signals(&old);
         return;
     }
-    tb->flushing = 2;
     write_names(1);
+    int fail;
     if (!ZSTD_isError(z) && z < plen) {
         frame(tb->zbuf + MPIT_BLOCK_HEADER_SIZE, MPIT_BLOCK_EVENTS, MPIT_CODEC_ZSTD, z, plen);
-        write_all(tb->zbuf, MPIT_BLOCK_HEADER_SIZE + z);
+        fail = write_all(tb->zbuf, MPIT_BLOCK_HEADER_SIZE + z);
     } else {
         frame(payload, MPIT_BLOCK_EVENTS, MPIT_CODEC_NONE, plen, plen);
-        write_all(payload - MPIT_BLOCK_HEADER_SIZE, MPIT_BLOCK_HEADER_SIZE + plen);
+        fail = write_all(payload - MPIT_BLOCK_HEADER_SIZE, MPIT_BLOCK_HEADER_SIZE + plen);
     }
-    if (!G.failed) {
-        G.events += count;
-        G.blocks++;
-        G.ended = 0;
-    } else {
-        G.dropped += count;
-    }
-    tb_reset(tb, count);
-    tb->flushing = 0;
+    if (!fail) written(tb, len, count, end);
     pthread_mutex_unlock(&G.io);
+}
+
+/* mpit_flush_thread writes its own thread's buffer and starts it afresh. */
+MPIT_HIDDEN void mpit_flush_thread(mpit_tb *tb) {
+    if (tb->count == 0 || G.fd < 0 || G.signalled || getpid() != G.pid) return;
+    sigset_t old;
+    hold_signals(&old);
+    pthread_mutex_lock(&tb->mu);
+    write_events(tb, tb->len, tb->count, tb->last_end, 0);
+    pthread_mutex_lock(&G.io);
+    if (!G.signalled) {
+        /* What could not be written (a write failure) is dropped, and
+         * counted. */
+        if (tb->done_count < tb->count) G.dropped += tb->count - tb->done_count;
+        tb_reset(tb);
+    }
+    pthread_mutex_unlock(&G.io);
+    pthread_mutex_unlock(&tb->mu);
     release_signals(&old);
 }
 
@@ -409,16 +476,37 @@ MPIT_HIDDEN void mpit_reserve_slow(mpit_tb *tb, size_t need) {
      * event: grow the buffer, within the block size bound. */
     size_t cap = tb->cap;
     while (cap < tb->len + need) cap *= 2;
-    if (cap + MPIT_BLOCK_PREFIX > MPIT_MAX_BLOCK_SIZE / 2) return; /* caller checks */
-    uint8_t *b = realloc(tb->buf, MPIT_BLOCK_PREFIX + cap);
-    if (!b) return;
-    tb->buf = b;
-    size_t zcap = ZSTD_compressBound(cap + MPIT_BLOCK_PREFIX);
-    uint8_t *z = realloc(tb->zbuf, MPIT_BLOCK_HEADER_SIZE + zcap);
-    if (!z) return;
-    tb->zbuf = z;
-    tb->zcap = zcap;
-    tb->cap = cap;
+    /* The flusher may be reading the buffer. (In a forked child, where the
+     * recorder writes nothing, the lock may be stuck: go on without it.) */
+    int locked = pthread_mutex_trylock(&tb->mu) == 0;
+    if (!locked && getpid() == G.pid) {
+        pthread_mutex_lock(&tb->mu);
+        locked = 1;
+    }
+    if (cap + MPIT_BLOCK_PREFIX <= MPIT_MAX_BLOCK_SIZE / 2) {
+        uint8_t *b = realloc(tb->buf, MPIT_BLOCK_PREFIX + cap);
+        size_t zcap = ZSTD_compressBound(cap + MPIT_BLOCK_PREFIX);
+        uint8_t *z = b ? realloc(tb->zbuf, MPIT_BLOCK_HEADER_SIZE + zcap) : NULL;
+        if (b) tb->buf = b;
+        if (z) {
+            tb->zbuf = z;
+            tb->zcap = zcap;
+            tb->cap = cap;
+        }
+    }
+    if (tb->len + need > tb->cap && need <= tb->cap) {
+        /* Nowhere to put more (no log can be written, or no memory): drop
+         * what is not written, counted, and start the buffer afresh. */
+        __atomic_fetch_add(&G.dropped, tb->count - tb->done_count, __ATOMIC_RELAXED);
+        tb->seq += tb->done_count;
+        tb->base = tb->last_end;
+        tb->len = 0;
+        tb->count = 0;
+        tb->done_len = 0;
+        tb->done_count = 0;
+        mpit_publish(tb);
+    }
+    if (locked) pthread_mutex_unlock(&tb->mu);
 }
 
 /* reserve_list is mpit_reserve for events whose size depends on input; it
@@ -438,6 +526,115 @@ static void tb_destroy(void *arg) {
     /* The thread is exiting: write what it recorded. The buffer stays on
      * the list (the final flush skips it once empty). */
     if (tb && tb->count) mpit_flush_thread(tb);
+}
+
+/* ------------------------------------------------------------------ */
+/* Pending calls and the time-based flush                              */
+
+/* write_pending writes a pending block: thread tb was inside fn since t0,
+ * and the call's event will be the thread's event number seq. Callers hold
+ * G.io (or are a signal handler: `locked` false). */
+static void write_pending(const mpit_tb *tb, uint64_t seq, int fn, uint64_t t0, uint64_t now, int locked) {
+    if (fn <= 0 || fn > mpit_fn_count) return;
+    if (locked) {
+        pthread_mutex_lock(&names_mu);
+        name_fn(fn);
+        pthread_mutex_unlock(&names_mu);
+    } else {
+        name_fn(fn);
+    }
+    write_names(locked);
+    uint8_t b[MPIT_BLOCK_HEADER_SIZE + 60], *p = b + MPIT_BLOCK_HEADER_SIZE;
+    p = mpit_put_u(p, tb->thread);
+    p = mpit_put_u(p, seq);
+    p = mpit_put_u(p, MPIT_LOGID(fn));
+    p = mpit_put_u(p, t0);
+    p = mpit_put_u(p, now);
+    size_t n = (size_t)(p - b) - MPIT_BLOCK_HEADER_SIZE;
+    frame(b + MPIT_BLOCK_HEADER_SIZE, MPIT_BLOCK_PENDING, MPIT_CODEC_NONE, n, n);
+    write_all(b, MPIT_BLOCK_HEADER_SIZE + n);
+}
+
+/* call_under_way reads the call tb's owner is in: its function and start,
+ * and how many events the buffer held when it began. Returns 0 when the
+ * thread is between calls (or was changing state). */
+static int call_under_way(mpit_tb *tb, int *fn, uint64_t *t0, uint32_t *count) {
+    uint64_t lc = __atomic_load_n(&tb->pub_lc, __ATOMIC_ACQUIRE);
+    int f = __atomic_load_n(&tb->cur_fn, __ATOMIC_RELAXED);
+    uint64_t t = __atomic_load_n(&tb->cur_t0, __ATOMIC_RELAXED);
+    int depth = __atomic_load_n(&tb->depth, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (!depth || f <= 0 || !t || __atomic_load_n(&tb->pub_lc, __ATOMIC_RELAXED) != lc ||
+        __atomic_load_n(&tb->cur_fn, __ATOMIC_RELAXED) != f || __atomic_load_n(&tb->cur_t0, __ATOMIC_RELAXED) != t)
+        return 0;
+    *fn = f;
+    *t0 = t;
+    *count = (uint32_t)(lc >> 32);
+    return 1;
+}
+
+/* flush_tick is one round of the time-based flush: each buffer's complete
+ * events go to disk, and a call under way for longer than the interval gets
+ * a pending block. */
+static void flush_tick(uint64_t interval) {
+    uint64_t now = mpit_now();
+    for (mpit_tb *tb = __atomic_load_n(&G.threads, __ATOMIC_ACQUIRE); tb; tb = tb->next) {
+        if (pthread_mutex_trylock(&tb->mu) != 0) continue; /* its owner is writing it */
+        size_t len;
+        uint32_t count;
+        uint64_t end;
+        if (tb_snapshot(tb, &len, &count, &end)) write_events(tb, len, count, end, 1);
+        int fn;
+        uint64_t t0;
+        if (call_under_way(tb, &fn, &t0, &count) && now - t0 >= interval && count == tb->done_count) {
+            uint64_t seq = tb->seq + count;
+            /* Once, then again each time the wait has doubled: a rank that
+             * hangs for long and is then killed tells, within a factor of
+             * two, how long it waited, in a handful of blocks. */
+            if (tb->pend_seq != seq || tb->pend_t0 != t0 || now - t0 >= 2 * (tb->pend_at - t0)) {
+                pthread_mutex_lock(&G.io);
+                if (!G.signalled && !G.flusher_stop && !G.failed) {
+                    write_pending(tb, seq, fn, t0, now, 1);
+                    G.ended = 0;
+                }
+                pthread_mutex_unlock(&G.io);
+                tb->pend_seq = seq;
+                tb->pend_t0 = t0;
+                tb->pend_at = now;
+            }
+        }
+        pthread_mutex_unlock(&tb->mu);
+    }
+}
+
+static void *flusher(void *arg) {
+    (void)arg;
+    uint64_t interval = (uint64_t)G.flush_ms * 1000000u;
+    struct timespec ts = {(time_t)(interval / 1000000000u), (long)(interval % 1000000000u)};
+    for (;;) {
+        nanosleep(&ts, NULL); /* every signal is blocked in this thread */
+        if (__atomic_load_n(&G.flusher_stop, __ATOMIC_ACQUIRE) || G.signalled) break;
+        flush_tick(interval);
+    }
+    return NULL;
+}
+
+/* start_flusher starts the time-based flush: a thread that wakes every
+ * MPITRACE_FLUSH_INTERVAL ms. It takes no signal (they are the program's)
+ * and calls no MPI function. */
+static void start_flusher(void) {
+    if (G.flush_ms <= 0 || G.fd < 0) return;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, 64 * 1024);
+    pthread_t t;
+    if (pthread_create(&t, &at, flusher, NULL) != 0) G.flush_ms = 0;
+    pthread_attr_destroy(&at);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* ------------------------------------------------------------------ */
@@ -511,7 +708,7 @@ static void open_log(void) {
         G.failed = 1;
         mpit_on = 0;
         if (err == EEXIST)
-            mpit_warn_once("exists", "mpitrace: rank %d: %s already exists: a trace directory holds one recording; choose another directory (MPITRACE_DIR or `mpitrace record --out`); recording disabled, the application continues",
+            mpit_warn_once("exists", "mpitrace: rank %d: %s already exists: a trace directory holds one recording; choose another directory (MPITRACE_DIR or `mpitrace record -o`); recording disabled, the application continues",
                            G.rank, G.path);
         else
             mpit_warn_once("open", "mpitrace: rank %d: cannot create %s: %s; recording disabled, the application continues",
@@ -529,105 +726,134 @@ static void open_log(void) {
     pthread_mutex_unlock(&G.io);
 }
 
-static void end_block(int reason, int sig) {
-    bbuf b;
-    uint8_t stackbuf[MPIT_BLOCK_HEADER_SIZE + 70];
-    /* No malloc: this runs in signal handlers too. */
-    b.p = stackbuf;
-    b.cap = sizeof stackbuf;
-    b.len = MPIT_BLOCK_HEADER_SIZE;
-    uint8_t *p = b.p + b.len;
+/* ------------------------------------------------------------------ */
+/* Final flush: normal exit, exit without finalize, abort, signals,     */
+/* MPI errors.                                                          */
+
+/* flush_raw writes tb's events not written yet, up to (len, count), as an
+ * uncompressed block straight from the buffer: it allocates nothing, takes
+ * no lock and changes nothing in the buffer, so a signal handler can call
+ * it while the owner (or the time-based flush) is compressing the same
+ * events; they then write nothing. Callers hold G.io or are a handler that
+ * could not get it. */
+static void flush_raw(mpit_tb *tb, size_t len, uint32_t count, uint64_t end) {
+    uint32_t done = tb->done_count;
+    if (count <= done || len < tb->done_len) return;
+    uint8_t head[MPIT_BLOCK_HEADER_SIZE + 40];
+    size_t hl = events_prefix(tb, count, head + MPIT_BLOCK_HEADER_SIZE);
+    const uint8_t *ev = tb->buf + MPIT_BLOCK_PREFIX + tb->done_len;
+    size_t n = len - tb->done_len;
+    frame2(head + MPIT_BLOCK_HEADER_SIZE, hl, ev, n, MPIT_BLOCK_EVENTS);
+    struct iovec iov[2] = {{head, MPIT_BLOCK_HEADER_SIZE + hl}, {(void *)ev, n}};
+    if (write_allv(iov, 2) == 0) written(tb, len, count, end);
+}
+
+/* end_block writes the end record. code, fn (a function index, 0: none) and
+ * msg describe an MPI_Abort or an MPI error. No malloc: signal handlers
+ * call it too. */
+static void end_block(int reason, int sig, uint64_t code, int fn, const char *msg) {
+    uint8_t b[MPIT_BLOCK_HEADER_SIZE + 100 + 256], *p = b + MPIT_BLOCK_HEADER_SIZE;
     p = mpit_put_u(p, (uint64_t)reason);
     p = mpit_put_u(p, (uint64_t)sig);
     p = mpit_put_u(p, G.events);
     p = mpit_put_u(p, G.blocks);
     p = mpit_put_u(p, mpit_now());
     p = mpit_put_u(p, G.dropped);
-    b.len = (size_t)(p - b.p);
-    write_plain(&b, MPIT_BLOCK_END);
+    p = mpit_put_u(p, code);
+    p = mpit_put_u(p, fn > 0 && fn <= mpit_fn_count && mpit_fn_id[fn] != MPIT_FN_UNNAMED ? MPIT_LOGID(fn) : 0);
+    size_t n = msg ? strlen(msg) : 0;
+    if (n > 256) n = 256;
+    p = mpit_put_u(p, n);
+    if (n) memcpy(p, msg, n);
+    p += n;
+    size_t len = (size_t)(p - b) - MPIT_BLOCK_HEADER_SIZE;
+    frame(b + MPIT_BLOCK_HEADER_SIZE, MPIT_BLOCK_END, MPIT_CODEC_NONE, len, len);
+    write_all(b, MPIT_BLOCK_HEADER_SIZE + len);
 }
 
-/* ------------------------------------------------------------------ */
-/* Final flush: normal exit, exit without finalize, abort, signals.     */
+/* What the final flush records about an abnormal end (mpit_before_abort,
+ * the MPI error handler). */
+static struct {
+    uint64_t code;
+    int fn;
+    char msg[256];
+} why;
 
-/* flush_raw writes a thread's complete events as an uncompressed block; it
- * allocates nothing and takes no lock, so a signal handler can call it. A
- * buffer being compressed (flushing 1) is intact and is written; one being
- * written by its thread (flushing 2) is left to that thread. */
-static int flush_raw(mpit_tb *tb) {
-    size_t len = __atomic_load_n(&tb->len, __ATOMIC_ACQUIRE);
-    uint32_t count = tb->count;
-    if (count == 0 || tb->flushing == 2) return 0;
-    size_t plen;
-    uint8_t *payload = block_payload(tb, len, count, &plen);
-    frame(payload, MPIT_BLOCK_EVENTS, MPIT_CODEC_NONE, plen, plen);
-    int ok = write_all(payload - MPIT_BLOCK_HEADER_SIZE, MPIT_BLOCK_HEADER_SIZE + plen) == 0;
-    if (ok) {
-        G.events += count;
-        G.blocks++;
+/* signal_flush is the final flush of a fatal signal's handler: every
+ * buffer's complete events, a pending block for every call under way (a
+ * rank stopped inside MPI_Recv says so), and the end record. */
+static void signal_flush(int sig) {
+    /* Stop recording; no flush starts after this. */
+    mpit_on = 0;
+    G.signalled = 1;
+    /* Another thread may be writing a block; give it a moment. (This
+     * thread is not the writer unless the signal is a fault raised by the
+     * recorder itself: the others are held off while it writes.) */
+    int locked = pthread_mutex_trylock(&G.io) == 0;
+    for (int i = 0; i < 1000 && !locked; i++) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+        locked = pthread_mutex_trylock(&G.io) == 0;
     }
-    tb_reset(tb, count);
-    return ok;
+    uint64_t now = mpit_now();
+    int pending = 0;
+    for (mpit_tb *tb = G.threads; tb; tb = tb->next) {
+        uint64_t lc = __atomic_load_n(&tb->pub_lc, __ATOMIC_ACQUIRE);
+        int fn;
+        uint64_t t0;
+        uint32_t c;
+        pending |= (uint32_t)(lc >> 32) > tb->done_count || call_under_way(tb, &fn, &t0, &c);
+    }
+    if (G.ended && !pending) {
+        /* Killed after the final flush (e.g. after MPI_Finalize, while the
+         * launcher stops the job): the log is complete as it is. */
+        if (locked) pthread_mutex_unlock(&G.io);
+        return;
+    }
+    write_names(0);
+    for (mpit_tb *tb = G.threads; tb; tb = tb->next) {
+        uint64_t lc = __atomic_load_n(&tb->pub_lc, __ATOMIC_ACQUIRE);
+        flush_raw(tb, (size_t)(uint32_t)lc, (uint32_t)(lc >> 32), __atomic_load_n(&tb->pub_end, __ATOMIC_RELAXED));
+    }
+    for (mpit_tb *tb = G.threads; tb; tb = tb->next) {
+        int fn;
+        uint64_t t0;
+        uint32_t c;
+        if (call_under_way(tb, &fn, &t0, &c) && c == tb->done_count) write_pending(tb, tb->seq + c, fn, t0, now, 0);
+    }
+    if (!G.failed) end_block(MPIT_END_SIGNAL, sig, 0, 0, NULL);
+    G.ended = 1;
+    /* Nothing writes after this: every writer checks G.signalled. */
+    if (locked) pthread_mutex_unlock(&G.io);
 }
 
 static void mpit_final_flush(int reason, int sig) {
     if (G.fd < 0 || getpid() != G.pid) return;
     if (reason == MPIT_END_SIGNAL) {
-        /* Stop recording; no flush starts after this. */
-        mpit_on = 0;
-        G.signalled = 1;
-        /* Another thread may be writing a block; give it a moment. (This
-         * thread is not the writer unless the signal is a fault raised by
-         * the recorder itself: the others are held off while it writes.) */
-        int locked = pthread_mutex_trylock(&G.io) == 0;
-        for (int i = 0; i < 1000 && !locked; i++) {
-            struct timespec ts = {0, 100000};
-            nanosleep(&ts, NULL);
-            locked = pthread_mutex_trylock(&G.io) == 0;
-        }
-        if (G.ended) {
-            /* Killed after the final flush (e.g. after MPI_Finalize, while
-             * the launcher stops the job, or while this handler waited for
-             * the exit flush to finish): the log is complete as it is. */
-            int pending = 0;
-            for (mpit_tb *tb = G.threads; tb; tb = tb->next) pending |= tb->count != 0 || (tb->depth && tb->cur_fn);
-            if (!pending) {
-                if (locked) pthread_mutex_unlock(&G.io);
-                return;
-            }
-        }
-        /* A call under way (e.g. a rank stopped inside MPI_Recv) is
-         * recorded as a plain call that ends now. */
-        uint64_t now = mpit_now();
-        for (mpit_tb *tb = G.threads; tb; tb = tb->next) {
-            int fn = tb->cur_fn;
-            if (tb->depth && fn > 0 && fn <= mpit_fn_count && tb->len + MPIT_MAXSIZE_CALL <= tb->cap) {
-                name_fn(fn);
-                uint8_t *p = tb->buf + MPIT_BLOCK_PREFIX + tb->len;
-                p = mpit_put_call(p, MPIT_LOGID(fn), MPIT_GAP(tb, tb->cur_t0), now - tb->cur_t0);
-                tb->last_end = now;
-                tb->len = (size_t)(p - (tb->buf + MPIT_BLOCK_PREFIX));
-                tb->count++;
-                tb->cur_fn = 0;
-            }
-        }
-        write_names(0);
-        for (mpit_tb *tb = G.threads; tb; tb = tb->next) flush_raw(tb);
-        if (!G.failed) end_block(reason, sig);
-        G.ended = 1;
-        /* Nothing writes after this: every writer checks G.signalled. */
-        if (locked) pthread_mutex_unlock(&G.io);
+        signal_flush(sig);
         return;
     }
+    __atomic_store_n(&G.flusher_stop, 1, __ATOMIC_RELEASE);
     sigset_t old;
     hold_signals(&old);
     for (mpit_tb *tb = G.threads; tb; tb = tb->next) {
-        if (tb == mpit_self || tb->count == 0) continue;
-        mpit_flush_thread(tb); /* other threads: best effort, they should be done */
+        if (tb == mpit_self) continue;
+        /* Other threads: best effort, they should be done. */
+        pthread_mutex_lock(&tb->mu);
+        size_t len;
+        uint32_t count;
+        uint64_t end;
+        if (tb_snapshot(tb, &len, &count, &end)) write_events(tb, len, count, end, 0);
+        pthread_mutex_unlock(&tb->mu);
     }
     if (mpit_self) mpit_flush_thread(mpit_self);
     pthread_mutex_lock(&G.io);
-    if (!G.failed && !G.ended) end_block(reason, sig);
+    int fn;
+    uint64_t t0;
+    uint32_t c;
+    if (reason == MPIT_END_MPI_ERROR && mpit_self && !G.failed && call_under_way(mpit_self, &fn, &t0, &c))
+        write_pending(mpit_self, mpit_self->seq + c, fn, t0, mpit_now(), 1); /* the call that failed */
+    if (!G.failed && !G.ended) end_block(reason, sig, why.code, why.fn, why.msg);
     G.ended = 1;
     pthread_mutex_unlock(&G.io);
     release_signals(&old);
@@ -696,13 +922,13 @@ static struct sigaction old_cont;
 static void on_cont(int sig, siginfo_t *info, void *uctx) {
     int saved = errno;
     mpit_tb *tb = mpit_self;
-    if (tb && !tb->depth && !tb->flushing && tb->count && !G.signalled && G.fd >= 0 && getpid() == G.pid &&
+    if (tb && !tb->depth && tb->count > tb->done_count && !G.signalled && G.fd >= 0 && getpid() == G.pid &&
         pthread_mutex_trylock(&G.io) == 0) {
-        /* Checked again under the lock: a fatal signal's handler or an exit
-         * flush on another thread may have got there first. */
-        if (!G.signalled && !tb->flushing && tb->count) {
+        /* Checked again under the lock: a fatal signal's handler or a flush
+         * on another thread may have got there first. */
+        if (!G.signalled) {
             write_names(0);
-            if (flush_raw(tb)) G.ended = 0;
+            flush_raw(tb, tb->len, tb->count, tb->last_end);
         }
         pthread_mutex_unlock(&G.io);
     }
@@ -743,8 +969,9 @@ typedef struct {
     uint64_t key;
     uint64_t id;
     void *ptr;
-    int32_t kind;
-    int32_t used;
+    uint32_t owner; /* recorder thread that added it (requests) */
+    int16_t kind;
+    int16_t used;
 } slot;
 
 typedef struct {
@@ -777,6 +1004,38 @@ static slot *tab_find(table *t, uint64_t key) {
     for (size_t i = hash_key(key) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
         if (!t->s[i].used) return NULL;
         if (t->s[i].key == key) return &t->s[i];
+    }
+}
+
+/* taken reports whether id was already given to one of the first n copies
+ * of handle key (an array can hold MPICH's shared handle several times). */
+static int taken(const mpit_reqcopy *rc, int n, uint64_t key, uint64_t id) {
+    for (int j = 0; j < n; j++)
+        if (rc[j].id == id && KEY(rc[j].h) == key) return 1;
+    return 0;
+}
+
+/* tab_find_owned returns, among the slots of key not taken by the first n
+ * entries of rc, the oldest that thread owner added, else the oldest.
+ * Callers hold t->mu. */
+static slot *tab_find_owned(table *t, uint64_t key, uint32_t owner, const mpit_reqcopy *rc, int n) {
+    if (!t->cap) return NULL;
+    slot *first = NULL;
+    for (size_t i = hash_key(key) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+        slot *s = &t->s[i];
+        if (!s->used) return first;
+        if (s->key != key || (n > 0 && taken(rc, n, key, s->id))) continue;
+        if (s->owner == owner) return s;
+        if (!first) first = s;
+    }
+}
+
+/* tab_find_id returns the slot of key whose id is id. Callers hold t->mu. */
+static slot *tab_find_id(table *t, uint64_t key, uint64_t id) {
+    if (!t->cap) return NULL;
+    for (size_t i = hash_key(key) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+        if (!t->s[i].used) return NULL;
+        if (t->s[i].key == key && t->s[i].id == id) return &t->s[i];
     }
 }
 
@@ -929,7 +1188,7 @@ static void put_commnew(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, const mpi
         p = mpit_put_s(p, v - prev);
         prev = v;
     }
-    tb->depth = 1; /* mpit_commit clears it; the caller's event follows */
+    __atomic_store_n(&tb->depth, 1, __ATOMIC_RELAXED); /* mpit_commit clears it; the caller's event follows */
     mpit_commit(tb, p, t1);
 }
 
@@ -1030,7 +1289,7 @@ MPIT_HIDDEN void mpit_rec_commnew(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1,
         }
     }
     put_commnew(tb, fn, t0, t1, pc, c);
-    tb->depth = 0;
+    mpit_abandon(tb); /* the call's own event was the CommNew */
 }
 
 MPIT_HIDDEN mpit_comm *mpit_comm_forget(MPI_Comm handle) {
@@ -1102,38 +1361,59 @@ MPIT_HIDDEN uint64_t mpit_req_new(MPI_Request req, int kind, int persistent, mpi
     if (s) {
         s->id = id;
         s->ptr = comm;
-        s->kind = kind | (persistent ? 0x100 : 0);
+        s->kind = (int16_t)(kind | (persistent ? 0x100 : 0));
+        s->owner = mpit_self ? mpit_self->thread : 0;
     }
     pthread_mutex_unlock(&reqs.mu);
     return id;
 }
 
-/* req_take returns the request's id, kind and communicator; it forgets
- * non-persistent requests (their handle may be reused). */
-static uint64_t req_take(MPI_Request h, int *kind, mpit_comm **comm) {
-    uint64_t id = 0;
-    *kind = 0;
-    *comm = NULL;
-    pthread_mutex_lock(&reqs.mu);
-    slot *s = tab_find(&reqs, KEY(h));
-    if (s) {
-        id = s->id;
-        *kind = s->kind;
-        *comm = s->ptr;
-        if (!(s->kind & 0x100)) tab_del(&reqs, s);
-    }
-    pthread_mutex_unlock(&reqs.mu);
-    return id;
+MPIT_HIDDEN mpit_reqcopy *mpit_req_copy(int n, const MPI_Request *reqs_in, mpit_reqcopy *stackbuf) {
+    mpit_reqcopy *rc = n <= MPIT_STACK_REQS ? stackbuf : malloc(sizeof *rc * (size_t)n);
+    if (!rc) return NULL;
+    for (int i = 0; i < n; i++) rc[i] = (mpit_reqcopy){.h = reqs_in[i]};
+    return rc;
 }
 
-static uint64_t req_lookup(MPI_Request h, int del) {
+/* mpit_req_peek looks up the ids of the copied handles, preferring the
+ * requests this thread created when MPI gave several live requests the same
+ * handle (MPICH does for sends that completed at once). */
+MPIT_HIDDEN void mpit_req_peek(int n, mpit_reqcopy *rc) {
+    int any = 0;
+    for (int i = 0; i < n && !any; i++) any = rc[i].h != MPI_REQUEST_NULL;
+    if (!any) return;
+    uint32_t me = mpit_self ? mpit_self->thread : 0;
+    pthread_mutex_lock(&reqs.mu);
+    for (int i = 0; i < n; i++) {
+        if (rc[i].h == MPI_REQUEST_NULL) continue;
+        slot *s = tab_find_owned(&reqs, KEY(rc[i].h), me, rc, i);
+        if (s) {
+            rc[i].id = s->id;
+            rc[i].kind = s->kind;
+            rc[i].comm = s->ptr;
+        }
+    }
+    pthread_mutex_unlock(&reqs.mu);
+}
+
+/* req_forget drops the requests at idx once they completed (persistent ones
+ * stay: they can be started again). */
+static void req_forget(const mpit_reqcopy *rc, const int *idx, int nidx) {
+    pthread_mutex_lock(&reqs.mu);
+    for (int k = 0; k < nidx; k++) {
+        const mpit_reqcopy *r = &rc[idx[k]];
+        if (!r->id || (r->kind & 0x100)) continue;
+        slot *s = tab_find_id(&reqs, KEY(r->h), r->id);
+        if (s) tab_del(&reqs, s);
+    }
+    pthread_mutex_unlock(&reqs.mu);
+}
+
+static uint64_t req_lookup(MPI_Request h) {
     uint64_t id = 0;
     pthread_mutex_lock(&reqs.mu);
-    slot *s = tab_find(&reqs, KEY(h));
-    if (s) {
-        id = s->id;
-        if (del) tab_del(&reqs, s);
-    }
+    slot *s = tab_find_owned(&reqs, KEY(h), mpit_self ? mpit_self->thread : 0, NULL, 0);
+    if (s) id = s->id;
     pthread_mutex_unlock(&reqs.mu);
     return id;
 }
@@ -1141,11 +1421,6 @@ static uint64_t req_lookup(MPI_Request h, int del) {
 MPIT_HIDDEN MPI_Status *mpit_status_array(int n, MPI_Status *stackbuf) {
     if (n <= MPIT_STACK_REQS) return stackbuf;
     return malloc(sizeof(MPI_Status) * (size_t)n);
-}
-
-MPIT_HIDDEN MPI_Request *mpit_req_array(int n, MPI_Request *stackbuf) {
-    if (n <= MPIT_STACK_REQS) return stackbuf;
-    return malloc(sizeof(MPI_Request) * (size_t)n);
 }
 
 MPIT_HIDDEN void mpit_free_array(void *p, void *stackbuf) {
@@ -1235,20 +1510,24 @@ MPIT_HIDDEN void mpit_rec_probe(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
     mpit_commit(tb, p, t1);
 }
 
-MPIT_HIDDEN void mpit_rec_mrecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t count,
-                                MPI_Datatype type, MPI_Message msg, const MPI_Status *st, MPI_Request *req) {
+/* mpit_msg_take returns the communicator of a matched message and forgets
+ * the message; called before the PMPI call that frees its handle. */
+MPIT_HIDDEN mpit_comm *mpit_msg_take(MPI_Message msg) {
+    if (msg == MPI_MESSAGE_NO_PROC) return &mpit_comm_self; /* a receive from MPI_PROC_NULL */
     mpit_comm *c = NULL;
-    if (msg == MPI_MESSAGE_NO_PROC) {
-        c = &mpit_comm_self; /* a receive from MPI_PROC_NULL */
-    } else {
-        pthread_mutex_lock(&msgs.mu);
-        slot *s = tab_find(&msgs, KEY(msg));
-        if (s) {
-            c = s->ptr;
-            tab_del(&msgs, s);
-        }
-        pthread_mutex_unlock(&msgs.mu);
+    pthread_mutex_lock(&msgs.mu);
+    slot *s = tab_find(&msgs, KEY(msg));
+    if (s) {
+        c = s->ptr;
+        tab_del(&msgs, s);
     }
+    pthread_mutex_unlock(&msgs.mu);
+    return c;
+}
+
+MPIT_HIDDEN void mpit_rec_mrecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int64_t count,
+                                MPI_Datatype type, MPI_Message msg, mpit_comm *c, const MPI_Status *st,
+                                MPI_Request *req) {
     int64_t src = msg == MPI_MESSAGE_NO_PROC ? MPIT_PROC_NULL : MPIT_UNDEFINED_RANK;
     uint8_t *p;
     if (req) {
@@ -1274,19 +1553,25 @@ MPIT_HIDDEN void mpit_rec_start(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
     if (!p) return;
     p = mpit_put_start(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0);
     p = mpit_put_u(p, (uint64_t)n);
-    for (int i = 0; i < n; i++) p = mpit_put_u(p, req_lookup(rq[i], 0));
+    for (int i = 0; i < n; i++) p = mpit_put_u(p, req_lookup(rq[i]));
     mpit_commit(tb, p, t1);
 }
 
-MPIT_HIDDEN void mpit_rec_reqfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, MPI_Request req) {
-    uint64_t id = req_lookup(req, 1);
+MPIT_HIDDEN void mpit_rec_reqfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, const mpit_reqcopy *req) {
+    /* Freed, even when persistent: its handle is no longer the program's. */
+    if (req->id) {
+        pthread_mutex_lock(&reqs.mu);
+        slot *s = tab_find_id(&reqs, KEY(req->h), req->id);
+        if (s) tab_del(&reqs, s);
+        pthread_mutex_unlock(&reqs.mu);
+    }
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_REQFREE);
-    p = mpit_put_reqfree(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, id);
+    p = mpit_put_reqfree(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, req->id);
     mpit_commit(tb, p, t1);
 }
 
 MPIT_HIDDEN void mpit_rec_complete(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int flag,
-                                   const MPI_Request *before, const int *idx, int nidx, const MPI_Status *st,
+                                   const mpit_reqcopy *before, const int *idx, int nidx, const MPI_Status *st,
                                    int status_by_request) {
     if (nidx < 0) nidx = 0;
     uint8_t *p = reserve_list(tb, MPIT_MAXSIZE_COMPLETE + 10 + 50 * (size_t)nidx);
@@ -1296,9 +1581,9 @@ MPIT_HIDDEN void mpit_rec_complete(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1
     for (int k = 0; k < nidx; k++) {
         int i = idx[k];
         const MPI_Status *s = st ? (status_by_request ? &st[i] : &st[k]) : NULL;
-        int kind;
-        mpit_comm *c;
-        uint64_t id = req_take(before[i], &kind, &c);
+        int kind = before[i].kind;
+        mpit_comm *c = before[i].comm;
+        uint64_t id = before[i].id;
         uint64_t flags = (kind & 0x100) ? MPIT_COMPLETION_PERSISTENT : 0;
         int64_t src = 0, tag = 0;
         uint64_t bytes = 0;
@@ -1317,6 +1602,7 @@ MPIT_HIDDEN void mpit_rec_complete(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1
         p = mpit_put_u(p, bytes);
         p = mpit_put_u(p, flags);
     }
+    req_forget(before, idx, nidx);
     mpit_commit(tb, p, t1);
 }
 
@@ -1472,7 +1758,7 @@ MPIT_HIDDEN void mpit_clock_event(mpit_tb *tb, int phase) {
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_CLOCKSYNC);
     uint64_t t = tb->last_end;
     p = mpit_put_clocksync(p, 0, (uint64_t)phase, sync_offset[phase], sync_err[phase]);
-    tb->depth = 1;
+    __atomic_store_n(&tb->depth, 1, __ATOMIC_RELAXED);
     mpit_commit(tb, p, t);
 }
 
@@ -1512,12 +1798,22 @@ MPIT_HIDDEN void mpit_after_init(int provided) {
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &G.priv) != MPI_SUCCESS) G.priv = MPI_COMM_NULL;
     gen_run_id();
     open_log();
-    clock_sync(&sync_offset[MPIT_PHASE_INIT], &sync_err[MPIT_PHASE_INIT]);
+    /* Before the clock synchronisation: a rank stopped while it waits for
+     * the others (another rank aborted) still writes its log. Events
+     * recorded before MPI_Init (e.g. MPI_Initialized) wait in the buffer for
+     * the file; they go out with the first block. */
     if (G.fd >= 0) {
         install_signals();
-        /* Events recorded before MPI_Init (e.g. MPI_Initialized) waited in
-         * the buffer for the file; they go out with the first block. */
+        install_errhandler();
     }
+    start_flusher();
+    clock_sync(&sync_offset[MPIT_PHASE_INIT], &sync_err[MPIT_PHASE_INIT]);
+    /* Rank 0 measures the ranks one after the other: without this barrier
+     * rank 1 would leave MPI_Init long before the last rank, and a program
+     * whose ranks abort right after MPI_Init would have its other ranks
+     * killed inside MPI_Init, before they print their messages or record
+     * anything, which a run without the recorder does not do. */
+    if (G.clocksync > 0 && G.size > 1 && G.priv != MPI_COMM_NULL) PMPI_Barrier(G.priv);
 }
 
 MPIT_HIDDEN void mpit_before_finalize(void) {
@@ -1535,8 +1831,82 @@ MPIT_HIDDEN void mpit_after_finalize(mpit_tb *tb, int fn, uint64_t t0, uint64_t 
     mpit_final_flush(MPIT_END_FINALIZE, 0);
 }
 
+/* ------------------------------------------------------------------ */
+/* MPI errors                                                          */
+
+static MPI_Errhandler errh = MPI_ERRHANDLER_NULL; /* the recorder's */
+MPIT_HIDDEN MPIT_TLS int mpit_refire;
+
+/* argument_error: errors an MPI finds in a call's arguments, before it does
+ * anything: making the call again reports the same error. */
+static int argument_error(int cls) {
+    switch (cls) {
+    case MPI_ERR_BUFFER: case MPI_ERR_COUNT: case MPI_ERR_TYPE: case MPI_ERR_TAG: case MPI_ERR_COMM:
+    case MPI_ERR_RANK: case MPI_ERR_ROOT: case MPI_ERR_GROUP: case MPI_ERR_OP: case MPI_ERR_TOPOLOGY:
+    case MPI_ERR_DIMS: case MPI_ERR_ARG: case MPI_ERR_REQUEST:
+        return 1;
+    }
+    return 0;
+}
+
+/* on_mpi_error stands for MPI_ERRORS_ARE_FATAL: it writes the log (the call
+ * that failed, and an end record with the error), then has the MPI's own
+ * fatal handler report the error and stop the job. */
+static void on_mpi_error(MPI_Comm *comm, int *code, ...) {
+    int cls = MPI_ERR_OTHER, len = 0;
+    PMPI_Error_class(*code, &cls);
+    mpit_tb *tb = mpit_self;
+    int fn = tb && tb->depth ? tb->cur_fn : 0; /* the recorded call it arose in */
+    char msg[MPI_MAX_ERROR_STRING + 1] = "";
+    if (PMPI_Error_string(*code, msg, &len) != MPI_SUCCESS) len = 0;
+    msg[len > 0 && len <= MPI_MAX_ERROR_STRING ? len : 0] = '\0';
+    why.code = (uint64_t)(uint32_t)cls; /* portable, unlike MPICH's codes */
+    why.fn = fn;
+    snprintf(why.msg, sizeof why.msg, "%s", msg);
+    mpit_final_flush(MPIT_END_MPI_ERROR, 0);
+    PMPI_Comm_set_errhandler(*comm, MPI_ERRORS_ARE_FATAL);
+    if (fn && argument_error(cls)) {
+        mpit_refire = fn; /* the wrapper makes the call again */
+        return;
+    }
+    PMPI_Comm_call_errhandler(*comm, *code);
+}
+
+MPIT_HIDDEN int mpit_again(int fn) {
+    if (mpit_refire != fn) return 0;
+    mpit_refire = 0;
+    return 1;
+}
+
+MPIT_HIDDEN MPI_Errhandler mpit_errh_in(MPI_Errhandler eh) {
+    return eh == MPI_ERRORS_ARE_FATAL && errh != MPI_ERRHANDLER_NULL ? errh : eh;
+}
+
+MPIT_HIDDEN void mpit_errh_out(MPI_Errhandler *eh) {
+    if (errh != MPI_ERRHANDLER_NULL && eh && *eh == errh) {
+        PMPI_Errhandler_free(eh);
+        *eh = MPI_ERRORS_ARE_FATAL;
+    }
+}
+
+/* install_errhandler puts the recorder's handler where MPI_ERRORS_ARE_FATAL
+ * is (communicators made later inherit it). */
+static void install_errhandler(void) {
+    if (PMPI_Comm_create_errhandler(on_mpi_error, &errh) != MPI_SUCCESS) {
+        errh = MPI_ERRHANDLER_NULL;
+        return;
+    }
+    MPI_Comm comms[2] = {MPI_COMM_WORLD, MPI_COMM_SELF};
+    for (int i = 0; i < 2; i++) {
+        MPI_Errhandler cur = MPI_ERRHANDLER_NULL;
+        if (PMPI_Comm_get_errhandler(comms[i], &cur) != MPI_SUCCESS) continue;
+        if (cur == MPI_ERRORS_ARE_FATAL) PMPI_Comm_set_errhandler(comms[i], errh);
+        if (cur != MPI_ERRHANDLER_NULL) PMPI_Errhandler_free(&cur);
+    }
+}
+
 MPIT_HIDDEN void mpit_before_abort(int errorcode) {
-    (void)errorcode;
+    why.code = (uint64_t)(uint32_t)errorcode;
     mpit_final_flush(MPIT_END_ABORT, 0);
 }
 
@@ -1573,11 +1943,98 @@ static long env_long(const char *name, long def, long lo, long hi) {
     return x;
 }
 
-__attribute__((constructor)) static void mpit_load(void) {
+/* ------------------------------------------------------------------ */
+/* The recorder in a process of another MPI                            */
+
+/* The recorder is compiled against one MPI's mpi.h: its handles and
+ * constants mean nothing to another MPI (Open MPI's MPI_COMM_WORLD is a
+ * pointer, MPICH's an integer). `record` picks the MPI from the program and
+ * the launcher; when the guess is wrong, or the recorder is preloaded by
+ * hand into the wrong program, the recorder must step aside before the
+ * program runs. */
+#ifdef OPEN_MPI
+#define MPIT_BUILT_FOR_OMPI 1
+#else
+#define MPIT_BUILT_FOR_OMPI 0
+#endif
+
+/* foreign_mpi returns the library of the MPI the process calls (the one
+ * that defines its PMPI_Init) when it is not the MPI the recorder was built
+ * for, else NULL; *ompi says whether that library is Open MPI's. */
+static const char *foreign_mpi(int *ompi) {
+    static Dl_info info;
+    if (!dladdr((void *)&PMPI_Init, &info) || !info.dli_fname || !info.dli_fname[0]) return NULL;
+    void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) return NULL;
+    *ompi = dlsym(h, "ompi_mpi_comm_world") != NULL;
+    dlclose(h);
+    return *ompi == MPIT_BUILT_FOR_OMPI ? NULL : info.dli_fname;
+}
+
+/* without_self returns the LD_PRELOAD list without the recorder's library
+ * (path: its file), in out; entries are separated by colons or spaces. */
+static void without_self(const char *list, const char *path, char *out, size_t n) {
+    char real[4096], rp[4096];
+    if (!realpath(path, real)) snprintf(real, sizeof real, "%s", path);
+    size_t k = 0;
+    out[0] = '\0';
+    for (const char *p = list; p && *p;) {
+        while (*p == ':' || *p == ' ') p++;
+        const char *e = p;
+        while (*e && *e != ':' && *e != ' ') e++;
+        size_t len = (size_t)(e - p);
+        if (len > 0 && len < sizeof rp) {
+            memcpy(rp, p, len);
+            rp[len] = '\0';
+            char r2[4096];
+            int self = !strcmp(rp, path) || (realpath(rp, r2) && !strcmp(r2, real));
+            if (!self && k + len + 2 < n) {
+                if (k) out[k++] = ':';
+                memcpy(out + k, p, len);
+                k += len;
+                out[k] = '\0';
+            }
+        }
+        p = e;
+    }
+}
+
+/* step_aside runs the program again, without the recorder: its
+ * constructors have run, but nothing of the program yet. */
+static void step_aside(char **argv, const char *lib, int ompi) {
+    const char *prog = argv && argv[0] ? argv[0] : "the program";
+    mpit_warn_once("foreign", "mpitrace: the recorder was built for %s, but %s uses %s (%s): it runs without recording; record it with --mpicc naming its MPI's C compiler wrapper (e.g. mpitrace record --mpicc %s -- ...)",
+                   MPIT_BUILT_FOR_OMPI ? "Open MPI" : "MPICH", prog, ompi ? "Open MPI" : "an MPICH-based MPI", lib,
+                   ompi ? "mpicc.openmpi" : "mpicc.mpich");
+    mpit_on = 0;
+    Dl_info self;
+    if (!argv || !dladdr((void *)&step_aside, &self) || !self.dli_fname) return;
+    static char rest[8192];
+    without_self(getenv("LD_PRELOAD"), self.dli_fname, rest, sizeof rest);
+    if (rest[0])
+        setenv("LD_PRELOAD", rest, 1);
+    else
+        unsetenv("LD_PRELOAD");
+    setenv("MPITRACE_STEPPED_ASIDE", "1", 1); /* never twice */
+    execv("/proc/self/exe", argv);
+    /* The program goes on with the recorder switched off. */
+}
+
+/* glibc calls constructors with the program's arguments and environment. */
+__attribute__((constructor)) static void mpit_load(int argc, char **argv, char **envp) {
+    (void)argc;
+    (void)envp;
     crc_init();
     pthread_key_create(&G.key, tb_destroy);
     const char *v = getenv("MPITRACE_STATE_DIR");
     if (v) snprintf(G.state_dir, sizeof G.state_dir, "%s", v);
+    int ompi = 0;
+    const char *lib = getenv("MPITRACE_STEPPED_ASIDE") ? NULL : foreign_mpi(&ompi);
+    if (lib) {
+        step_aside(argv, lib, ompi);
+        return;
+    }
+    if (getenv("MPITRACE_STEPPED_ASIDE")) return; /* recording stays off */
     v = getenv("MPITRACE_DIR");
     snprintf(G.dir, sizeof G.dir, "%s", v && *v ? v : "traces");
     v = getenv("MPITRACE_RUN_ID");
@@ -1587,6 +2044,7 @@ __attribute__((constructor)) static void mpit_load(void) {
     G.compress = (int)env_long("MPITRACE_COMPRESS", 1, 0, 1);
     G.clocksync = (int)env_long("MPITRACE_CLOCKSYNC", 10, 0, 1000);
     G.test_signal = (int)env_long("MPITRACE_TEST_SIGNAL_IN_FLUSH", 0, 0, 64);
+    G.flush_ms = (int)env_long("MPITRACE_FLUSH_INTERVAL", 500, 0, 3600 * 1000);
     G.next_comm = MPIT_COMM_SELF + 1;
     const char *inc = getenv("MPITRACE_INCLUDE"), *exc = getenv("MPITRACE_EXCLUDE");
     uint16_t *on = calloc((size_t)mpit_fn_count + 1, sizeof *on);
@@ -1600,8 +2058,8 @@ __attribute__((constructor)) static void mpit_load(void) {
     }
     pending_names = calloc((size_t)mpit_fn_count + 1, sizeof(int));
     mpit_fn_id = on;
-    snprintf(G.options, sizeof G.options, "buffer=%zu compress=%d zstd_level=%d clocksync=%d include=%s exclude=%s",
-             G.bufsize, G.compress, G.zlevel, G.clocksync, inc ? inc : "", exc ? exc : "");
+    snprintf(G.options, sizeof G.options, "buffer=%zu compress=%d zstd_level=%d clocksync=%d flush_interval_ms=%d include=%s exclude=%s",
+             G.bufsize, G.compress, G.zlevel, G.clocksync, G.flush_ms, inc ? inc : "", exc ? exc : "");
     v = getenv("MPITRACE_ENABLE");
     int enable = !(v && (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off") || !strcmp(v, "false")));
     if (enable) atexit(at_exit);
@@ -1615,7 +2073,7 @@ __attribute__((constructor)) static void mpit_load(void) {
  * succeeded (and, for Testall, flag is true); with MPI_ERR_IN_STATUS the
  * statuses say which ones did. */
 MPIT_HIDDEN void mpit_rec_all(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int flag, int n,
-                              const MPI_Request *before, const MPI_Status *st) {
+                              const mpit_reqcopy *before, const MPI_Status *st) {
     int stackidx[MPIT_STACK_REQS] = {0};
     int *idx = n <= MPIT_STACK_REQS ? stackidx : calloc((size_t)n, sizeof(int));
     int k = 0;
@@ -1626,7 +2084,7 @@ MPIT_HIDDEN void mpit_rec_all(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int
     }
     if (flag && (ret == MPI_SUCCESS || ret == MPI_ERR_IN_STATUS)) {
         for (int i = 0; i < n; i++) {
-            if (before[i] == MPI_REQUEST_NULL) continue;
+            if (before[i].h == MPI_REQUEST_NULL) continue;
             if (ret == MPI_ERR_IN_STATUS && st[i].MPI_ERROR == MPI_ERR_PENDING) continue;
             idx[k++] = i;
         }
@@ -1637,7 +2095,7 @@ MPIT_HIDDEN void mpit_rec_all(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int
 
 /* Waitsome/Testsome: the call lists the completed indices. */
 MPIT_HIDDEN void mpit_rec_some(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int n,
-                               const MPI_Request *before, int outcount, const int *indices,
+                               const mpit_reqcopy *before, int outcount, const int *indices,
                                const MPI_Status *st) {
     (void)n;
     if ((ret != MPI_SUCCESS && ret != MPI_ERR_IN_STATUS) || outcount == MPI_UNDEFINED || outcount < 0) outcount = 0;
@@ -1646,8 +2104,8 @@ MPIT_HIDDEN void mpit_rec_some(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, in
 
 /* Wait/Test/Waitany/Testany: at most one request, at `index`. */
 MPIT_HIDDEN void mpit_rec_one(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int ret, int flag,
-                              const MPI_Request *before, int index, const MPI_Status *st) {
+                              const mpit_reqcopy *before, int index, const MPI_Status *st) {
     int done = ret == MPI_SUCCESS && flag && index != MPI_UNDEFINED && index >= 0 &&
-               before[index] != MPI_REQUEST_NULL;
+               before[index].h != MPI_REQUEST_NULL;
     mpit_rec_complete(tb, fn, t0, t1, flag, before, &index, done ? 1 : 0, st, 0);
 }

@@ -27,10 +27,10 @@ func CHeader() []byte {
 		v    int
 	}{
 		{"BLOCK_HEADER", BlockHeader}, {"BLOCK_STRINGS", BlockStrings},
-		{"BLOCK_EVENTS", BlockEvents}, {"BLOCK_END", BlockEnd},
+		{"BLOCK_EVENTS", BlockEvents}, {"BLOCK_END", BlockEnd}, {"BLOCK_PENDING", BlockPending},
 		{"CODEC_NONE", CodecNone}, {"CODEC_ZSTD", CodecZstd},
 		{"END_FINALIZE", EndFinalize}, {"END_EXIT", EndExit}, {"END_ABORT", EndAbort},
-		{"END_SIGNAL", EndSignal}, {"END_WRITE_FAILURE", EndWriteFailure},
+		{"END_SIGNAL", EndSignal}, {"END_WRITE_FAILURE", EndWriteFailure}, {"END_MPI_ERROR", EndMPIError},
 		{"ANY_SOURCE", AnySource}, {"PROC_NULL", ProcNull}, {"ROOT_NONE", RootNone},
 		{"ROOT_SELF", RootSelf}, {"ANY_TAG", AnyTag}, {"UNDEFINED_RANK", Undefined},
 		{"COMM_NULL", CommNull}, {"COMM_WORLD", CommWorld}, {"COMM_SELF", CommSelf},

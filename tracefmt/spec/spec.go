@@ -252,11 +252,31 @@ var Kinds = [NumKinds]KindSpec{
 }
 
 // Versions lists the format versions this build reads, oldest first.
-// Version v reads every kind whose Since is at most v.
-var Versions = []uint16{1}
+// Version v reads every kind whose Since is at most v, the block types up to
+// MaxBlockType(v), and the end record's fields of EndFields(v).
+var Versions = []uint16{1, 2}
 
 // Current is the version the writers produce.
-const Current uint16 = 1
+const Current uint16 = 2
+
+// MaxBlockType is the highest block type of version v: pending blocks came
+// with version 2.
+func MaxBlockType(v uint16) uint8 {
+	if v >= 2 {
+		return BlockPending
+	}
+	return BlockEnd
+}
+
+// EndFields is the number of uvarint fields (after which a string may
+// follow) of the end record in version v: reason, signal, events, blocks,
+// time, dropped; version 2 adds code and fn, then the message string.
+func EndFields(v uint16) int {
+	if v >= 2 {
+		return 8
+	}
+	return 6
+}
 
 // Supported reports whether v is a version this build reads.
 func Supported(v uint16) bool {
@@ -319,6 +339,9 @@ const (
 	BlockStrings = 2 // string table entries
 	BlockEvents  = 3 // one thread's events
 	BlockEnd     = 4 // end-of-trace record
+	// BlockPending: an MPI call that had begun, and not returned, when the
+	// block was written (version 2).
+	BlockPending = 5
 )
 
 // Codecs of a block payload.
@@ -346,4 +369,5 @@ const (
 	EndAbort        = 3 // MPI_Abort
 	EndSignal       = 4 // fatal signal; the signal number follows
 	EndWriteFailure = 5 // recording stopped because the log could not be written
+	EndMPIError     = 6 // an MPI error the error handler treats as fatal (version 2)
 )

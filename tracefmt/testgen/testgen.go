@@ -37,6 +37,9 @@ type Builder struct {
 	Hostname string // "node0" by default
 	// Options are the writers' options (codec, block size).
 	Options tracefmt.WriterOptions
+	// Meta are header entries set on every rank created afterwards, after
+	// the ones the builder sets (e.g. the recorder's "options").
+	Meta []tracefmt.KeyValue
 	// Start is the monotonic time of each rank's first event (default 1e9 ns).
 	Start int64
 	// Dur and Gap are the default duration of a call and time between calls
@@ -123,6 +126,9 @@ func (b *Builder) Rank(i int) *Rank {
 		h.Set(tracefmt.KeyRecorderVersion, "testgen")
 		h.Set(tracefmt.KeyClock, "CLOCK_MONOTONIC")
 		h.Set(tracefmt.KeyThreadLevel, "single")
+		for _, kv := range b.Meta {
+			h.Set(kv.Key, kv.Value)
+		}
 		opts := b.Options
 		w, err := tracefmt.NewWriter(&st.buf, &h, &opts)
 		st.w, st.err = w, err

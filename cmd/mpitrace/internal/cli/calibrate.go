@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -71,7 +68,7 @@ share cores with other work while it runs (it reports oversubscription).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&opts.Out, "out", "o", "model.json", "model `file` to write")
+	outputFlag(f, &opts.Out, "model.json", "model `file` to write ('-': stdout, the fits then go to stderr)")
 	f.StringVar(&opts.MPICC, "mpicc", os.Getenv("MPITRACE_MPICC"), "MPI C compiler `wrapper` to build the benchmark with (default: the launcher's MPI)")
 	f.BoolVar(&opts.Quick, "quick", false, "a small, fast run (sizes 4 B to 4 KiB, fewer trials): for tests, not for real models")
 	f.StringVar(&opts.P2PMax, "p2p-max", "", "largest point-to-point size, e.g. 4M (default 4M; at least 32k for a useful model)")
@@ -82,6 +79,9 @@ share cores with other work while it runs (it reports oversubscription).`,
 }
 
 func runCalibrate(ctx context.Context, opts *calibrateOptions, s *Streams) error {
+	if err := checkOutputFlag(opts.Out); err != nil {
+		return err
+	}
 	cfg := calibrate.DefaultConfig()
 	if opts.Quick {
 		cfg = calibrate.CIConfig()
@@ -140,12 +140,8 @@ func runCalibrate(ctx context.Context, opts *calibrateOptions, s *Streams) error
 	}
 	m.Source = latency.SourceCalibrated
 	m.Machine, m.MPI, m.Procs, m.CPUs = res.Host, res.MPI, res.Procs, res.CPUs
-	var b bytes.Buffer
-	if err := m.Write(&b); err != nil {
+	if err := writeModel(s, opts.Out, m, time.Since(start)); err != nil {
 		return err
-	}
-	if err := writeFileAtomic(opts.Out, b.Bytes()); err != nil {
-		return fmt.Errorf("writing %s: %w", opts.Out, err)
 	}
 	if res.Oversubscribed() {
 		fmt.Fprintf(s.Err, "mpitrace: warning: %d ranks shared %d cores: the measured latencies include waiting for a core\n", res.Procs, res.CPUs)
@@ -153,8 +149,21 @@ func runCalibrate(ctx context.Context, opts *calibrateOptions, s *Streams) error
 	if cfg.P2PMax < 32<<10 {
 		fmt.Fprintf(s.Err, "mpitrace: warning: point-to-point sizes stop at %d bytes: larger messages are extrapolated\n", cfg.P2PMax)
 	}
+	return nil
+}
+
+// writeModel writes the model to path and its fits on stdout, or with
+// path "-" the model on stdout and the fits on stderr.
+func writeModel(s *Streams, path string, m *latency.Model, took time.Duration) error {
+	if err := writeOutputTo(s, path, m.Write); err != nil {
+		return err
+	}
+	if path == "-" {
+		fmt.Fprintf(s.Err, "%s", m.Summary())
+		return nil
+	}
 	fmt.Fprintf(s.Out, "%s", m.Summary())
-	fmt.Fprintf(s.Out, "wrote %s (%d points, %s)\n", opts.Out, len(m.Points), time.Since(start).Round(time.Second))
+	fmt.Fprintf(s.Out, "wrote %s (%d points, %s)\n", path, len(m.Points), took.Round(time.Second))
 	return nil
 }
 
@@ -173,36 +182,4 @@ func parseBytes(v string) (int64, error) {
 		return 0, fmt.Errorf("expected a size such as 4096, 64k or 4M")
 	}
 	return n * mult, nil
-}
-
-// writeFileAtomic writes data to path through a temporary file.
-func writeFileAtomic(path string, data []byte) error {
-	return writeFileAtomicFunc(path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// writeFileAtomicFunc writes path through a temporary file, with write:
-// for output too big to hold in memory first.
-func writeFileAtomicFunc(path string, write func(w io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	werr := write(tmp)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
 }

@@ -41,6 +41,12 @@ func writeTrace(t *testing.T) string {
 		rk.Barrier()
 		rk.Call("MPI_Finalize")
 	}
+	return saveTrace(t, b)
+}
+
+// saveTrace writes b's trace into a new directory and returns it.
+func saveTrace(t *testing.T, b *testgen.Builder) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "traces")
 	if err := b.WriteDir(dir); err != nil {
 		t.Fatal(err)
@@ -170,7 +176,7 @@ func TestFlagParsing(t *testing.T) {
 	if err := dc.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if dp.Dir != "run2" || len(dp.Ranks) != 3 || dp.Ranks[2] != 5 {
+	if dp.Dir != "run2" || dp.Ranks.String() != "1,3,5" {
 		t.Fatalf("dump options: %+v", dp)
 	}
 	if _, err := parseSize("3"); err == nil {
@@ -178,5 +184,31 @@ func TestFlagParsing(t *testing.T) {
 	}
 	if v, err := parseSize("256k"); err != nil || v != 256<<10 {
 		t.Errorf("parseSize(256k) = %d, %v", v, err)
+	}
+}
+
+// An unknown command is a usage error (exit 2) said in one line that names
+// it and what to do, at the top level, under recorder, and to help.
+func TestUnknownCommand(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"frobnicate"}, `mpitrace: unknown command "frobnicate": the commands are calibrate, critpath, dot, dump, record, recorder, stats, wrap ('mpitrace --help' says more)`},
+		{[]string{"frobnicate", "traces"}, `mpitrace: unknown command "frobnicate": the commands are`},
+		{[]string{"critpth", "traces"}, `mpitrace: unknown command "critpth": did you mean critpath? ('mpitrace --help' lists the commands)`},
+		{[]string{"recorder", "frob"}, `mpitrace: unknown command "frob" for "mpitrace recorder": the commands are build ('mpitrace recorder --help' says more)`},
+		{[]string{"help", "frobnicate"}, `mpitrace: unknown command "frobnicate": the commands are`},
+	} {
+		code, out, errs := runCLI(t, c.args...)
+		if code != ExitUsage || out != "" || lines(errs) != 1 || !strings.HasPrefix(errs, c.want) {
+			t.Errorf("mpitrace %v: exit %d, stdout %.60q, stderr %q; want %d and one line %q", c.args, code, out, errs, ExitUsage, c.want)
+		}
+	}
+	// Without a command, the help, successfully.
+	for _, args := range [][]string{{}, {"recorder"}, {"help"}, {"help", "dot"}, {"--help"}} {
+		if code, out, errs := runCLI(t, args...); code != 0 || !strings.Contains(out, "Usage:") || errs != "" {
+			t.Errorf("mpitrace %v: exit %d, stderr %q", args, code, errs)
+		}
 	}
 }

@@ -1,28 +1,32 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/latency"
+	"github.com/mpitrace/mpitrace/analysis/stats"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
 type critpathOptions struct {
-	Dir   string
-	Out   string
-	Model string
-	Unit  string
-	JSON  bool
-	Top   int
+	Dir string
+	// Out is the critPath.out file ("-": stdout). With JSON it is written
+	// only when OutGiven.
+	Out      string
+	OutGiven bool
+	Model    string
+	Unit     string
+	JSON     bool
+	Top      int
 	traceFlags
 }
 
@@ -42,19 +46,31 @@ size; a collective its model time at (bytes per process, members). The model
 is --model (written by 'mpitrace calibrate') or, without it, a default one
 embedded in mpitrace (which the output says).
 
-The path goes to critPath.out (-o; '-' for stdout), one item per line,
-alternating vertex and edge: a vertex is the MPI function name and the rank
-(-1 for MPI_Init, MPI_Finalize and collectives), a computation edge its time
-rounded to an integer in --unit, a message edge its size in bytes. A summary
-goes to stdout: the path's length against the measured run time, its share
-by rank, by MPI function, computation against communication, and its
-heaviest edges.`,
+The path goes to critPath.out (or -o FILE), one item per line, alternating
+vertex and edge: a vertex is the MPI function name and the rank (-1 for
+MPI_Init, MPI_Finalize and collectives), a computation edge its time rounded
+to an integer in --unit, a message edge its size in bytes. A summary goes to
+stdout: the path's length against the measured run time, its share by rank,
+by MPI function, computation against communication, and its heaviest
+edges. With -o - the path goes to stdout instead of the summary.
+
+With --json, stdout holds one JSON object instead: the summary, the path
+itself (its vertices, and the edges between them with their weights in ns),
+and the trace's diagnostics (counts by severity and code, and a list with
+severity, code, rank and message); critPath.out is then written only when
+-o names a file.
+
+Problems in the trace are printed on stderr, one line each; when data was
+lost the summary says so. The exit status is 1 when the trace has errors,
+and with --strict 3 when it lost data.`,
 		Example: `  mpitrace critpath traces/
   mpitrace critpath traces/ -o critPath.out --model model.json --unit ms
-  mpitrace critpath traces/ --json | jq .summary.by_rank`,
+  mpitrace critpath traces/ --json | jq .summary.by_rank
+  mpitrace critpath traces/ --json | jq -r '.path.vertices[] | "\(.name) \(.rank)"'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Dir = traceDirArg(args)
+			opts.OutGiven = outputGiven(cmd)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -62,10 +78,10 @@ heaviest edges.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&opts.Out, "out", "o", "critPath.out", "`file` for the critical path ('-': stdout, no summary)")
+	outputFlag(f, &opts.Out, "critPath.out", "`file` for the critical path ('-': stdout, no summary; with --json: none unless given)")
 	f.StringVar(&opts.Model, "model", "", "latency model `file` from mpitrace calibrate (default: the embedded model)")
-	f.StringVar(&opts.Unit, "unit", "us", "unit of computation edges in critPath.out and the summary: ns, us, ms or s")
-	f.BoolVar(&opts.JSON, "json", false, "print the summary and the path as JSON")
+	f.StringVar(&opts.Unit, "unit", "us", "`unit` of computation edges in critPath.out and the summary: ns, us, ms or s")
+	f.BoolVar(&opts.JSON, "json", false, "print the summary and the path as JSON on stdout")
 	f.IntVar(&opts.Top, "top", 10, "heaviest edges to list in the summary")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
 	return cmd
@@ -118,12 +134,15 @@ func analyze(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error)
 	if s.ErrTTY {
 		fmt.Fprintf(s.Err, "mpitrace: reading %d ranks of %s...\r", len(t.Files), t.Dir)
 	}
-	a.graph, a.diags, err = reconstruct.Build(t, reconstruct.Options{})
+	a.graph, a.diags, err = reconstruct.Build(t, reconstruct.Options{Filtered: recordFilter(t) != ""})
 	if s.ErrTTY {
 		fmt.Fprintf(s.Err, "\033[K")
 	}
 	if err != nil {
 		return nil, err
+	}
+	if note := filterNote(t, a.diags); note != "" {
+		fmt.Fprintf(s.Err, "mpitrace: note: %s\n", note)
 	}
 	a.path, a.pathErr = critpath.Compute(a.graph, a.model)
 	return a, nil
@@ -155,39 +174,40 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	if opts.Top < 0 {
 		return flagErrorf("--top must be 0 or more")
 	}
-	if opts.Out == "" {
-		return flagErrorf("-o needs a file name (or - for stdout)")
+	if err := checkOutputFlag(opts.Out); err != nil {
+		return err
 	}
 	a, err := analyzePath(opts.Dir, opts.Model, s)
 	if err != nil {
 		return err
 	}
-	if opts.Out == "-" {
-		w := bufio.NewWriter(s.Out)
-		if err := critpath.WriteCritPathOut(w, a.path, unit); err != nil {
+	// Where critPath.out goes: -o (stdout for -), critPath.out by default;
+	// with --json only where -o says, and never to the JSON's stdout (the
+	// JSON holds the path).
+	out := opts.Out
+	if opts.JSON && (!opts.OutGiven || out == "-") {
+		out = ""
+	}
+	if out != "" {
+		if err := writeOutputTo(s, out, func(w io.Writer) error { return critpath.WriteCritPathOut(w, a.path, unit) }); err != nil {
 			return err
 		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-	} else if err := writeCritPathFile(opts.Out, a.path, unit); err != nil {
-		return err
 	}
 	sum := critpath.Summarize(a.graph, a.path, opts.Top)
 	switch {
-	case opts.Out == "-":
 	case opts.JSON:
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(struct {
-			Trace   string            `json:"trace"`
-			Model   string            `json:"model"`
-			Unit    string            `json:"unit"`
-			Output  string            `json:"critpath_out"`
-			Summary *critpath.Summary `json:"summary"`
-		}{opts.Dir, a.modelName, unit.String(), opts.Out, sum})
-	default:
-		err = writeSummary(s.Out, opts.Dir, a.modelName, opts.Out, sum, unit)
+		err = writeJSON(s.Out, struct {
+			Trace       string                    `json:"trace"`
+			Model       string                    `json:"model"`
+			Unit        string                    `json:"unit"`
+			Output      string                    `json:"critpath_out,omitempty"`
+			Summary     *critpath.Summary         `json:"summary"`
+			Path        *critpath.Path            `json:"path"`
+			Unfinished  []tracefmt.UnfinishedCall `json:"unfinished,omitempty"`
+			Diagnostics *diagnosticsJSON          `json:"diagnostics"`
+		}{opts.Dir, a.modelName, unit.String(), out, sum, a.path, a.trace.Unfinished(), newDiagnosticsJSON(a.diags)})
+	case out != "-":
+		err = writeSummary(s.Out, opts.Dir, a, out, sum, unit)
 	}
 	if err != nil {
 		return err
@@ -195,19 +215,56 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	return reportDiagnostics(s, a.diags, &opts.traceFlags)
 }
 
-func writeSummary(w io.Writer, dir, model, out string, sum *critpath.Summary, unit critpath.Unit) error {
-	fmt.Fprintf(w, "Critical path of %s (written to %s)\n", dir, out)
-	fmt.Fprintf(w, "Latency model: %s\n\n", model)
-	return sum.WriteText(w, unit)
+// writeJSON writes v as indented JSON: the --json output of the commands.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
-// writeCritPathFile writes critPath.out through a temporary file, so a
-// failed run never leaves half a file. It streams: the file of a long path
-// is bigger than the path in memory.
-func writeCritPathFile(path string, p *critpath.Path, unit critpath.Unit) error {
-	err := writeFileAtomicFunc(path, func(w io.Writer) error { return critpath.WriteCritPathOut(w, p, unit) })
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, unwrapPathError(err))
+// writeSummary writes the text summary of critpath and record --critpath:
+// what was analysed, where the path went, the model, whether data was
+// lost, and the summary's tables.
+func writeSummary(w io.Writer, dir string, a *analysis, out string, sum *critpath.Summary, unit critpath.Unit) error {
+	fmt.Fprintf(w, "Critical path of %s (written to %s)\n", dir, out)
+	fmt.Fprintf(w, "Latency model: %s\n", a.modelName)
+	fmt.Fprintf(w, "%s\n", dataLossLine(a.diags))
+	if err := sum.WriteText(w, unit); err != nil {
+		return err
+	}
+	return writeUnfinished(w, a.trace)
+}
+
+// writeUnfinished says, when the run hung or was stopped, which MPI calls
+// never returned: the critical path ends at the operations before them.
+func writeUnfinished(w io.Writer, t *tracefmt.Trace) error {
+	calls := t.Unfinished()
+	if len(calls) == 0 {
+		return nil
+	}
+	ranks := map[int]bool{}
+	for _, c := range calls {
+		ranks[c.Rank] = true
+	}
+	fmt.Fprintf(w, "\nThe run did not end normally: %d of %d ranks were inside MPI calls that never returned\n"+
+		"(the run hung there, or was stopped); the path ends at the operations before them:\n", len(ranks), t.Size)
+	for _, c := range calls {
+		began := ""
+		if f, ok := t.Rank(c.Rank); ok {
+			if v, ok := f.Header.Get(tracefmt.KeyInitMonotonicNS); ok {
+				if init, err := strconv.ParseInt(v, 10, 64); err == nil && c.Start >= init {
+					began = ", began " + stats.Duration(c.Start-init) + " after MPI_Init"
+				}
+			}
+		}
+		if _, err := fmt.Fprintf(w, "  rank %d thread %d: %s%s, waited at least %s\n", c.Rank, c.Thread, c.Name, began, stats.Duration(c.Time-c.Start)); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// writeCritPathFile writes critPath.out to path (see writeOutput).
+func writeCritPathFile(path string, p *critpath.Path, unit critpath.Unit) error {
+	return writeOutput(path, func(w io.Writer) error { return critpath.WriteCritPathOut(w, p, unit) })
 }

@@ -1,11 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"io"
 	"strings"
 	"time"
 
@@ -24,20 +23,21 @@ type dotOptions struct {
 	Dir          string
 	CriticalOnly bool
 	// Ranks and Window are the parsed --ranks and --window (nil: all).
-	Ranks  *render.RankRange
+	Ranks  render.RankSet
 	Window *render.Window
 	Model  string // --model file ("" for the embedded default)
 	Unit   critpath.Unit
 	Output string // -o file ("" or "-": stdout)
 	traceFlags
 
-	ranksArg, windowArg, unitArg string
+	ranksArg           []string
+	windowArg, unitArg string
 }
 
 func newDotCmd(s *Streams, runF func(context.Context, *dotOptions) error) *cobra.Command {
 	opts := &dotOptions{}
 	cmd := &cobra.Command{
-		Use:   "dot [TRACEDIR] [--critical-only] [--ranks A-B] [--window T0:T1] [--model FILE] [-o FILE]",
+		Use:   "dot [TRACEDIR] [--critical-only] [--ranks LIST] [--window T0:T1] [--model FILE] [-o FILE]",
 		Short: "Draw the task graph in Graphviz DOT, critical path highlighted",
 		Long: `Write the MPI task graph of a trace in Graphviz's DOT language, with its
 critical path highlighted, for xdot or dot. Nothing but DOT goes to stdout.
@@ -57,8 +57,9 @@ The picture:
 
 Big runs make big graphs. To keep them viewable:
   --critical-only   only the critical path's vertices and edges
-  --ranks A-B       only these ranks' clusters (or --ranks N); a message to
-                    or from another rank ends at a small "rank N" stub node
+  --ranks LIST      only these ranks' clusters: a rank N, a range A-B, or a
+                    list of them (0,2-3); a message to or from another
+                    rank ends at a small "rank N" stub node
   --window T0:T1    only the operations that start between T0 and T1 after
                     their rank's MPI_Init, on each rank's own clock (units
                     ns, us, ms, s; either end may be left out: :2s, 1s:)
@@ -71,7 +72,8 @@ errors, and with --strict 3 when it lost data.`,
 		Example: `  mpitrace dot traces/ | xdot -
   mpitrace dot traces/ | dot -Tsvg > graph.svg
   mpitrace dot traces/ --critical-only --model model.json -o critpath.dot
-  mpitrace dot traces/ --ranks 0-3 --window 1.5s:2s | xdot -`,
+  mpitrace dot traces/ --ranks 0-3 --window 1.5s:2s | xdot -
+  mpitrace dot traces/ --ranks 0,7 --critical-only | xdot -`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Dir = traceDirArg(args)
@@ -86,11 +88,11 @@ errors, and with --strict 3 when it lost data.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&opts.CriticalOnly, "critical-only", false, "draw only the critical path's vertices and edges")
-	f.StringVar(&opts.ranksArg, "ranks", "", "draw only ranks `A-B` (or one rank N)")
+	f.StringArrayVar(&opts.ranksArg, "ranks", nil, "draw only these `ranks`: N, A-B, or a list of them (0,2-3)")
 	f.StringVar(&opts.windowArg, "window", "", "draw only operations starting in `T0:T1` after their rank's MPI_Init (e.g. 100ms:250ms, :2s, 1s:)")
-	f.StringVar(&opts.Model, "model", "", "latency model `FILE` written by mpitrace calibrate (default: the embedded model)")
-	f.StringVar(&opts.unitArg, "unit", "us", "`UNIT` of the times in labels: ns, us, ms or s")
-	f.StringVarP(&opts.Output, "output", "o", "", "write the DOT to `FILE` instead of stdout")
+	f.StringVar(&opts.Model, "model", "", "latency model `file` from mpitrace calibrate (default: the embedded model)")
+	f.StringVar(&opts.unitArg, "unit", "us", "`unit` of the times in labels: ns, us, ms or s")
+	outputFlag(f, &opts.Output, "", "write the DOT to `file` instead of stdout")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
 	return cmd
 }
@@ -104,7 +106,7 @@ func (o *dotOptions) parse(cmd *cobra.Command) error {
 	o.Unit = u
 	o.Ranks, o.Window = nil, nil
 	if cmd.Flags().Changed("ranks") {
-		if o.Ranks, err = parseRankRange(o.ranksArg); err != nil {
+		if o.Ranks, err = parseRanks("--ranks", o.ranksArg); err != nil {
 			return err
 		}
 	}
@@ -114,28 +116,6 @@ func (o *dotOptions) parse(cmd *cobra.Command) error {
 		}
 	}
 	return nil
-}
-
-// parseRankRange parses --ranks: "A-B" or "N".
-func parseRankRange(s string) (*render.RankRange, error) {
-	bad := func() error {
-		return flagErrorf("--ranks %q: want a rank N or a range A-B of ranks, e.g. --ranks 0-3", s)
-	}
-	a, b, isRange := strings.Cut(strings.TrimSpace(s), "-")
-	first, err := strconv.Atoi(a)
-	if err != nil || first < 0 || a != strconv.Itoa(first) {
-		return nil, bad()
-	}
-	last := first
-	if isRange {
-		if last, err = strconv.Atoi(b); err != nil || b != strconv.Itoa(last) {
-			return nil, bad()
-		}
-		if last < first {
-			return nil, flagErrorf("--ranks %q: the range is empty (%d > %d)", s, first, last)
-		}
-	}
-	return &render.RankRange{First: first, Last: last}, nil
 }
 
 // parseWindow parses --window: "T0:T1" with units, either end optional.
@@ -174,8 +154,8 @@ func runDot(opts *dotOptions, s *Streams) error {
 	if err != nil {
 		return err
 	}
-	if r := opts.Ranks; r != nil && r.Last >= t.Size {
-		return flagErrorf("--ranks %s: %s has ranks 0-%d", r, opts.Dir, t.Size-1)
+	if err := checkRanks("--ranks", opts.Ranks, t); err != nil {
+		return err
 	}
 	if opts.Model == "" && s.ErrTTY {
 		fmt.Fprintln(s.Err, "mpitrace: using the default latency model; for this machine's, run 'mpitrace calibrate -o model.json -- mpirun -np 4' and pass --model model.json")
@@ -196,16 +176,7 @@ func runDot(opts *dotOptions, s *Streams) error {
 		return pathErr
 	}
 	ro := render.DOTOptions{Unit: opts.Unit, CriticalOnly: opts.CriticalOnly, Ranks: opts.Ranks, Window: opts.Window, Model: modelName}
-	if opts.Output == "" || opts.Output == "-" {
-		err = render.WriteDOT(s.Out, g, path, m, ro)
-	} else {
-		var b bytes.Buffer
-		if err = render.WriteDOT(&b, g, path, m, ro); err == nil {
-			if werr := writeFileAtomic(opts.Output, b.Bytes()); werr != nil {
-				err = fmt.Errorf("writing %s: %w", opts.Output, unwrapPathError(werr))
-			}
-		}
-	}
+	err = writeOutputTo(s, opts.Output, func(w io.Writer) error { return render.WriteDOT(w, g, path, m, ro) })
 	if err != nil {
 		return err
 	}

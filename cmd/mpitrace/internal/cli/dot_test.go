@@ -30,7 +30,7 @@ func TestDotFlagParsing(t *testing.T) {
 	}
 	o := parse("run2", "--critical-only", "--ranks", "1-2", "--window", "100ms:250ms", "--model", "m.json",
 		"--unit", "ms", "-o", "g.dot", "--strict")
-	if o.Dir != "run2" || !o.CriticalOnly || o.Ranks == nil || *o.Ranks != (render.RankRange{First: 1, Last: 2}) ||
+	if o.Dir != "run2" || !o.CriticalOnly || o.Ranks.String() != "1-2" ||
 		o.Window == nil || *o.Window != (render.Window{Start: 100 * time.Millisecond, End: 250 * time.Millisecond}) ||
 		o.Model != "m.json" || o.Unit != critpath.Millisecond || o.Output != "g.dot" || !o.Strict {
 		t.Fatalf("dot options: %+v", o)
@@ -40,7 +40,7 @@ func TestDotFlagParsing(t *testing.T) {
 		t.Fatalf("dot defaults: %+v", o)
 	}
 	o = parse("--ranks", "3", "--window", ":2s")
-	if *o.Ranks != (render.RankRange{First: 3, Last: 3}) || *o.Window != (render.Window{End: 2 * time.Second}) {
+	if o.Ranks.String() != "3" || *o.Window != (render.Window{End: 2 * time.Second}) {
 		t.Fatalf("--ranks 3 --window :2s: %+v %+v", o.Ranks, o.Window)
 	}
 	o = parse("--window", "1.5s:", "--unit", "ns")
@@ -169,10 +169,7 @@ func TestDotCycle(t *testing.T) {
 		rk.Send(int64(1-r), 1, 8)
 		rk.Call("MPI_Finalize")
 	}
-	dir := filepath.Join(t.TempDir(), "traces")
-	if err := b.WriteDir(dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := saveTrace(t, b)
 	code, out, errs := runCLI(t, "dot", dir)
 	if code != ExitError || !strings.HasPrefix(out, "digraph ") || !strings.Contains(out, "critical path: not computed") ||
 		!strings.Contains(errs, "no critical path") || !strings.Contains(errs, "cycle") {

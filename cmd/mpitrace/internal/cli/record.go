@@ -1,20 +1,17 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,13 +48,23 @@ and writes one compressed log per rank into the output directory, plus a
 manifest.json describing the run. The recorder is built on first use for the
 MPI the program uses, and cached (see 'mpitrace recorder build').
 
-The launcher's own mechanism passes the recorder to the ranks: -x for Open
-MPI's mpirun, -genv for MPICH's mpiexec, --export for srun; a command that is
-not a launcher (a singleton MPI program, a script) gets it through its
-environment. mpitrace exits with the launcher's exit status, and never mixes
-or overwrites an earlier recording.`,
+The launcher's own mechanism passes the recorder to the ranks, in every
+context of an MPMD command line: -x for Open MPI's mpirun, -genv for MPICH's
+mpiexec, --export for srun. The launcher may follow prefix commands (env,
+time, nice, numactl, stdbuf, taskset, chrt, ionice, setsid, nohup, timeout);
+a command that is not a launcher (a singleton MPI program, a shell script)
+gets the recorder through its environment, and a script is read (never run)
+to find the MPI of the launcher it calls.
+
+record ends with one line on stderr saying where the logs are, how many,
+their size and what was lost. It exits with the launcher's exit status (1
+when the output directory cannot be written and the run succeeded), passes
+each signal on to the launcher once, and never mixes or overwrites an
+earlier recording.`,
 		Example: `  mpitrace record -- mpirun -np 4 ./app input.dat
-  mpitrace record --out run2 -- mpirun.mpich -np 4 ./app
+  mpitrace record -o run2 -- mpirun.mpich -np 4 ./app
+  mpitrace record -- env OMP_NUM_THREADS=2 mpirun -np 1 ./a : -np 3 ./b
+  mpitrace record -- ./run.sh
   mpitrace record --exclude 'MPI_Wtime,MPI_Comm_rank' -- mpirun -np 64 ./app
   mpitrace record --critpath -- mpirun -np 4 ./app && xdot traces/taskgraph.dot`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -78,7 +85,7 @@ or overwrites an earlier recording.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&opts.Out, "out", "o", "traces", "output `directory` for the rank logs")
+	outputFlag(f, &opts.Out, "traces", "output `directory` for the rank logs")
 	f.BoolVar(&opts.Force, "force", false, "replace the recording already in the output directory")
 	f.StringVar(&opts.MPICC, "mpicc", os.Getenv("MPITRACE_MPICC"), "MPI C compiler `wrapper` to build the recorder with (default: the application's MPI)")
 	f.StringVar(&opts.Include, "include", "", "record only these MPI functions (comma-separated, a trailing * matches a prefix)")
@@ -101,6 +108,7 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 	if launch.Warning != "" {
 		fmt.Fprintf(s.Err, "mpitrace: warning: %s\n", launch.Warning)
 	}
+	policy := chooseSignalPolicy(launch.Prefixes)
 	outDir, err := filepath.Abs(opts.Out)
 	if err != nil {
 		return err
@@ -110,9 +118,19 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 		if !errors.As(err, &unw) {
 			return err
 		}
-		// Recording is impossible, the run is not: say so once and run.
+		// Recording is impossible, the run is not: say so once and run;
+		// the status says it too when the run itself succeeds.
 		fmt.Fprintf(s.Err, "mpitrace: %s; the application runs without recording\n", err)
-		return runChild(ctx, opts.Argv, nil, s)
+		runErr := runChild(opts.Argv, nil, s, policy)
+		var notStarted *startError
+		if errors.As(runErr, &notStarted) {
+			return runErr
+		}
+		fmt.Fprintf(s.Err, "mpitrace: nothing recorded: %s is not writable\n", opts.Out)
+		if runErr == nil {
+			return &ExitCodeError{Code: ExitError}
+		}
+		return runErr
 	}
 	var log *os.File
 	if s.ErrTTY {
@@ -126,6 +144,8 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 	if err != nil {
 		return err
 	}
+	warnUnlisted(s, lib, "--include", opts.Include)
+	warnUnlisted(s, lib, "--exclude", opts.Exclude)
 	stateDir, err := os.MkdirTemp("", "mpitrace-run-")
 	if err != nil {
 		return fmt.Errorf("creating a temporary directory: %w", err)
@@ -134,7 +154,7 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 	runID := newRunID()
 	env := recordEnv(opts, lib.Path, outDir, runID, stateDir)
 	argv, childEnv := launch.Command(opts.Argv, env)
-	runErr := runChild(ctx, argv, childEnv, s)
+	runErr := runChild(argv, childEnv, s, policy)
 	var notStarted *startError
 	if errors.As(runErr, &notStarted) {
 		return runErr
@@ -166,14 +186,8 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 		// once is enough.)
 		fmt.Fprintf(s.Err, "mpitrace: writing %s: %v\n", filepath.Join(opts.Out, tracefmt.ManifestName), unwrapPathError(err))
 	}
-	if s.ErrTTY {
-		fmt.Fprintf(s.Err, "mpitrace: %d rank logs in %s (%s); next: mpitrace stats %s\n",
-			ranks, opts.Out, humanBytes(dirSize(outDir)), opts.Out)
-	}
-	if ranks == 0 {
-		fmt.Fprintf(s.Err, "mpitrace: no rank logs were written to %s: did the program call MPI_Init? (is it linked against %s?)\n",
-			opts.Out, flavorName(launch.Flavor))
-	} else if opts.Critpath {
+	fmt.Fprintf(s.Err, "mpitrace: %s\n", closingLine(outDir, opts.Out, launch, stateDir))
+	if ranks > 0 && opts.Critpath {
 		// The run's status decides record's; an analysis failure is said,
 		// not returned over it.
 		if err := recordCritpath(opts, outDir, s); err != nil {
@@ -184,6 +198,25 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 		}
 	}
 	return runErr
+}
+
+// warnUnlisted says, in one line, which names of a --include or
+// --exclude list are no function the recorder records.
+func warnUnlisted(s *Streams, lib *recorder.Library, flag, list string) {
+	bad := lib.Unlisted(list)
+	if len(bad) == 0 {
+		return
+	}
+	for i, b := range bad {
+		if n := lib.Spelled(b); n != "" {
+			bad[i] = fmt.Sprintf("%s (did you mean %s?)", b, n)
+		}
+	}
+	what := "is no MPI function"
+	if len(bad) > 1 {
+		what = "are no MPI functions"
+	}
+	fmt.Fprintf(s.Err, "mpitrace: warning: %s: %s %s of %s's mpi.h; ignored\n", flag, strings.Join(bad, ", "), what, lib.MPICC)
 }
 
 // Files record --critpath writes next to the logs.
@@ -205,15 +238,13 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 		return err
 	}
 	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.modelName, CriticalOnly: a.graph.NumNodes() > bigDOTGraph}
-	var b bytes.Buffer
-	if err := render.WriteDOT(&b, a.graph, a.path, a.model, ro); err != nil {
+	if err := writeOutput(filepath.Join(dir, taskGraphDOT), func(w io.Writer) error {
+		return render.WriteDOT(w, a.graph, a.path, a.model, ro)
+	}); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, taskGraphDOT), b.Bytes()); err != nil {
-		return fmt.Errorf("writing %s: %w", taskGraphDOT, unwrapPathError(err))
-	}
 	sum := critpath.Summarize(a.graph, a.path, 5)
-	if err := writeSummary(s.Err, opts.Out, a.modelName, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond); err != nil {
+	if err := writeSummary(s.Err, opts.Out, a, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond); err != nil {
 		return err
 	}
 	what := "the task graph"
@@ -223,13 +254,6 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	fmt.Fprintf(s.Err, "%s: %s with the critical path in red; view it with: xdot %s\n",
 		filepath.Join(opts.Out, taskGraphDOT), what, filepath.Join(opts.Out, taskGraphDOT))
 	return reportDiagnostics(s, a.diags, &traceFlags{})
-}
-
-func flavorName(f recorder.Flavor) string {
-	if f == recorder.FlavorUnknown {
-		return "the MPI of " + "mpicc"
-	}
-	return string(f)
 }
 
 // recordEnv is the environment every rank gets.
@@ -274,58 +298,6 @@ func recordEnv(opts *recordOptions, lib, outDir, runID, stateDir string) []strin
 	return env
 }
 
-// runChild runs argv with the standard streams, passing on SIGINT and
-// SIGTERM (mpitrace's own cancellation on SIGTERM is this same signal), and
-// returns an *ExitCodeError carrying a non-zero status.
-func runChild(_ context.Context, argv []string, extraEnv []string, s *Streams) error {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin = s.In
-	cmd.Stdout = s.Out
-	cmd.Stderr = s.Err
-	cmd.Env = append(os.Environ(), extraEnv...)
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
-		// The shell's statuses: 127 not found, 126 not executable.
-		code := 126
-		var ee *exec.Error
-		if errors.As(err, &ee) {
-			code, err = 127, ee.Err
-		} else if errors.Is(err, os.ErrNotExist) {
-			code = 127
-		}
-		return &startError{ExitCodeError{Code: code, Err: fmt.Errorf("cannot run %s: %v", argv[0], unwrapPathError(err))}}
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	for {
-		select {
-		case sig := <-sigs:
-			// Each signal is passed on once: a launcher takes a second
-			// SIGTERM as "kill now", without letting the ranks flush.
-			_ = cmd.Process.Signal(sig)
-		case err := <-done:
-			if err == nil {
-				return nil
-			}
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					return &ExitCodeError{Code: 128 + int(ws.Signal())}
-				}
-				return &ExitCodeError{Code: ee.ExitCode()}
-			}
-			return err
-		}
-	}
-}
-
-// startError: the command could not be started at all.
-type startError struct{ ExitCodeError }
-
-func (e *startError) Unwrap() error { return &e.ExitCodeError }
-
 type unwritableError struct {
 	dir string
 	err error
@@ -347,7 +319,7 @@ func prepareOutDir(dir string, force bool) error {
 			}
 		}
 		if len(old) > 0 && !force {
-			return fmt.Errorf("%s already holds a recording (%d files); record into another directory with --out, or replace it with --force", dir, len(old))
+			return fmt.Errorf("%s already holds a recording (%d files); record into another directory with -o, or replace it with --force", dir, len(old))
 		}
 		for _, n := range old {
 			if err := os.Remove(filepath.Join(dir, n)); err != nil {
@@ -355,7 +327,7 @@ func prepareOutDir(dir string, force bool) error {
 			}
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return &unwritableError{dir, err}
+		return &unwritableError{dir, unwrapPathError(err)}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return &unwritableError{dir, unwrapPathError(err)}
@@ -459,4 +431,11 @@ func isRankFile(name string) bool {
 func recorderWarned(stateDir string) bool {
 	m, _ := filepath.Glob(filepath.Join(stateDir, "warned-*"))
 	return len(m) > 0
+}
+
+// recorderSaid reports whether a rank's recorder printed the warning tag
+// (e.g. "foreign": it stepped aside in a process of another MPI).
+func recorderSaid(stateDir, tag string) bool {
+	_, err := os.Stat(filepath.Join(stateDir, "warned-"+tag))
+	return err == nil
 }

@@ -18,8 +18,8 @@ MPI's mpi.h, generated and compiled with that MPI's compiler wrapper.
 		Example: `  mpitrace recorder build
   mpirun.mpich -genv LD_PRELOAD $(mpitrace recorder build --mpicc mpicc.mpich) -np 2 ./app`,
 	}
-	cmd.AddCommand(newRecorderBuildCmd(s))
-	return cmd
+	cmd.AddCommand(handlesSignals(newRecorderBuildCmd(s)))
+	return commandGroup(cmd)
 }
 
 type recorderBuildOptions struct {

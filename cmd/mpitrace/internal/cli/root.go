@@ -16,6 +16,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// annotSignals marks the commands that handle SIGTERM themselves.
+const annotSignals = "mpitrace-handles-sigterm"
+
+// handlesSignals marks cmd as one that handles SIGTERM (see run).
+func handlesSignals(cmd *cobra.Command) *cobra.Command {
+	cmd.Annotations = map[string]string{annotSignals: "yes"}
+	return cmd
+}
+
 // Version is the mpitrace version.
 const Version = "0.1.0"
 
@@ -42,10 +51,16 @@ func Main(args []string) int {
 }
 
 func run(ctx context.Context, args []string, s *Streams) int {
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
-	defer stop()
 	root := newRootCmd(s)
 	root.SetArgs(args)
+	// The commands that start processes (record, calibrate, recorder build)
+	// turn SIGTERM into a cancellation they pass on; the others keep
+	// SIGTERM's default action, so that a cancelled job stops them at once.
+	if cmd, _, err := root.Find(args); err == nil && cmd.Annotations[annotSignals] != "" {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, syscall.SIGTERM)
+		defer stop()
+	}
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
@@ -71,7 +86,7 @@ func run(ctx context.Context, args []string, s *Streams) int {
 // isCobraUsageError recognises cobra's own flag and argument errors.
 func isCobraUsageError(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"unknown flag", "unknown shorthand flag", "unknown command", "flag needs an argument",
+	for _, p := range []string{"unknown flag", "unknown shorthand flag", "flag needs an argument",
 		"invalid argument", "accepts ", "requires at least", "requires at most", "bad flag syntax", "if any flags in the group"} {
 		if strings.Contains(msg, p) {
 			return true
@@ -98,7 +113,10 @@ that decides the run time.
 
 Commands that read traces take the trace directory as their argument and
 default to traces/.`,
-		Version:       Version,
+		Version: Version,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			warnDeprecated(cmd, s)
+		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -106,17 +124,77 @@ default to traces/.`,
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &FlagError{Err: err} })
 	root.CompletionOptions.DisableDefaultCmd = true
+	commandGroup(root)
+	root.SetHelpCommand(newHelpCmd())
 	root.AddCommand(
-		newRecordCmd(s, nil),
+		handlesSignals(newRecordCmd(s, nil)),
 		newRecorderCmd(s),
 		newDumpCmd(s, nil),
 		newStatsCmd(s, nil),
-		newCalibrateCmd(s, nil),
+		handlesSignals(newCalibrateCmd(s, nil)),
 		newDotCmd(s, nil),
 		newCritpathCmd(s, nil),
 		newWrapCmd(s, nil),
 	)
 	return root
+}
+
+// commandGroup makes cmd, a command that holds subcommands, print its help
+// when run alone and refuse an unknown subcommand in one line (cobra's
+// own behaviour: a usage message over several lines at the top, and at a
+// lower level the help with status 0).
+func commandGroup(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return unknownCommand(c, args[0])
+		}
+		return nil
+	}
+	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	cmd.SuggestionsMinimumDistance = 2
+	return cmd
+}
+
+// newHelpCmd is "mpitrace help [command]", refusing an unknown command as
+// the commands themselves do.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			root := c.Root()
+			cmd, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 {
+				parent := root
+				if cmd != nil {
+					parent = cmd
+				}
+				return unknownCommand(parent, rest[0])
+			}
+			return cmd.Help()
+		},
+	}
+}
+
+// unknownCommand is the usage error for a subcommand parent does not have:
+// one line with the commands it has, or the ones the name resembles.
+func unknownCommand(parent *cobra.Command, name string) error {
+	what := fmt.Sprintf("unknown command %q", name)
+	if parent.HasParent() {
+		what += fmt.Sprintf(" for %q", parent.CommandPath())
+	}
+	if like := parent.SuggestionsFor(name); len(like) > 0 {
+		return &ExitCodeError{Code: ExitUsage, Err: fmt.Errorf("%s: did you mean %s? ('%s --help' lists the commands)",
+			what, strings.Join(like, " or "), parent.CommandPath())}
+	}
+	var names []string
+	for _, c := range parent.Commands() {
+		if c.IsAvailableCommand() && c.Name() != "help" {
+			names = append(names, c.Name())
+		}
+	}
+	return &ExitCodeError{Code: ExitUsage, Err: fmt.Errorf("%s: the commands are %s ('%s --help' says more)",
+		what, strings.Join(names, ", "), parent.CommandPath())}
 }
 
 // traceDirArg returns the trace directory argument, traces/ by default.

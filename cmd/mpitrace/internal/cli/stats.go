@@ -2,7 +2,7 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -27,12 +27,23 @@ func newStatsCmd(s *Streams, runF func(context.Context, *statsOptions) error) *c
 		Long: `Profile a trace like mpiP: for every MPI function, the number of calls,
 the time spent in them (total, mean, min, max) and the bytes sent and
 received, over all ranks and per rank; and per rank the application time
-(MPI_Init to MPI_Finalize) and the share of it spent in MPI.
+(MPI_Init to MPI_Finalize), the share of it spent in MPI and the MPI calls
+made in it.
+
+MPI_Init and MPI_Finalize are listed apart, and left out of the time in MPI
+(as mpiP does): they hold MPI's start-up and shut-down and the recorder's
+clock synchronisation, which can take longer than the whole application.
 
 Bytes are counted where they were moved: a send's bytes at the send, a
 receive's at the call that returned its status (Recv, or the Wait/Test that
 completed an Irecv), a collective's at the collective (bytes this rank sent
-and received). Functions are sorted by total time.`,
+and received). Functions are sorted by total time.
+
+--json prints the same as one JSON object, with the trace's diagnostics
+(counts by severity and code, and a list with severity, code, rank and
+message). Problems in the trace are printed on stderr, one line each; when
+data was lost the text output says so first. The exit status is 1 when the
+trace has errors, and with --strict 3 when it lost data.`,
 		Example: `  mpitrace stats traces/
   mpitrace stats traces/ --per-rank --top 10
   mpitrace stats traces/ --json | jq '.aggregate[0]'`,
@@ -79,14 +90,18 @@ func runStats(opts *statsOptions, s *Streams) error {
 		return err
 	}
 	p := stats.Merge(ranks)
+	diags := t.Diagnostics()
 	if opts.JSON {
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(p); err != nil {
-			return err
-		}
-	} else if err := stats.WriteText(s.Out, p, stats.TextOptions{PerRank: opts.PerRank, Top: opts.Top}); err != nil {
+		err = writeJSON(s.Out, struct {
+			*stats.Profile
+			Diagnostics *diagnosticsJSON `json:"diagnostics"`
+		}{p, newDiagnosticsJSON(diags)})
+	} else {
+		fmt.Fprint(s.Out, dataLossLine(diags))
+		err = stats.WriteText(s.Out, p, stats.TextOptions{PerRank: opts.PerRank, Top: opts.Top})
+	}
+	if err != nil {
 		return err
 	}
-	return reportDiagnostics(s, t.Diagnostics(), &opts.traceFlags)
+	return reportDiagnostics(s, diags, &opts.traceFlags)
 }

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
+	"strings"
 
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
@@ -64,4 +67,126 @@ func reportDiagnostics(s *Streams, d *tracefmt.Diagnostics, f *traceFlags) error
 		return &ExitCodeError{Code: ExitDataLoss, Err: fmt.Errorf("--strict: the trace lost data (%d data-loss diagnostics, see above)", n)}
 	}
 	return nil
+}
+
+// diagnosticsJSON is a diagnostics table in --json outputs: counts by
+// severity (every severity, 0 included) and by code, and the list.
+type diagnosticsJSON struct {
+	Counts struct {
+		Info     int `json:"info"`
+		Warning  int `json:"warning"`
+		DataLoss int `json:"data_loss"`
+		Error    int `json:"error"`
+	} `json:"counts"`
+	Codes map[string]int `json:"codes"`
+	// Elided counts the diagnostics counted but not listed (beyond 1000 of
+	// one code).
+	Elided int              `json:"elided,omitempty"`
+	List   []diagnosticJSON `json:"list"`
+}
+
+type diagnosticJSON struct {
+	Severity string `json:"severity"` // info, warning, data_loss or error
+	Code     string `json:"code"`
+	Rank     int    `json:"rank"` // -1: not about one rank
+	File     string `json:"file,omitempty"`
+	Block    *int   `json:"block,omitempty"`
+	Offset   *int64 `json:"offset,omitempty"`
+	Message  string `json:"message"`
+}
+
+// severityJSON names a severity in JSON.
+func severityJSON(s tracefmt.Severity) string {
+	return strings.ReplaceAll(s.String(), " ", "_")
+}
+
+func newDiagnosticsJSON(d *tracefmt.Diagnostics) *diagnosticsJSON {
+	j := &diagnosticsJSON{Codes: map[string]int{}, Elided: d.Elided(), List: []diagnosticJSON{}}
+	j.Counts.Info, j.Counts.Warning = d.Count(tracefmt.Info), d.Count(tracefmt.Warning)
+	j.Counts.DataLoss, j.Counts.Error = d.Count(tracefmt.DataLoss), d.Count(tracefmt.Error)
+	for _, c := range d.Codes() {
+		j.Codes[c] = d.CountCode(c)
+	}
+	for _, x := range d.All() {
+		dj := diagnosticJSON{Severity: severityJSON(x.Severity), Code: x.Code, Rank: x.Rank, File: x.File, Message: x.Message}
+		if x.Block >= 0 {
+			dj.Block = &x.Block
+		}
+		if x.Offset >= 0 {
+			dj.Offset = &x.Offset
+		}
+		j.List = append(j.List, dj)
+	}
+	return j
+}
+
+// dataLossLine is the line a text summary gives when data was lost, ""
+// when none was.
+func dataLossLine(d *tracefmt.Diagnostics) string {
+	n := d.Count(tracefmt.DataLoss)
+	if n == 0 {
+		return ""
+	}
+	s := "s"
+	if n == 1 {
+		s = ""
+	}
+	return fmt.Sprintf("Data lost: %d data-loss diagnostic%s (listed on stderr): the figures cover what the logs kept\n", n, s)
+}
+
+// recordFilter returns the --include and --exclude a trace was recorded
+// with, as flags ("--exclude MPI_Recv"), from the rank headers' options;
+// "" when there were none.
+func recordFilter(t *tracefmt.Trace) string {
+	var filters []string
+	for _, f := range t.Files {
+		v, ok := f.Header.Get(tracefmt.KeyOptions)
+		if !ok {
+			continue
+		}
+		opts := parseRecorderOptions(v)
+		var flags []string
+		for _, k := range []string{"include", "exclude"} {
+			if opts[k] != "" {
+				flags = append(flags, "--"+k+" "+opts[k])
+			}
+		}
+		if s := strings.Join(flags, " "); s != "" && !slices.Contains(filters, s) {
+			filters = append(filters, s)
+		}
+	}
+	return strings.Join(filters, "; ")
+}
+
+// parseRecorderOptions reads a header's options, "key=value" separated by
+// spaces; a word without "=" belongs to the value before it (a list given
+// with spaces).
+func parseRecorderOptions(s string) map[string]string {
+	m := map[string]string{}
+	last := ""
+	for _, w := range strings.Fields(s) {
+		if k, v, ok := strings.Cut(w, "="); ok {
+			m[k], last = v, k
+		} else if last != "" {
+			m[last] += " " + w
+		}
+	}
+	return m
+}
+
+// filterNote says, when a trace recorded with --include or --exclude has
+// unmatched messages, that the filter may explain them; "" otherwise.
+func filterNote(t *tracefmt.Trace, d *tracefmt.Diagnostics) string {
+	n := d.CountCode(reconstruct.CodeUnmatchedSend) + d.CountCode(reconstruct.CodeUnmatchedRecv)
+	if n == 0 {
+		return ""
+	}
+	filter := recordFilter(t)
+	if filter == "" {
+		return ""
+	}
+	if n == 1 {
+		return fmt.Sprintf("the trace was recorded with %s: 1 unmatched message may be one whose send or receive it left out", filter)
+	}
+	return fmt.Sprintf("the trace was recorded with %s: %d unmatched messages may be those whose send or receive it left out", filter, n)
 }

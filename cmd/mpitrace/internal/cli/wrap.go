@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -73,7 +74,7 @@ layer; {{vardecl}} declares wrapper-local variables.`,
 	f.StringVarP(&opts.Compiler, "compiler", "c", "mpicc", "MPI compiler `wrapper` whose preprocessor reads mpi.h (may carry flags: \"mpicc -DX\")")
 	f.StringArrayVarP(&opts.Includes, "include", "I", nil, "extra include `directory` for reading mpi.h (repeatable)")
 	f.StringVarP(&opts.PMPIInit, "pmpi-init", "i", "pmpi_init_", "Fortran pmpi_init `binding` a static wrapper library calls: PMPI_INIT, pmpi_init, pmpi_init_ or pmpi_init__")
-	f.StringVarP(&opts.Output, "output", "o", "", "write the output to `FILE` instead of stdout")
+	outputFlag(f, &opts.Output, "", "write the output to `file` instead of stdout")
 	f.BoolVar(&opts.HeaderNames, "header-names", false, "name the wrappers' parameters as mpi.h does, like wrap.py (default: arg_0, arg_1, ...)")
 	return cmd
 }
@@ -91,11 +92,12 @@ func runWrap(ctx context.Context, opts *wrapOptions, s *Streams) error {
 	}
 	toFile := opts.Output != "" && opts.Output != "-"
 	// Like wrap.py, a failed run leaves no output file: a build system must
-	// not take an old one for the result.
+	// not take an old one for the result. (Through a symbolic link, the
+	// file it leads to.)
 	fail := func(err error) error {
 		if toFile {
-			if st, serr := os.Stat(opts.Output); serr == nil && st.Mode().IsRegular() {
-				os.Remove(opts.Output)
+			if target, st, serr := outputTarget(opts.Output); serr == nil && st != nil && st.Mode().IsRegular() {
+				os.Remove(target)
 			}
 		}
 		return err
@@ -144,12 +146,8 @@ func runWrap(ctx context.Context, opts *wrapOptions, s *Streams) error {
 		}
 		return fail(err)
 	}
-	if !toFile {
-		_, err := s.Out.Write(out.Bytes())
-		return err
-	}
-	if err := writeFileAtomic(opts.Output, out.Bytes()); err != nil {
-		return fail(fmt.Errorf("writing %s: %w", opts.Output, err))
+	if err := writeOutputTo(s, opts.Output, func(w io.Writer) error { _, err := w.Write(out.Bytes()); return err }); err != nil {
+		return fail(err)
 	}
 	return nil
 }
