@@ -48,14 +48,24 @@ lint: deps
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# The end-to-end package (cmd/mpitrace) runs about a hundred MPI jobs: 6
+# minutes on an idle 2-core machine, several times that beside other MPI
+# jobs (MPICH ranks cannot yield the processor: internal/mpijob). Each job
+# stops at its own deadline (3 minutes, or 30 s before this one) and fails
+# its test by name, so this limit only has to exceed a slow run.
+E2E_TIMEOUT ?= 45m
+
 test: lint
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/cmd/mpitrace$$')
+	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./cmd/mpitrace
 	$(GO) test -count=1 -race ./tracefmt/... ./reconstruct/... ./analysis/... ./cmd/mpitrace/internal/...
 
 bench: build
 	$(GO) run ./bench/overhead -n 5000000 -rounds 7
 	$(GO) run ./bench/tracesize
 	$(GO) test -run '^$$' -bench BenchmarkReader -benchtime 3x ./tracefmt
+	$(GO) test -run '^$$' -bench ReconstructCritpath -benchtime 1x -cpu 1,2 ./reconstruct
+	$(GO) test -run '^$$' -bench Critpath -benchtime 1x -cpu 1,2 ./cmd/mpitrace/internal/cli
 
 clean:
 	rm -rf bin demo

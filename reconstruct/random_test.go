@@ -102,7 +102,7 @@ func TestRandomEvents(t *testing.T) {
 		case err != nil:
 			t.Fatalf("case %d: %v", i, err)
 		}
-		if len(p.Vertices) < 2 {
+		if p.NumVertices() < 2 {
 			t.Fatalf("case %d: path %+v", i, p)
 		}
 		checkGraph(t, g)

@@ -15,6 +15,20 @@ import (
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
+// buildDir opens the trace directory dir and builds its task graph.
+func buildDir(tb testing.TB, dir string, o reconstruct.Options) (*tracefmt.Trace, *taskgraph.Graph, *tracefmt.Diagnostics) {
+	tb.Helper()
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g, diags, err := reconstruct.Build(tr, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tr, g, diags
+}
+
 // TestHaloFromDir builds the graph of a synthetic halo exchange written as
 // a real trace directory, and checks its shape and that reading the
 // directory in parallel, with one worker, or from memory gives the same
@@ -25,14 +39,7 @@ func TestHaloFromDir(t *testing.T) {
 	if err := testgen.Halo(ranks, iters, 7).WriteDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := tracefmt.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, diags, err := reconstruct.Build(tr, reconstruct.Options{Workers: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, g, diags := buildDir(t, dir, reconstruct.Options{Workers: 4})
 	if diags.Len() != 0 {
 		t.Errorf("diagnostics: %s", diags.Summary())
 	}
@@ -118,14 +125,7 @@ func TestMissingRankFile(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, tracefmt.RankFileName(2))); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := tracefmt.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, diags, err := reconstruct.Build(tr, reconstruct.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, g, diags := buildDir(t, dir, reconstruct.Options{})
 	if diags.CountCode(tracefmt.CodeMissingRank) != 1 || diags.CountCode(reconstruct.CodeUnmatchedSend) != 1 || diags.Count(tracefmt.Error) != 0 {
 		t.Errorf("diagnostics: %s", diags.Summary())
 	}
@@ -191,5 +191,30 @@ func TestEventRefs(t *testing.T) {
 	first, _ := g.RankOps(0)
 	if n := g.Node(first + 3); n.Name != "MPI_Wait" || n.Event.Completion != 1 || n.Event.Index != 4 {
 		t.Errorf("expanded wait %+v", n)
+	}
+}
+
+// TestSerial: testgen.Serial, the benchmarks' long-path trace, is one
+// chain whose critical path steps through every call.
+func TestSerial(t *testing.T) {
+	const calls = 200
+	dir := t.TempDir()
+	if err := testgen.Serial(calls, 3).WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	_, g, diags := buildDir(t, dir, reconstruct.Options{})
+	if diags.Len() != 0 {
+		t.Errorf("diagnostics: %s", diags.Summary())
+	}
+	// 20 iterations: 20 messages to itself, 2 Allreduce instances.
+	if g.NumOps() != calls-2 || g.NumMessages() != calls/10 || g.NumCollectives() != 2 {
+		t.Errorf("%d ops, %d messages, %d collectives", g.NumOps(), g.NumMessages(), g.NumCollectives())
+	}
+	p, err := critpath.Compute(g, testModel{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := p.NumVertices(); n != calls+2 {
+		t.Errorf("path of %d vertices, want every call and MPI_Init and MPI_Finalize: %d", n, calls+2)
 	}
 }

@@ -59,13 +59,35 @@ type Hop struct {
 	Bytes int64
 }
 
-// Path is a critical path: Vertices[0] is MPI_Init, the last MPI_Finalize,
-// and Hops[i] leads from Vertices[i] to Vertices[i+1].
+// Path is a critical path: Vertex(0) is MPI_Init, Vertex(NumVertices()-1)
+// MPI_Finalize, and Hop(i) leads from Vertex(i) to Vertex(i+1). It holds
+// 13 bytes per vertex (a taskgraph.Path) and describes vertices and hops on
+// demand, without allocating, so a path of millions of steps costs little
+// more than its graph. It is not safe for concurrent use.
 type Path struct {
-	Vertices []Vertex
-	Hops     []Hop
 	// Length is the path's weight in ns: its hops' and vertices' weights.
 	Length float64
+
+	g *taskgraph.Graph
+	w *weigher
+	p *taskgraph.Path
+}
+
+// NumVertices returns the number of vertices on the path (its hops are
+// one fewer).
+func (p *Path) NumVertices() int { return p.p.Len() }
+
+// Vertex returns vertex i of the path.
+func (p *Path) Vertex(i int) Vertex { return vertex(p.g, p.w, p.p.Node(i)) }
+
+// Hop returns hop i of the path, from Vertex(i) to Vertex(i+1).
+func (p *Path) Hop(i int) Hop {
+	e := p.p.Edge(i)
+	h := Hop{Kind: e.Kind, From: e.From, To: e.To, Rank: e.Rank, Weight: p.w.edge(&e), Bytes: e.Bytes}
+	if e.Kind != taskgraph.Message {
+		h.Measured = e.Weight
+	}
+	return h
 }
 
 // zeroModel weighs everything 0 (Compute with a nil model).
@@ -141,11 +163,11 @@ var ErrEmpty = errors.New("the task graph has no operations: no path from MPI_In
 // (a nil model weighs messages and collectives 0; negative or NaN model
 // times count as 0). It runs taskgraph.Graph.Longest: one visit of the
 // graph in topological order, in time linear in its size and about 8
-// bytes of memory per message, then a walk back from MPI_Finalize; among
-// equally long paths it prefers the chain edge to a message, the lowest
-// participant of a collective and the lowest rank into MPI_Finalize. A
-// cycle, which only inconsistent data makes, is a *taskgraph.CycleError
-// naming a node on it.
+// bytes of memory per message, then a walk back from MPI_Finalize that
+// keeps 13 bytes per vertex of the path; among equally long paths it
+// prefers the chain edge to a message, the lowest participant of a
+// collective and the lowest rank into MPI_Finalize. A cycle, which only
+// inconsistent data makes, is a *taskgraph.CycleError naming a node on it.
 func Compute(g *taskgraph.Graph, m Model) (*Path, error) {
 	if m == nil {
 		m = zeroModel{}
@@ -154,27 +176,18 @@ func Compute(g *taskgraph.Graph, m Model) (*Path, error) {
 		return nil, ErrEmpty
 	}
 	w := &weigher{g: g, m: m, colls: make(map[taskgraph.CollectiveInfo]collW)}
-	length, edges, err := g.Longest(w)
+	length, path, err := g.Longest(w)
 	if err != nil {
 		return nil, err
 	}
-	p := &Path{Length: length, Vertices: make([]Vertex, 0, len(edges)+1), Hops: make([]Hop, 0, len(edges))}
-	p.Vertices = append(p.Vertices, vertex(g, w, taskgraph.Init))
-	for i := range edges {
-		e := &edges[i]
-		h := Hop{Kind: e.Kind, From: e.From, To: e.To, Rank: e.Rank, Weight: w.edge(e), Bytes: e.Bytes}
-		if e.Kind != taskgraph.Message {
-			h.Measured = e.Weight
-		}
-		p.Hops = append(p.Hops, h)
-		p.Vertices = append(p.Vertices, vertex(g, w, e.To))
-	}
-	return p, nil
+	return &Path{Length: length, g: g, w: w, p: path}, nil
 }
 
 func vertex(g *taskgraph.Graph, w *weigher, v taskgraph.NodeID) Vertex {
-	x := Vertex{ID: v, Kind: g.Kind(v), Name: g.Name(v), Rank: g.Rank(v)}
-	if ci, ok := g.Collective(v); ok {
+	x := Vertex{ID: v}
+	x.Kind, x.Rank, x.Name, _ = g.Describe(v)
+	if x.Kind == taskgraph.KindCollective {
+		ci, _ := g.Collective(v)
 		cw := w.coll(v)
 		x.Weight, x.Model, x.Bytes, x.Procs = cw.ns, cw.used, ci.Bytes, ci.Procs
 	}

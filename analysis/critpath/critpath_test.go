@@ -228,18 +228,20 @@ func TestComputeMatchesBruteForce(t *testing.T) {
 // weights add up to its length.
 func checkPath(t *testing.T, g *taskgraph.Graph, m Model, p *Path) {
 	t.Helper()
-	if p.Vertices[0].ID != taskgraph.Init || p.Vertices[len(p.Vertices)-1].ID != taskgraph.Finalize {
-		t.Fatalf("path from %d to %d", p.Vertices[0].ID, p.Vertices[len(p.Vertices)-1].ID)
+	n := p.NumVertices()
+	if p.Vertex(0).ID != taskgraph.Init || p.Vertex(n-1).ID != taskgraph.Finalize {
+		t.Fatalf("path from %d to %d", p.Vertex(0).ID, p.Vertex(n-1).ID)
 	}
 	sum := 0.0
-	for i, v := range p.Vertices {
+	for i := range n {
+		v := p.Vertex(i)
 		sum += v.Weight
-		if i == len(p.Hops) {
+		if i == n-1 {
 			break
 		}
-		h := p.Hops[i]
-		if h.From != v.ID || h.To != p.Vertices[i+1].ID {
-			t.Fatalf("hop %d %d->%d between vertices %d and %d", i, h.From, h.To, v.ID, p.Vertices[i+1].ID)
+		h := p.Hop(i)
+		if h.From != v.ID || h.To != p.Vertex(i+1).ID {
+			t.Fatalf("hop %d %d->%d between vertices %d and %d", i, h.From, h.To, v.ID, p.Vertex(i+1).ID)
 		}
 		found := false
 		for _, e := range g.Out(v.ID, nil) {
@@ -444,8 +446,8 @@ func TestLatencyDefaultModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Length < 2000000 || len(p.Vertices) != 5 {
-		t.Errorf("path %v", fmt.Sprint(p.Length, len(p.Vertices)))
+	if p.Length < 2000000 || p.NumVertices() != 5 {
+		t.Errorf("path %v", fmt.Sprint(p.Length, p.NumVertices()))
 	}
 }
 
@@ -533,8 +535,8 @@ func TestSlackMatchesBruteForce(t *testing.T) {
 			}
 		}
 		p, _ := Compute(g, m)
-		for _, x := range p.Vertices {
-			if slack[x.ID] > 1e-9*max(1, length) {
+		for j := range p.NumVertices() {
+			if x := p.Vertex(j); slack[x.ID] > 1e-9*max(1, length) {
 				t.Fatalf("graph %d: node %d on the critical path has slack %v", i, x.ID, slack[x.ID])
 			}
 		}

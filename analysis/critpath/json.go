@@ -34,14 +34,15 @@ type edgeJSON struct {
 // MarshalJSON encodes the path as {"vertices": [...], "edges": [...],
 // "length_ns": ...}, edges[i] leading from vertices[i] to vertices[i+1].
 func (p *Path) MarshalJSON() ([]byte, error) {
-	j := pathJSON{Vertices: make([]vertexJSON, len(p.Vertices)), Edges: make([]edgeJSON, len(p.Hops)), Length: p.Length}
-	for i := range p.Vertices {
-		v := &p.Vertices[i]
+	n := p.NumVertices()
+	j := pathJSON{Vertices: make([]vertexJSON, n), Edges: make([]edgeJSON, n-1), Length: p.Length}
+	for i := range n {
+		v := p.Vertex(i)
 		j.Vertices[i] = vertexJSON{Name: v.Name, Rank: v.Rank, Kind: v.Kind.String(), Weight: v.Weight, Model: v.Model, Bytes: v.Bytes, Procs: v.Procs}
-	}
-	for i := range p.Hops {
-		h := &p.Hops[i]
-		j.Edges[i] = edgeJSON{Kind: h.Kind.String(), Rank: h.Rank, Weight: h.Weight, Measured: h.Measured, Bytes: h.Bytes}
+		if i+1 < n {
+			h := p.Hop(i)
+			j.Edges[i] = edgeJSON{Kind: h.Kind.String(), Rank: h.Rank, Weight: h.Weight, Measured: h.Measured, Bytes: h.Bytes}
+		}
 	}
 	return json.Marshal(j)
 }

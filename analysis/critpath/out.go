@@ -68,23 +68,19 @@ func (u Unit) Round(ns float64) int64 {
 // rounded to an integer in unit; a message edge is the message's bytes.
 // Lines end with "\n", the last one too.
 func WriteCritPathOut(w io.Writer, p *Path, unit Unit) error {
-	if len(p.Vertices) != len(p.Hops)+1 {
-		return fmt.Errorf("internal error: critpath: a path of %d vertices and %d edges", len(p.Vertices), len(p.Hops))
-	}
-	bw := bufio.NewWriter(w)
-	var b []byte
-	for i := range p.Vertices {
-		v := &p.Vertices[i]
-		b = append(b[:0], v.Name...)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	n := p.NumVertices()
+	for i := 0; i < n; i++ {
+		_, rank, name, _ := p.g.Describe(p.p.Node(i))
+		b := append(bw.AvailableBuffer(), name...)
 		b = append(b, ' ')
-		b = strconv.AppendInt(b, int64(v.Rank), 10)
+		b = strconv.AppendInt(b, int64(rank), 10)
 		b = append(b, '\n')
-		if i < len(p.Hops) {
-			h := &p.Hops[i]
-			if h.Kind == taskgraph.Message {
-				b = strconv.AppendInt(b, h.Bytes, 10)
+		if i+1 < n {
+			if e := p.p.Edge(i); e.Kind == taskgraph.Message {
+				b = strconv.AppendInt(b, e.Bytes, 10)
 			} else {
-				b = strconv.AppendInt(b, unit.Round(float64(h.Measured)), 10)
+				b = strconv.AppendInt(b, unit.Round(float64(e.Weight)), 10)
 			}
 			b = append(b, '\n')
 		}

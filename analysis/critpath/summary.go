@@ -77,9 +77,12 @@ type Item struct {
 func label(v *Vertex) string { return v.Name + " " + strconv.Itoa(v.Rank) }
 
 // Summarize summarises p, a critical path of g, with its top heaviest
-// items (all when top < 0).
+// items (all when top < 0). It visits the path's collective vertices,
+// then every vertex with the hop into it, and keeps only the top heaviest
+// items (a bounded heap), so that its memory does not grow with the path.
 func Summarize(g *taskgraph.Graph, p *Path, top int) *Summary {
-	s := &Summary{Length: p.Length, Vertices: len(p.Vertices)}
+	n := p.NumVertices()
+	s := &Summary{Length: p.Length, Vertices: n}
 	for _, r := range g.Ranks() {
 		if a, b, ok := g.RankSpan(r); ok {
 			s.Measured = max(s.Measured, b-a)
@@ -88,54 +91,76 @@ func Summarize(g *taskgraph.Graph, p *Path, top int) *Summary {
 	if s.Measured > 0 {
 		s.Ratio = p.Length / float64(s.Measured)
 	}
+	// By world rank, collectives at -1; not a table of Size() entries, which
+	// a hostile log may claim in millions. Paths stay on a rank for a while.
 	byRank := make(map[int]*RankShare)
+	var lastRank *RankShare
 	rank := func(r int) *RankShare {
-		if x, ok := byRank[r]; ok {
-			return x
+		if lastRank != nil && lastRank.Rank == r {
+			return lastRank
 		}
-		x := &RankShare{Rank: r}
-		byRank[r] = x
+		x, ok := byRank[r]
+		if !ok {
+			x = &RankShare{Rank: r}
+			byRank[r] = x
+		}
+		lastRank = x
 		return x
 	}
 	byFn := make(map[string]*FunctionShare)
-	fn := func(name string) *FunctionShare {
-		if x, ok := byFn[name]; ok {
-			return x
+	fnIdx := make([]*FunctionShare, len(g.Names())+2) // by taskgraph.Graph.Describe's nameIdx
+	fn := func(name string, idx int) *FunctionShare {
+		if idx >= 0 && fnIdx[idx] != nil {
+			return fnIdx[idx]
 		}
-		x := &FunctionShare{Name: name}
-		byFn[name] = x
+		x, ok := byFn[name]
+		if !ok {
+			x = &FunctionShare{Name: name}
+			byFn[name] = x
+		}
+		if idx >= 0 {
+			fnIdx[idx] = x
+		}
 		return x
 	}
-	var items []Item
-	for i := range p.Vertices {
-		v := &p.Vertices[i]
-		fn(v.Name).Count++
-		if v.Kind == taskgraph.KindCollective {
-			s.Collectives++
-			s.Communication += v.Weight
-			rank(-1).Communication += v.Weight
-			fn(v.Name).Communication += v.Weight
-			items = append(items, Item{Kind: "collective", Index: i, From: label(v), To: label(v), Rank: -1, Weight: v.Weight, Model: v.Model})
+	heavy := newHeaviest(top)
+	// Collective vertices first, then hops, each in path order: the sums
+	// add up in the order they always did, to the last bit.
+	for i := 0; i < n; i++ {
+		if g.Kind(p.p.Node(i)) != taskgraph.KindCollective {
+			continue
 		}
-		if v.Kind == taskgraph.KindOp {
-			rank(v.Rank)
-		}
+		v := p.Vertex(i)
+		s.Collectives++
+		s.Communication += v.Weight
+		rank(-1).Communication += v.Weight
+		fn(v.Name, -1).Communication += v.Weight
+		heavy.add(candidate{weight: v.Weight, index: i})
 	}
-	for i := range p.Hops {
-		h := &p.Hops[i]
-		to := &p.Vertices[i+1]
-		if h.Kind == taskgraph.Message {
-			s.Messages++
-			s.MessageBytes += h.Bytes
-			s.Communication += h.Weight
-			rank(h.Rank).Communication += h.Weight
-			fn(to.Name).Communication += h.Weight
-		} else {
-			s.Computation += h.Weight
-			rank(h.Rank).Computation += h.Weight
-			fn(to.Name).Computation += h.Weight
+	for i := 0; i < n; i++ {
+		kind, r, name, idx := g.Describe(p.p.Node(i))
+		to := fn(name, idx)
+		to.Count++
+		if kind == taskgraph.KindOp {
+			rank(r)
 		}
-		items = append(items, Item{Kind: h.Kind.String(), Index: i, From: label(&p.Vertices[i]), To: label(to), Rank: h.Rank, Weight: h.Weight, Bytes: h.Bytes})
+		if i == 0 {
+			continue
+		}
+		e := p.p.Edge(i - 1)
+		weight := p.w.edge(&e)
+		if e.Kind == taskgraph.Message {
+			s.Messages++
+			s.MessageBytes += e.Bytes
+			s.Communication += weight
+			rank(e.Rank).Communication += weight
+			to.Communication += weight
+		} else {
+			s.Computation += weight
+			rank(e.Rank).Computation += weight
+			to.Computation += weight
+		}
+		heavy.add(candidate{weight: weight, hop: true, index: i - 1})
 	}
 	share := func(x float64) float64 {
 		if p.Length <= 0 {
@@ -166,15 +191,105 @@ func Summarize(g *taskgraph.Graph, p *Path, top int) *Summary {
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})
-	slices.SortStableFunc(items, func(a, b Item) int { return cmp.Compare(b.Weight, a.Weight) })
-	if top >= 0 && len(items) > top {
-		items = items[:top]
+	kept := heavy.sorted()
+	s.Top = make([]Item, 0, len(kept)) // [] in JSON, not null, with --top 0
+	for _, c := range kept {
+		var it Item
+		if c.hop {
+			h := p.Hop(c.index)
+			from, to := p.Vertex(c.index), p.Vertex(c.index+1)
+			it = Item{Kind: h.Kind.String(), Index: c.index, From: label(&from), To: label(&to), Rank: h.Rank, Weight: h.Weight, Bytes: h.Bytes}
+		} else {
+			v := p.Vertex(c.index)
+			it = Item{Kind: "collective", Index: c.index, From: label(&v), To: label(&v), Rank: -1, Weight: v.Weight, Model: v.Model}
+		}
+		it.Share = share(it.Weight)
+		s.Top = append(s.Top, it)
 	}
-	for i := range items {
-		items[i].Share = share(items[i].Weight)
-	}
-	s.Top = items
 	return s
+}
+
+// A candidate is an item of the summary's Top before it is described:
+// collective vertex index, or hop index.
+type candidate struct {
+	weight float64
+	hop    bool
+	index  int
+}
+
+// heavier reports whether a goes before b in Top: by weight, heaviest
+// first, then collective vertices before hops, each in path order (the
+// order of a stable sort of the vertices' items followed by the hops').
+func heavier(a, b candidate) bool {
+	if c := cmp.Compare(a.weight, b.weight); c != 0 {
+		return c > 0
+	}
+	if a.hop != b.hop {
+		return !a.hop
+	}
+	return a.index < b.index
+}
+
+// heaviest keeps the n heaviest candidates added (all when n < 0) in a
+// heap whose root is the lightest kept: time O(log n) per candidate,
+// memory O(n).
+type heaviest struct {
+	n int
+	h []candidate
+}
+
+func newHeaviest(n int) *heaviest { return &heaviest{n: n} }
+
+func (t *heaviest) add(c candidate) {
+	if t.n >= 0 && len(t.h) == t.n {
+		if t.n == 0 || !heavier(c, t.h[0]) {
+			return
+		}
+		t.h[0] = c
+		t.down(0)
+		return
+	}
+	t.h = append(t.h, c)
+	for i := len(t.h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !heavier(t.h[parent], t.h[i]) {
+			break
+		}
+		t.h[parent], t.h[i] = t.h[i], t.h[parent]
+		i = parent
+	}
+}
+
+// down restores the heap below i: every parent lighter than its children.
+func (t *heaviest) down(i int) {
+	for {
+		lightest := i
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(t.h) && heavier(t.h[lightest], t.h[c]) {
+				lightest = c
+			}
+		}
+		if lightest == i {
+			return
+		}
+		t.h[i], t.h[lightest] = t.h[lightest], t.h[i]
+		i = lightest
+	}
+}
+
+// sorted returns the kept candidates, heaviest first.
+func (t *heaviest) sorted() []candidate {
+	out := slices.Clone(t.h)
+	slices.SortFunc(out, func(a, b candidate) int {
+		switch {
+		case heavier(a, b):
+			return -1
+		case heavier(b, a):
+			return 1
+		}
+		return 0
+	})
+	return out
 }
 
 // WriteText writes the summary as text tables, times in unit.

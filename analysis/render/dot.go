@@ -196,12 +196,13 @@ func selectView(g *taskgraph.Graph, p *critpath.Path, o *DOTOptions) *view {
 	v := &view{keep: make([]bool, n), stubs: make(map[int]bool)}
 	if p != nil {
 		v.onPath = make([]bool, n)
-		v.pathEdges = make(map[edgeKey]bool, len(p.Hops))
-		for _, x := range p.Vertices {
-			v.onPath[x.ID] = true
-		}
-		for _, h := range p.Hops {
-			v.pathEdges[edgeKey{h.From, h.To, h.Kind, h.Rank}] = true
+		v.pathEdges = make(map[edgeKey]bool, p.NumVertices()-1)
+		for i := range p.NumVertices() {
+			v.onPath[p.Vertex(i).ID] = true
+			if i+1 < p.NumVertices() {
+				h := p.Hop(i)
+				v.pathEdges[edgeKey{h.From, h.To, h.Kind, h.Rank}] = true
+			}
 		}
 	}
 	filtered := o.CriticalOnly || o.Ranks != nil || o.Window != nil
@@ -502,7 +503,7 @@ func (d *drawer) label(p *critpath.Path) string {
 	lines := []string{fmt.Sprintf("MPI task graph: %d ranks, %d operations, %d collectives, %d messages",
 		g.Size(), g.NumOps(), g.NumCollectives(), g.NumMessages())}
 	if p != nil {
-		lines = append(lines, fmt.Sprintf("critical path (red): %s, %d vertices", d.time(p.Length), len(p.Vertices)))
+		lines = append(lines, fmt.Sprintf("critical path (red): %s, %d vertices", d.time(p.Length), p.NumVertices()))
 	} else {
 		lines = append(lines, "critical path: not computed")
 	}

@@ -324,11 +324,12 @@ func checkStructure(t *testing.T, g *taskgraph.Graph, p *critpath.Path, o render
 	onPath := map[taskgraph.NodeID]bool{}
 	pathEdges := map[string]bool{}
 	if p != nil {
-		for _, v := range p.Vertices {
-			onPath[v.ID] = true
-		}
-		for _, h := range p.Hops {
-			pathEdges[fmt.Sprintf("%s_%d_%d_r%d", h.Kind, h.From, h.To, h.Rank)] = true
+		for i := range p.NumVertices() {
+			onPath[p.Vertex(i).ID] = true
+			if i+1 < p.NumVertices() {
+				h := p.Hop(i)
+				pathEdges[fmt.Sprintf("%s_%d_%d_r%d", h.Kind, h.From, h.To, h.Rank)] = true
+			}
 		}
 	}
 	shownOps := map[taskgraph.NodeID]bool{}

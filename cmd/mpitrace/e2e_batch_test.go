@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mpitrace/mpitrace/internal/mpijob"
 )
 
 // TestRecordClosingLine: with stderr not a terminal, as in a batch job,
@@ -162,7 +164,7 @@ func TestRecordSignalsOnce(t *testing.T) {
 	for _, prefix := range [][]string{nil, {"setsid"}} {
 		t.Run(strings.Join(append([]string{"launcher"}, prefix...), "-"), func(t *testing.T) {
 			dir := t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+			ctx, cancel := mpijob.Context(t) // before go test's -timeout too
 			defer cancel()
 			argv := append(append([]string{"record", "--out", filepath.Join(dir, "traces")}, m.recorderFlags(t)...), "--")
 			argv = append(argv, prefix...)
@@ -199,7 +201,7 @@ func TestRecordSignalsOnce(t *testing.T) {
 			syscall.Kill(mpid, syscall.SIGTERM)
 			err = cmd.Wait()
 			if ctx.Err() != nil {
-				t.Fatalf("record did not end\n%s", stderr.String())
+				t.Fatalf("record did not end: %s\nstderr:\n%s", mpijob.CommandLine(cmd.Args), stderr.String())
 			}
 			if err != nil {
 				t.Fatalf("record: %v\n%s", err, stderr.String())
@@ -230,7 +232,7 @@ func TestRecordTimeout(t *testing.T) {
 			stop := func(name string, argv ...string) (int, string) {
 				ready := filepath.Join(dir, name)
 				os.Mkdir(ready, 0o755)
-				ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+				ctx, cancel := mpijob.Context(t) // before go test's -timeout too
 				defer cancel()
 				argv = append(append([]string{"timeout", "-s", "TERM", "1h"}, argv...), m.launch(2, bin, "wait", "10", ready)...)
 				cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -245,7 +247,7 @@ func TestRecordTimeout(t *testing.T) {
 				cmd.Process.Signal(syscall.SIGTERM)
 				err := cmd.Wait()
 				if ctx.Err() != nil {
-					t.Fatalf("%s did not end", name)
+					t.Fatalf("%s did not end: %s\nstderr:\n%s", name, mpijob.CommandLine(cmd.Args), stderr.String())
 				}
 				if ee, ok := err.(*exec.ExitError); ok {
 					return ee.ExitCode(), stderr.String()
@@ -288,7 +290,7 @@ func TestRecordSignalsTerminal(t *testing.T) {
 	}
 	fake := m.compile(t, "sigcount")
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	ctx, cancel := mpijob.Context(t) // before go test's -timeout too
 	defer cancel()
 	line := fmt.Sprintf("exec %s record --out %s %s -- %s %s", mpitraceBin, filepath.Join(dir, "traces"), strings.Join(m.recorderFlags(t), " "), fake, dir)
 	cmd := exec.CommandContext(ctx, "script", "-qfec", line, "/dev/null")

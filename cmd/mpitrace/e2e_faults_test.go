@@ -5,7 +5,6 @@ package main_test
 // reports what was lost without failing.
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/mpitrace/mpitrace/internal/mpijob"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
@@ -291,18 +291,11 @@ func TestFaultSIGTERM(t *testing.T) {
 	bin, dir, out := faultSetup(t, m)
 	ready := filepath.Join(dir, "ready")
 	os.Mkdir(ready, 0o755)
-	args := append([]string{"record", "-o", out, "--"}, m.launch(3, bin, "wait", "10", ready)...)
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, mpitraceBin, args...)
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitRanks(t, ctx, ready, 3)
-	cmd.Process.Signal(syscall.SIGTERM)
-	err := cmd.Wait()
-	if err == nil {
+	args := append([]string{mpitraceBin, "record", "-o", out, "--"}, m.launch(3, bin, "wait", "10", ready)...)
+	job := mpijob.Start(t, dir, nil, args...)
+	waitRanks(t, job.Context(), ready, 3)
+	job.Signal(syscall.SIGTERM)
+	if r := job.Wait(); r.Code == 0 {
 		t.Fatalf("the run was stopped but record exited 0")
 	}
 	_, logs := readTrace(t, out)

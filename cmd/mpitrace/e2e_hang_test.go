@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mpitrace/mpitrace/internal/mpijob"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
@@ -69,9 +70,10 @@ func startRecord(t *testing.T, m mpiImpl, np int, mode string, env []string, wra
 	return cmd, out, ready, done
 }
 
-// waitCtx bounds a wait of the test by runTimeout.
+// waitCtx bounds a wait of the test by runTimeout, and by go test's
+// -timeout (internal/mpijob).
 func waitCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	ctx, cancel := mpijob.Context(t)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -92,7 +94,7 @@ func waitExit(t *testing.T, done chan struct{}) {
 	t.Helper()
 	select {
 	case <-done:
-	case <-time.After(runTimeout):
+	case <-waitCtx(t).Done():
 		t.Fatalf("mpitrace record did not end within %v after its ranks were stopped", runTimeout)
 	}
 }

@@ -5,9 +5,6 @@ package main_test
 // a recorded trace back into events per rank.
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,8 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/mpitrace/mpitrace/internal/mpijob"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
@@ -136,39 +133,17 @@ func run(t *testing.T, dir string, argv ...string) result {
 	return runEnv(t, dir, nil, argv...)
 }
 
-// runTimeout bounds every command of the end-to-end tests: a hung MPI run
-// fails the test instead of the CI job.
-const runTimeout = 3 * time.Minute
+// runTimeout bounds every command of the end-to-end tests (see
+// internal/mpijob): a hung or starved MPI run fails its test, naming
+// itself, instead of the CI job.
+const runTimeout = mpijob.Timeout
 
-// runEnv is run with extra environment variables.
+// runEnv is run with extra environment variables. The command runs in a
+// process group of its own, with a deadline (internal/mpijob).
 func runEnv(t *testing.T, dir string, env []string, argv ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.WaitDelay = 10 * time.Second
-	cmd.Dir = dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			r.code = 128 + int(ws.Signal())
-		} else {
-			r.code = ee.ExitCode()
-		}
-	default:
-		t.Fatalf("running %v: %v", argv, err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("%v did not finish within %v\nstderr:\n%s", argv, runTimeout, r.stderr)
-	}
-	return r
+	r := mpijob.Run(t, dir, env, argv...)
+	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Code}
 }
 
 // measureEnv names the file into which the test binary, run as a helper,

@@ -482,6 +482,7 @@ func (b *Builder) Finish() (*Graph, error) {
 		g.sendRank[i] = uint32(g.numSenders)
 		g.numSenders += bits.OnesCount64(w)
 	}
+	g.partBits = make([]uint64, (g.numOps+63)/64)
 	// Per-rank participation lists in program order.
 	for j := range g.parts {
 		pt := &g.parts[j]
@@ -505,6 +506,10 @@ func (b *Builder) Finish() (*Graph, error) {
 		slices.SortFunc(d.nb, byPos)
 		for i, j := range d.blk {
 			g.parts[j].idx = uint32(i)
+			if at := g.parts[j].at; int(at) < d.n() {
+				o := uint32(d.base-firstOp) + at
+				g.partBits[o>>6] |= 1 << (o & 63)
+			}
 		}
 		for i, j := range d.nb {
 			g.parts[j].idx = uint32(i)

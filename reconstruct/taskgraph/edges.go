@@ -25,11 +25,24 @@ func (g *Graph) partAt(d *rankData, x uint32) int {
 	return sort.Search(len(d.blk), func(j int) bool { return g.parts[d.blk[j]].at >= x })
 }
 
+// mayHavePart reports whether a blocking collective may sit at slot x of
+// the rank, before its operation x: false lets slot and before skip the
+// search of d.blk for most operations.
+func (g *Graph) mayHavePart(d *rankData, x uint32) bool {
+	if int(x) >= d.n() {
+		return len(d.blk) > 0
+	}
+	i := uint32(d.base-firstOp) + x
+	return g.partBits[i>>6]&(1<<(i&63)) != 0
+}
+
 // slot returns the first chain element at slot x: the first blocking
 // collective before operation x, else operation x, else Finalize.
 func (g *Graph) slot(d *rankData, x uint32) pos {
-	if j := g.partAt(d, x); j < len(d.blk) && g.parts[d.blk[j]].at == x {
-		return pos{posPart, uint32(j)}
+	if g.mayHavePart(d, x) {
+		if j := g.partAt(d, x); j < len(d.blk) && g.parts[d.blk[j]].at == x {
+			return pos{posPart, uint32(j)}
+		}
 	}
 	if int(x) < d.n() {
 		return pos{posOp, x}
@@ -40,8 +53,10 @@ func (g *Graph) slot(d *rankData, x uint32) pos {
 // before returns the chain element just before slot x: the last blocking
 // collective before operation x, else operation x-1, else Init.
 func (g *Graph) before(d *rankData, x uint32) pos {
-	if j := g.partAt(d, x+1) - 1; j >= 0 && g.parts[d.blk[j]].at == x {
-		return pos{posPart, uint32(j)}
+	if g.mayHavePart(d, x) {
+		if j := g.partAt(d, x+1) - 1; j >= 0 && g.parts[d.blk[j]].at == x {
+			return pos{posPart, uint32(j)}
+		}
 	}
 	if x > 0 {
 		return pos{posOp, x - 1}

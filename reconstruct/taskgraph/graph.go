@@ -261,6 +261,9 @@ type Graph struct {
 	sendBits   []uint64
 	sendRank   []uint32
 	numSenders int
+	// partBits marks the operations that a blocking collective precedes
+	// on their rank's chain (bit i for operation id 2+i).
+	partBits []uint64
 	// rankIdx[b] is the rank index of operation id 2+b*4096.
 	rankIdx []int32
 
@@ -373,18 +376,31 @@ func (g *Graph) indexOf(v NodeID) int {
 
 // Name returns the function name of node v.
 func (g *Graph) Name(v NodeID) string {
-	switch g.Kind(v) {
+	_, _, name, _ := g.Describe(v)
+	return name
+}
+
+// Describe returns node v's kind, rank and function name (Kind, Rank and
+// Name at once, for code that visits many nodes), and a small number that
+// stands for the name, for tables indexed by function: its index in
+// Names(), len(Names()) for Init and len(Names())+1 for Finalize. Nodes
+// with the same number have the same name.
+func (g *Graph) Describe(v NodeID) (kind NodeKind, rank int, name string, nameIdx int) {
+	switch kind = g.Kind(v); kind {
 	case KindInit:
-		return g.initName
+		return kind, -1, g.initName, len(g.names)
 	case KindFinalize:
-		return g.finName
+		return kind, -1, g.finName, len(g.names) + 1
 	case KindOp:
-		d := &g.ranks[g.indexOf(v)]
-		return g.names[g.opNames[d.ops.name(uint32(v-d.base))].fn]
+		ri := g.indexOf(v)
+		d := &g.ranks[ri]
+		fn := g.opNames[d.ops.name(uint32(v-d.base))].fn
+		return kind, g.index.rank(ri), g.names[fn], int(fn)
 	case KindCollective:
-		return g.names[g.colls[v-g.collBase].name]
+		fn := g.colls[v-g.collBase].name
+		return kind, -1, g.names[fn], int(fn)
 	}
-	return ""
+	return 0, -1, "", -1
 }
 
 // CollectiveInfo is what a latency model needs of a collective node.

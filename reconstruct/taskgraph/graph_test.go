@@ -196,6 +196,26 @@ func TestEdges(t *testing.T) {
 	}
 }
 
+// TestDescribe: Describe agrees with Kind, Rank and Name, and its name
+// numbers stand for the names.
+func TestDescribe(t *testing.T) {
+	g := sample(t)
+	byIdx := map[int]string{}
+	for v := NodeID(0); int(v) < g.NumNodes(); v++ {
+		kind, rank, name, idx := g.Describe(v)
+		if kind != g.Kind(v) || rank != g.Rank(v) || name != g.Node(v).Name {
+			t.Errorf("node %d: Describe %v %d %q, Node %+v", v, kind, rank, name, g.Node(v))
+		}
+		if prev, ok := byIdx[idx]; ok && prev != name || idx < 0 || idx >= len(g.Names())+2 {
+			t.Errorf("node %d: name number %d for %q (and %q)", v, idx, name, prev)
+		}
+		byIdx[idx] = name
+	}
+	if len(byIdx) != len(g.Names())+2 {
+		t.Errorf("%d name numbers for %d names and Init, Finalize", len(byIdx), len(g.Names()))
+	}
+}
+
 type unitWeights struct{}
 
 func (unitWeights) Message(b int64) float64   { return 1000 }
@@ -215,12 +235,97 @@ func TestLongest(t *testing.T) {
 		t.Errorf("length %v", length)
 	}
 	var nodes []NodeID
-	for _, e := range path {
-		nodes = append(nodes, e.From)
+	for i := range path.Len() {
+		nodes = append(nodes, path.Node(i))
+		if i+1 < path.Len() {
+			if e := path.Edge(i); e.From != path.Node(i) || e.To != path.Node(i+1) {
+				t.Errorf("edge %d %+v between nodes %d and %d", i, e, path.Node(i), path.Node(i+1))
+			}
+		}
 	}
-	nodes = append(nodes, path[len(path)-1].To)
 	if !slices.Equal(nodes, []NodeID{Init, 2, 6, 9, 3, 4, 5, Finalize}) {
 		t.Errorf("path %v", nodes)
+	}
+}
+
+// TestLongestLongPath: a path of several chunks, through messages that
+// skip an operation, comes back in order with the right edges.
+func TestLongestLongPath(t *testing.T) {
+	const n = 3*chunkLen + 5
+	b := NewBuilder(1)
+	fn := b.Name("MPI_Send")
+	r := b.Rank(0)
+	r.SetInit(0)
+	const long = 5_000_000_000 // before the last operation: more than 32 bits of ns
+	start := func(i int) int64 {
+		if i == n-1 {
+			return long + 10 + 10*int64(i)
+		}
+		return 10 + 10*int64(i)
+	}
+	for i := range n {
+		r.AddOp(Op{Name: fn, Kind: spec.Send, Start: start(i), End: start(i) + 1, Event: int64(i)})
+	}
+	r.SetFinalize(start(n))
+	if err := b.Layout(); err != nil {
+		t.Fatal(err)
+	}
+	// A message from operation 3j to 3j+2 (1000) beats the chain (9 + 9);
+	// the one into operation 5 carries more than 4 GiB.
+	bytes := func(i uint32) uint64 {
+		if i == 5 {
+			return 1 << 33
+		}
+		return 64
+	}
+	for i := uint32(2); i < n; i += 3 {
+		if err := r.AddIncoming(i, b.OpID(0, i-2), bytes(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, path, err := g.Longest(unitWeights{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := g.RankOps(0)
+	want := []NodeID{Init}
+	for i := NodeID(0); i < n; i++ {
+		if i%3 != 1 || i+1 == n { // the last operation has no message past it
+			want = append(want, first+i)
+		}
+	}
+	want = append(want, Finalize)
+	if path.Len() != len(want) {
+		t.Fatalf("path of %d nodes, want %d", path.Len(), len(want))
+	}
+	for i, v := range want {
+		if path.Node(i) != v {
+			t.Fatalf("node %d is %d, want %d", i, path.Node(i), v)
+		}
+		if i == 0 {
+			continue
+		}
+		e := path.Edge(i - 1)
+		kind := Compute
+		switch {
+		case i == 1:
+			kind = InitOut
+		case v == Finalize:
+			kind = FinalizeIn
+		case (v-first)%3 == 2:
+			kind = Message
+		}
+		weight := int64(9)
+		if v-first == n-1 {
+			weight += long
+		}
+		if e.From != want[i-1] || e.To != v || e.Kind != kind || kind == Message && e.Bytes != int64(bytes(uint32(v-first))) || kind == Compute && e.Weight != weight {
+			t.Fatalf("edge %d: %+v, want %v from %d to %d", i-1, e, kind, want[i-1], v)
+		}
 	}
 }
 

@@ -16,17 +16,17 @@ type Weights interface {
 }
 
 // Longest returns the length of a longest path from Init to Finalize and
-// its edges, in order. It is Walk specialised: it visits the nodes in the
-// same topological order, keeping the longest distance only per rank (the
+// the path. It is Walk specialised: it visits the nodes in the same
+// topological order, keeping the longest distance only per rank (the
 // chain's current element), per operation that sends a message, and per
 // collective, plus one bit per operation saying whether its longest
 // incoming path arrives by its cross edge; it then walks back from
-// Finalize. Time is linear in the size of the graph, extra memory about
-// 8 bytes per message and a bit per operation. Among equally long
-// incoming paths it takes the first in In order (the chain before a
-// message; the lowest participant; the lowest rank). A cycle is a
-// *CycleError.
-func (g *Graph) Longest(w Weights) (float64, []Edge, error) {
+// Finalize. Time is linear in the size of the graph, extra memory about 8
+// bytes per message, a bit per operation and 13 bytes per step of the
+// path. Among equally long incoming paths it takes the first in In order
+// (the chain before a message; the lowest participant; the lowest rank).
+// A cycle is a *CycleError.
+func (g *Graph) Longest(w Weights) (float64, *Path, error) {
 	l := &longest{sched: newSched(g), w: w, cur: make([]lcursor, len(g.ranks)),
 		sendVal: make([]float64, g.numSenders), choice: make([]uint64, (g.numOps+63)/64),
 		collVal: make([]float64, len(g.colls)), collArg: make([]uint32, len(g.colls)),
@@ -193,51 +193,54 @@ func (l *longest) wake(c *lcursor) {
 }
 
 // back walks from Finalize to Init along the recorded choices.
-func (l *longest) back() ([]Edge, error) {
+func (l *longest) back() (*Path, error) {
 	g := l.g
-	var rev []Edge
+	p := &Path{}
+	// last[ri] is the index in xTo of the cross edge the walk took last on
+	// rank index ri, 0 for none: the walk visits a rank's operations in
+	// decreasing order, so the next is most often the one just before.
+	last := make([]int, len(g.ranks))
 	ri := l.finArg
-	d := &g.ranks[ri]
-	p := g.prev(d, pos{k: posFin})
-	rev = append(rev, g.chainEdge(ri, p, pos{k: posFin}))
-	for v := rev[0].From; v != Init; {
-		if len(rev) > g.NumNodes() {
+	v, e := Finalize, g.chainEdge(ri, g.prev(&g.ranks[ri], pos{k: posFin}), pos{k: posFin})
+	cross := false
+	for {
+		p.push(v, e, cross)
+		if p.n > g.NumNodes() {
 			return nil, fmt.Errorf("internal error: taskgraph: the longest path back from %s does not reach %s", g.finName, g.initName)
 		}
-		var e Edge
+		v, cross = e.From, false
 		switch g.Kind(v) {
+		case KindInit:
+			p.push(v, Edge{}, false)
+			return p, nil
 		case KindOp:
 			ri = g.indexOf(v)
-			d = &g.ranks[ri]
+			d := &g.ranks[ri]
 			i := uint32(v - d.base)
-			o := uint32(v - firstOp)
-			if l.choice[o>>6]&(1<<(o&63)) != 0 {
-				x := searchU32(d.xTo, i)
-				e = g.crossEdge(ri, x)
+			if o := uint32(v - firstOp); l.choice[o>>6]&(1<<(o&63)) != 0 {
+				x := last[ri] - 1
+				if x < 0 || d.xTo[x] != i {
+					x = searchU32(d.xTo, i)
+				}
+				last[ri] = x
+				e, cross = g.crossEdge(ri, x), true
 			} else {
 				e = g.chainEdge(ri, g.prev(d, pos{posOp, i}), pos{posOp, i})
 			}
 		case KindCollective:
 			pt := &g.parts[l.collArg[v-g.collBase]]
 			ri = int(pt.ri)
-			d = &g.ranks[ri]
+			d := &g.ranks[ri]
 			if pt.nb {
 				e = Edge{Kind: CollIn, From: d.base + NodeID(pt.at), To: v, Rank: g.index.rank(ri)}
 			} else {
-				p := pos{posPart, pt.idx}
-				e = g.chainEdge(ri, g.prev(d, p), p)
+				at := pos{posPart, pt.idx}
+				e = g.chainEdge(ri, g.prev(d, at), at)
 			}
 		default:
 			return nil, fmt.Errorf("internal error: taskgraph: the longest path back reaches node %d", v)
 		}
-		rev = append(rev, e)
-		v = e.From
 	}
-	path := make([]Edge, len(rev))
-	for i, e := range rev {
-		path[len(rev)-1-i] = e
-	}
-	return path, nil
 }
 
 // searchU32 returns the index of x in the sorted slice s (which holds it).

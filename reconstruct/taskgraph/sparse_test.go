@@ -81,8 +81,8 @@ func TestSparseBuilder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range path {
-		if e.Rank != 5 && e.Rank != last {
+	for i := range path.Len() - 1 {
+		if e := path.Edge(i); e.Rank != 5 && e.Rank != last {
 			t.Errorf("path edge %+v", e)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mpitrace/mpitrace/analysis/latency"
+	"github.com/mpitrace/mpitrace/internal/mpijob"
 	"github.com/mpitrace/mpitrace/recorder/calibrate"
 )
 
@@ -50,7 +51,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Run(mpi.name, func(t *testing.T) {
 			need(t, mpi.mpicc, mpi.launcher[0])
 			allowRoot(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := mpijob.Context(t)
 			defer cancel()
 			bin, err := calibrate.Build(ctx, mpi.mpicc, t.TempDir())
 			if err != nil {
@@ -60,7 +61,7 @@ func TestEndToEnd(t *testing.T) {
 			var stderr bytes.Buffer
 			res, err := calibrate.Run(ctx, mpi.launcher, bin, calibrate.CIConfig(), &stderr)
 			if err != nil {
-				t.Fatalf("%v\nstderr:\n%s", err, stderr.String())
+				t.Fatalf("%v\n  %s %s\nstderr (end):\n%s", err, mpijob.CommandLine(mpi.launcher), bin, mpijob.Tail(stderr.String(), 40))
 			}
 			t.Logf("%s: %d points in %v", mpi.name, len(res.Points), time.Since(start).Round(time.Millisecond))
 			if res.Procs != 2 || res.Host == "" || res.MPI == "" {
@@ -150,7 +151,8 @@ func TestRunErrors(t *testing.T) {
 	}
 	need(t, "mpicc", "mpirun")
 	allowRoot(t)
-	ctx := context.Background()
+	ctx, cancel := mpijob.Context(t) // the failing jobs must fail, not hang
+	defer cancel()
 	bin, err := calibrate.Build(ctx, "mpicc", t.TempDir())
 	if err != nil {
 		t.Fatal(err)

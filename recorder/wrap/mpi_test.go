@@ -13,7 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/mpitrace/mpitrace/internal/mpijob"
 )
 
 // These tests use the MPI installations on the machine: Open MPI through
@@ -357,18 +358,14 @@ func TestCountingWrappersRun(t *testing.T) {
 // "COUNT rank function n" lines the counting template prints.
 func runJob(t *testing.T, m mpiImpl, run, lib, prog string) (map[string]int, string) {
 	t.Helper()
-	// The timeout only guards against a hung launcher.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, run, m.launch(lib, prog)...)
-	cmd.Env = append(os.Environ(), m.env...)
-	cmd.Dir = filepath.Dir(prog)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", run, err, firstLines(string(out), 40))
+	argv := append([]string{run}, m.launch(lib, prog)...)
+	r := mpijob.Run(t, filepath.Dir(prog), m.env, argv...)
+	out := r.Stdout + r.Stderr
+	if r.Code != 0 {
+		t.Fatalf("%s: exit status %d\n%s", mpijob.CommandLine(argv), r.Code, firstLines(out, 40))
 	}
 	counts := map[string]int{} // "rank name" -> count
-	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc := bufio.NewScanner(strings.NewReader(r.Stdout))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) == 4 && f[0] == "COUNT" {
@@ -376,7 +373,7 @@ func runJob(t *testing.T, m mpiImpl, run, lib, prog string) (map[string]int, str
 			counts[f[1]+" "+f[2]] = n
 		}
 	}
-	return counts, string(out)
+	return counts, out
 }
 
 const fortranProgram = `program p

@@ -12,13 +12,7 @@ package testgen
 // same trace.
 func Halo(size, iters int, seed uint64) *Builder {
 	b := New(size)
-	x := seed | 1
-	rnd := func(n uint64) uint64 { // xorshift64
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		return x % n
-	}
+	rnd := newRand(seed)
 	ranks := make([]*Rank, size)
 	for r := range ranks {
 		ranks[r] = b.Rank(r)
@@ -46,4 +40,16 @@ func Halo(size, iters int, seed uint64) *Builder {
 		rk.Call("MPI_Finalize")
 	}
 	return b
+}
+
+// newRand returns a xorshift64 generator of numbers in [0, n), seeded:
+// the same seed gives the same sequence.
+func newRand(seed uint64) func(n uint64) uint64 {
+	x := seed | 1
+	return func(n uint64) uint64 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		return x % n
+	}
 }

@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mpitrace/mpitrace/internal/benchtrace"
+)
+
+func TestMain(m *testing.M) { benchtrace.Main(m) }
+
+// BenchmarkCritpath runs the whole 'mpitrace critpath TRACEDIR -o FILE'
+// command on each benchmark trace (benchtrace.Shapes): decoding,
+// reconstruction, the critical path, critPath.out and the summary (to
+// io.Discard). It reports what BenchmarkReconstructCritpath reports.
+//
+//	go test ./cmd/mpitrace/internal/cli -run '^$' -bench Critpath -benchtime 1x -cpu 1,2
+func BenchmarkCritpath(b *testing.B) {
+	benchtrace.Run(b, func(b *testing.B, dir string) {
+		out := filepath.Join(b.TempDir(), "critPath.out")
+		var errb strings.Builder
+		code := run(context.Background(), []string{"critpath", dir, "-o", out}, &Streams{In: strings.NewReader(""), Out: io.Discard, Err: &errb})
+		if code != ExitOK {
+			b.Fatalf("mpitrace critpath: exit status %d: %s", code, errb.String())
+		}
+		if st, err := os.Stat(out); err != nil || st.Size() == 0 {
+			b.Fatalf("critPath.out: %v", err)
+		}
+	})
+}

@@ -1,0 +1,78 @@
+package taskgraph
+
+// Path is a path of a graph from Init to Finalize, as Longest finds it. It
+// keeps, per node, the node and the edge by which the path arrives at it
+// (13 bytes a step, whatever the graph), in chunks filled as the walk
+// back from Finalize goes, so that a long path is never copied. A Path is
+// immutable and safe for concurrent use.
+type Path struct {
+	n      int
+	chunks []*pathChunk  // steps from Finalize back to Init
+	big    map[int]int64 // values of steps that do not fit in 32 bits
+}
+
+// pathChunk holds chunkLen steps of a path: a node, and the edge into it
+// (none for Init): its kind (with crossBit for a cross edge), its rank,
+// and its Bytes (cross edge) or Weight (any other), maxU32 when in
+// Path.big.
+type pathChunk struct {
+	node [chunkLen]NodeID
+	rank [chunkLen]int32
+	kind [chunkLen]uint8
+	val  [chunkLen]uint32
+}
+
+const crossBit = 0x80
+
+// Len returns the number of nodes on the path (its edges are one fewer).
+func (p *Path) Len() int { return p.n }
+
+// Node returns the path's node i: Node(0) is Init, Node(Len()-1) Finalize.
+func (p *Path) Node(i int) NodeID {
+	k := p.n - 1 - i
+	return p.chunks[k>>chunkBits].node[k&chunkMask]
+}
+
+// Edge returns the path's edge i, from Node(i) to Node(i+1).
+func (p *Path) Edge(i int) Edge {
+	k := p.n - 2 - i // the step of Node(i+1)
+	c, j := p.chunks[k>>chunkBits], k&chunkMask
+	e := Edge{Kind: EdgeKind(c.kind[j] &^ crossBit), From: p.Node(i), To: c.node[j], Rank: int(c.rank[j])}
+	val := int64(c.val[j])
+	if val == maxU32 {
+		val = p.big[k]
+	}
+	if c.kind[j]&crossBit != 0 {
+		e.Bytes = val
+	} else {
+		e.Weight = val
+	}
+	return e
+}
+
+// push appends the next step of the walk back: node v and the edge e into
+// it (e.To is v; e.From the next node pushed), a cross edge if cross.
+func (p *Path) push(v NodeID, e Edge, cross bool) {
+	j := p.n & chunkMask
+	if j == 0 {
+		p.chunks = append(p.chunks, new(pathChunk))
+	}
+	c := p.chunks[p.n>>chunkBits]
+	val := e.Weight
+	c.kind[j] = uint8(e.Kind)
+	if cross {
+		val = e.Bytes
+		c.kind[j] |= crossBit
+	}
+	c.node[j], c.rank[j] = v, int32(e.Rank)
+	if val >= 0 && val < maxU32 {
+		c.val[j] = uint32(val)
+	} else {
+		c.val[j] = maxU32
+		if p.big == nil {
+			p.big = make(map[int]int64)
+		}
+		p.big[p.n] = val
+	}
+	p.n++
+}
