@@ -69,7 +69,7 @@ func TestRecordUnwritableOut(t *testing.T) {
 	for _, status := range []int{0, 7} {
 		t.Run(fmt.Sprint("exit", status), func(t *testing.T) {
 			plain := run(t, dir, m.launch(2, bin, fmt.Sprint(status))...)
-			argv := append([]string{mpitraceBin, "record", "--out", out, "--"}, m.launch(2, bin, fmt.Sprint(status))...)
+			argv := append([]string{mpitraceBin, "record", "-o", out, "--"}, m.launch(2, bin, fmt.Sprint(status))...)
 			r := run(t, dir, argv...)
 			want := status
 			if want == 0 {
@@ -166,7 +166,7 @@ func TestRecordSignalsOnce(t *testing.T) {
 			dir := t.TempDir()
 			ctx, cancel := mpijob.Context(t) // before go test's -timeout too
 			defer cancel()
-			argv := append(append([]string{"record", "--out", filepath.Join(dir, "traces")}, m.recorderFlags(t)...), "--")
+			argv := append(append([]string{"record", "-o", filepath.Join(dir, "traces")}, m.recorderFlags(t)...), "--")
 			argv = append(argv, prefix...)
 			cmd := exec.CommandContext(ctx, mpitraceBin, append(argv, fake, dir)...)
 			cmd.Env = batchEnv()
@@ -255,7 +255,7 @@ func TestRecordTimeout(t *testing.T) {
 				return 0, stderr.String()
 			}
 			plain, _ := stop("plain")
-			recorded, stderr := stop("recorded", mpitraceBin, "record", "--out", out, "--")
+			recorded, stderr := stop("recorded", mpitraceBin, "record", "-o", out, "--")
 			// MPICH's mpiexec exits 15 or 0, by chance, when its ranks died
 			// of the SIGTERM it passed on to them.
 			same := recorded == plain || m.name == "mpich" && (recorded == 0 || recorded == 15) && (plain == 0 || plain == 15)
