@@ -500,8 +500,13 @@ func TestFaultMPIError(t *testing.T) {
 					t.Errorf("%d ranks saw MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD, want %d:\n%s", n, np, r.stdout)
 				}
 				// The MPI's own report of the error, as without the recorder.
+				// Open MPI 4.1's daemon fails to unpack a dying rank's help
+				// message in about one run of four, without the recorder as
+				// with it ("ORTE_ERROR_LOG: Data unpack ... show_help.c"):
+				// that line shows the MPI's handler ran and tried to report.
+				lost := regexp.MustCompile(`ORTE_ERROR_LOG: .*/show_help\.c`).MatchString(r.stderr)
 				for _, line := range strings.Split(normalizeMPIError(plain.stderr), "\n") {
-					if racy {
+					if racy || lost {
 						break
 					}
 					if strings.Contains(line, "MPI_Send") && !strings.Contains(normalizeMPIError(r.stderr), line) {
