@@ -18,7 +18,7 @@ import (
 	"github.com/mpitrace/mpitrace/recorder/wrap"
 )
 
-//go:embed c/mpit.h c/mpit_events.h c/mpit_runtime.c c/mpitrace.w
+//go:embed c/mpit.h c/mpit_events.h c/mpit_runtime.c c/mpitrace.w c/mpitrace.h
 var sources embed.FS
 
 // Version is the recorder's version, written into every log header.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -66,9 +67,9 @@ func TestNotMpitraceAndWrongVersion(t *testing.T) {
 			func(err error) bool { return errors.Is(err, ErrNotMpitrace) }},
 		{"text", []byte("rank 0\nmeta rank=\"0\"\n"), "f.mpit: not an mpitrace file?",
 			func(err error) bool { return errors.Is(err, ErrNotMpitrace) }},
-		{"version 3", rawFile(3), "f.mpit: unsupported format version 3 (this build reads 1, 2)",
-			func(err error) bool { var v *VersionError; return errors.As(err, &v) && v.Version == 3 }},
-		{"version 0 with blocks", append(rawFile(0), good[fileHeaderSize:]...), "f.mpit: unsupported format version 0 (this build reads 1, 2)",
+		{"next version", rawFile(spec.Current + 1), fmt.Sprintf("f.mpit: unsupported format version %d (this build reads 1–%d)", spec.Current+1, spec.Current),
+			func(err error) bool { var v *VersionError; return errors.As(err, &v) && v.Version == spec.Current+1 }},
+		{"version 0 with blocks", append(rawFile(0), good[fileHeaderSize:]...), fmt.Sprintf("f.mpit: unsupported format version 0 (this build reads 1–%d)", spec.Current),
 			func(err error) bool { var v *VersionError; return errors.As(err, &v) }},
 		{"magic only", []byte(spec.Magic), "broken trace: f.mpit: the file ends inside its format version",
 			func(err error) bool { return errors.Is(err, ErrBrokenTrace) }},

@@ -47,7 +47,7 @@ func (c *cursor) decodeEvent() error {
 				ev.F[f] = 0
 			}
 		}
-		ev.Ranks, ev.Reqs, ev.Completions = ev.Ranks[:0], ev.Reqs[:0], ev.Completions[:0]
+		ev.Ranks, ev.Reqs, ev.Completions, ev.Values = ev.Ranks[:0], ev.Reqs[:0], ev.Completions[:0], ev.Values[:0]
 		ev.Kind = k
 	}
 	for i, code := range ki.codes {
@@ -123,9 +123,13 @@ func (c *cursor) decodeList(ki *kindInfo, p int) (int, error) {
 			prev += unzigzag(x)
 			ev.Ranks[i] = prev
 		}
-	case spec.ListReqs:
-		ev.Reqs = growList(ev.Reqs, int(n), &c.r.spareReqs)
-		for i := range ev.Reqs {
+	case spec.ListReqs, spec.ListValues:
+		list, spare := &ev.Reqs, &c.r.spareReqs
+		if ki.list == spec.ListValues {
+			list, spare = &ev.Values, &c.r.spareValues
+		}
+		*list = growList(*list, int(n), spare)
+		for i := range *list {
 			var x uint64
 			if p < len(b) && b[p] < 0x80 {
 				x = uint64(b[p])
@@ -137,7 +141,7 @@ func (c *cursor) decodeList(ki *kindInfo, p int) (int, error) {
 				}
 				p = q
 			}
-			ev.Reqs[i] = x
+			(*list)[i] = x
 		}
 	case spec.ListCompletions:
 		ev.Completions = growList(ev.Completions, int(n), &c.r.spareCompletions)

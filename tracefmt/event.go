@@ -36,10 +36,11 @@ type Event struct {
 	Start, End int64
 	F          [spec.NumFields]int64
 
-	// The event's list, per spec.Kinds[Kind].List; the other two are empty.
+	// The event's list, per spec.Kinds[Kind].List; the others are empty.
 	Ranks       []int64      // spec.ListRanks: world ranks
 	Reqs        []uint64     // spec.ListReqs: request ids
 	Completions []Completion // spec.ListCompletions
+	Values      []uint64     // spec.ListValues: kind-defined values
 }
 
 // Name returns the kind's text-form name ("Send"), or "kind N".
@@ -137,8 +138,8 @@ func (e *Event) Count() uint64 { return uint64(e.F[spec.Count]) }
 
 // Reset clears e, keeping the lists' storage.
 func (e *Event) Reset() {
-	ranks, reqs, comps := e.Ranks[:0], e.Reqs[:0], e.Completions[:0]
-	*e = Event{Ranks: ranks, Reqs: reqs, Completions: comps}
+	ranks, reqs, comps, vals := e.Ranks[:0], e.Reqs[:0], e.Completions[:0], e.Values[:0]
+	*e = Event{Ranks: ranks, Reqs: reqs, Completions: comps, Values: vals}
 }
 
 // Clone returns a deep copy of e that shares no storage with it. Empty lists
@@ -148,6 +149,7 @@ func (e *Event) Clone() Event {
 	c.Ranks = cloneOrNil(e.Ranks)
 	c.Reqs = cloneOrNil(e.Reqs)
 	c.Completions = cloneOrNil(e.Completions)
+	c.Values = cloneOrNil(e.Values)
 	return c
 }
 
@@ -156,8 +158,9 @@ func (e *Event) CopyFrom(src *Event) {
 	ranks := append(e.Ranks[:0], src.Ranks...)
 	reqs := append(e.Reqs[:0], src.Reqs...)
 	comps := append(e.Completions[:0], src.Completions...)
+	vals := append(e.Values[:0], src.Values...)
 	*e = *src
-	e.Ranks, e.Reqs, e.Completions = ranks, reqs, comps
+	e.Ranks, e.Reqs, e.Completions, e.Values = ranks, reqs, comps, vals
 }
 
 func cloneOrNil[T any](s []T) []T {
@@ -172,5 +175,5 @@ func cloneOrNil[T any](s []T) []T {
 func (e *Event) Equal(o *Event) bool {
 	return e.Kind == o.Kind && e.Thread == o.Thread && e.Start == o.Start && e.End == o.End &&
 		e.F == o.F && slices.Equal(e.Ranks, o.Ranks) && slices.Equal(e.Reqs, o.Reqs) &&
-		slices.Equal(e.Completions, o.Completions)
+		slices.Equal(e.Completions, o.Completions) && slices.Equal(e.Values, o.Values)
 }

@@ -98,7 +98,7 @@ func readerSeeds(t testing.TB) map[string][]byte {
 func everyKindSmall() []Event {
 	var out []Event
 	for _, e := range everyKindStream().evs {
-		if len(e.Ranks)+len(e.Reqs)+len(e.Completions) < 1000 {
+		if len(e.Ranks)+len(e.Reqs)+len(e.Completions)+len(e.Values) < 1000 {
 			out = append(out, e)
 		}
 	}

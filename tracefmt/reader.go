@@ -112,6 +112,7 @@ type RankReader struct {
 	spare            []byte
 	spareRanks       []int64
 	spareReqs        []uint64
+	spareValues      []uint64
 	spareCompletions []Completion
 }
 
@@ -282,7 +283,7 @@ func (r *RankReader) Close() error {
 	r.release()
 	r.cursors, r.heap, r.cur = nil, nil, nil
 	r.cbuf, r.scanBuf, r.rawBuf, r.pfxFrame, r.blocks = nil, nil, nil, nil, nil
-	r.spare, r.spareRanks, r.spareReqs, r.spareCompletions = nil, nil, nil, nil
+	r.spare, r.spareRanks, r.spareReqs, r.spareCompletions, r.spareValues = nil, nil, nil, nil, nil
 	r.rawHeld = 0
 	if r.closer != nil {
 		err := r.closer.Close()
@@ -596,6 +597,7 @@ func (r *RankReader) retire(c *cursor) {
 	ev.Ranks, r.spareRanks = nil, larger(ev.Ranks, r.spareRanks)
 	ev.Reqs, r.spareReqs = nil, larger(ev.Reqs, r.spareReqs)
 	ev.Completions, r.spareCompletions = nil, larger(ev.Completions, r.spareCompletions)
+	ev.Values, r.spareValues = nil, larger(ev.Values, r.spareValues)
 }
 
 func larger[T any](a, b []T) []T {

@@ -50,6 +50,10 @@ func everyKindStream() *stream {
 				for i := 0; i < n; i++ {
 					ev.Reqs = append(ev.Reqs, []uint64{0, math.MaxUint64, uint64(i), 1 << 63}[i%4])
 				}
+			case spec.ListValues:
+				for i := 0; i < n; i++ {
+					ev.Values = append(ev.Values, []uint64{math.MaxUint64, 0, uint64(i) * 977, 1 << 40}[i%4])
+				}
 			case spec.ListCompletions:
 				for i := 0; i < n; i++ {
 					ev.Completions = append(ev.Completions, Completion{

@@ -158,8 +158,12 @@ func (tw *textWriter) appendEvent(b []byte, ev *Event) []byte {
 				}
 				b = strconv.AppendInt(b, r, 10)
 			}
-		case spec.ListReqs:
-			for i, r := range ev.Reqs {
+		case spec.ListReqs, spec.ListValues:
+			list := ev.Reqs
+			if ki.list == spec.ListValues {
+				list = ev.Values
+			}
+			for i, r := range list {
 				if i > 0 {
 					b = append(b, ',')
 				}
@@ -718,13 +722,17 @@ func parseList(ev *Event, l spec.List, val string) error {
 			}
 			ev.Ranks = append(ev.Ranks, n)
 		}
-	case spec.ListReqs:
+	case spec.ListReqs, spec.ListValues:
+		list, what := &ev.Reqs, "a request id"
+		if l == spec.ListValues {
+			list, what = &ev.Values, "an unsigned value"
+		}
 		for _, x := range strings.Split(body, ",") {
 			n, err := strconv.ParseUint(strings.TrimSpace(x), 10, 64)
 			if err != nil {
-				return fmt.Errorf("%q: not a request id", x)
+				return fmt.Errorf("%q: not %s", x, what)
 			}
-			ev.Reqs = append(ev.Reqs, n)
+			*list = append(*list, n)
 		}
 	case spec.ListCompletions:
 		for body != "" {

@@ -274,9 +274,13 @@ func appendEvent(b []byte, ev *Event, ki *kindInfo) []byte {
 			b = binary.AppendVarint(b, r-prev)
 			prev = r
 		}
-	case spec.ListReqs:
-		b = binary.AppendUvarint(b, uint64(len(ev.Reqs)))
-		for _, r := range ev.Reqs {
+	case spec.ListReqs, spec.ListValues:
+		list := ev.Reqs
+		if ki.list == spec.ListValues {
+			list = ev.Values
+		}
+		b = binary.AppendUvarint(b, uint64(len(list)))
+		for _, r := range list {
 			b = binary.AppendUvarint(b, r)
 		}
 	case spec.ListCompletions:

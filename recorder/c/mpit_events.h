@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#define MPIT_FORMAT_VERSION 2
+#define MPIT_FORMAT_VERSION 3
 #define MPIT_MAGIC "mpitrace\x00"
 #define MPIT_MAGIC_LEN 9
 #define MPIT_BLOCK_SYNC 0x4b4c424du
@@ -38,6 +38,8 @@
 #define MPIT_COMPLETION_CANCELLED 1
 #define MPIT_COMPLETION_PERSISTENT 2
 #define MPIT_COMPLETION_ERROR 4
+#define MPIT_LOOP_UNWOUND 1
+#define MPIT_LOOP_UNCOUNTED 2
 
 /* Event kinds. */
 #define MPIT_KIND_CALL 1
@@ -53,6 +55,10 @@
 #define MPIT_KIND_START 11
 #define MPIT_KIND_REQFREE 12
 #define MPIT_KIND_CLOCKSYNC 13
+#define MPIT_KIND_LOOPBEGIN 14
+#define MPIT_KIND_LOOPEND 15
+#define MPIT_KIND_ITERBEGIN 16
+#define MPIT_KIND_ITEREND 17
 
 /* Varint primitives: each returns the advanced pointer. */
 static inline uint8_t *mpit_put_u(uint8_t *p, uint64_t v) {
@@ -78,6 +84,10 @@ static inline uint8_t *mpit_put_s(uint8_t *p, int64_t v) {
 #define MPIT_MAXSIZE_START 40
 #define MPIT_MAXSIZE_REQFREE 50
 #define MPIT_MAXSIZE_CLOCKSYNC 50
+#define MPIT_MAXSIZE_LOOPBEGIN 50
+#define MPIT_MAXSIZE_LOOPEND 40
+#define MPIT_MAXSIZE_ITERBEGIN 30
+#define MPIT_MAXSIZE_ITEREND 20
 
 /* Encoders: append the kind and its scalar fields in table order. The
  * caller appends the list, if the kind has one, with mpit_put_u/mpit_put_s. */
@@ -217,6 +227,32 @@ static inline uint8_t *mpit_put_clocksync(uint8_t *p, int64_t gap, uint64_t phas
     p = mpit_put_u(p, phase);
     p = mpit_put_s(p, offset);
     p = mpit_put_u(p, err);
+    return p;
+}
+static inline uint8_t *mpit_put_loopbegin(uint8_t *p, int64_t gap, uint64_t file, uint64_t line, uint64_t col) {
+    p = mpit_put_u(p, 14);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, file);
+    p = mpit_put_u(p, line);
+    p = mpit_put_u(p, col);
+    return p;
+}
+static inline uint8_t *mpit_put_loopend(uint8_t *p, int64_t gap, uint64_t count, uint64_t flags) {
+    p = mpit_put_u(p, 15);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, count);
+    p = mpit_put_u(p, flags);
+    return p;
+}
+static inline uint8_t *mpit_put_iterbegin(uint8_t *p, int64_t gap, uint64_t iter) {
+    p = mpit_put_u(p, 16);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, iter);
+    return p;
+}
+static inline uint8_t *mpit_put_iterend(uint8_t *p, int64_t gap) {
+    p = mpit_put_u(p, 17);
+    p = mpit_put_s(p, gap);
     return p;
 }
 

@@ -38,6 +38,7 @@ func CHeader() []byte {
 		{"COMPLETION_CANCELLED", CompletionCancelled},
 		{"COMPLETION_PERSISTENT", CompletionPersistent},
 		{"COMPLETION_ERROR", CompletionError},
+		{"LOOP_UNWOUND", LoopUnwound}, {"LOOP_UNCOUNTED", LoopUncounted},
 	} {
 		if c.v < 0 {
 			p("#define MPIT_%s (%d)\n", c.name, c.v)

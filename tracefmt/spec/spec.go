@@ -42,6 +42,9 @@ const (
 	// ListCompletions is a count followed by that many completion records,
 	// each the fields CompletionFields in order.
 	ListCompletions
+	// ListValues is a count followed by that many unsigned values (uvarint)
+	// whose meaning the kind defines (version 3).
+	ListValues
 )
 
 // Fields. Append only.
@@ -101,8 +104,18 @@ const (
 	Err
 	// Flags is a bit set whose meaning depends on the kind (see CompletionFlag).
 	Flags
-	// Count is a generic count (e.g. events dropped).
+	// Count is a generic count (e.g. events dropped, a loop's iterations).
 	Count
+	// File is the string id of a source file's path, as the instrumenter
+	// saw it (version 3).
+	File
+	// Line is a 1-based source line (version 3).
+	Line
+	// Col is a 1-based source column, in bytes (version 3).
+	Col
+	// Iter is an iteration's 1-based number within its loop execution
+	// (version 3).
+	Iter
 
 	NumFields // not a field: the number of fields
 )
@@ -128,6 +141,17 @@ const (
 const (
 	PhaseInit     = 0
 	PhaseFinalize = 1
+)
+
+// Loop end flags (the Flags field of a LoopEnd event).
+const (
+	// LoopUnwound: the loop did not reach its end marker; the recorder
+	// closed it when it found the thread outside the loop (longjmp, thread
+	// or program end) and count is the iterations begun until then.
+	LoopUnwound = 1 << 0
+	// LoopUncounted: the loop's iterations ran on other threads (an OpenMP
+	// worksharing loop) and count is 0, not the iterations.
+	LoopUncounted = 1 << 1
 )
 
 // Completion flags (the Flags field of a completion record).
@@ -159,6 +183,10 @@ const (
 	Start
 	ReqFree
 	ClockSync
+	LoopBegin
+	LoopEnd
+	IterBegin
+	IterEnd
 
 	NumKinds // not a kind: one more than the highest kind
 )
@@ -198,6 +226,10 @@ var Fields = [NumFields]FieldSpec{
 	Err:    {Name: "err", Enc: Uvarint, Doc: "uncertainty of offset in ns"},
 	Flags:  {Name: "flags", Enc: Uvarint, Doc: "kind-specific bits"},
 	Count:  {Name: "count", Enc: Uvarint, Doc: "a count"},
+	File:   {Name: "file", Enc: Uvarint, Doc: "string id of a source file's path"},
+	Line:   {Name: "line", Enc: Uvarint, Doc: "1-based source line"},
+	Col:    {Name: "col", Enc: Uvarint, Doc: "1-based source column in bytes"},
+	Iter:   {Name: "iter", Enc: Uvarint, Doc: "1-based iteration number within the loop execution"},
 }
 
 // KindSpec describes one event kind.
@@ -249,15 +281,23 @@ var Kinds = [NumKinds]KindSpec{
 		Doc: "Request_free or Cancel of a request"},
 	ClockSync: {Name: "ClockSync", Fields: []Field{Gap, Phase, Offset, Err}, Since: 1,
 		Doc: "this rank's clock offset to rank 0, measured by ping-pong"},
+	LoopBegin: {Name: "LoopBegin", Fields: []Field{Gap, File, Line, Col}, Since: 3,
+		Doc: "an instrumented loop starts executing; the loop is the one at file:line:col"},
+	LoopEnd: {Name: "LoopEnd", Fields: []Field{Gap, Count, Flags}, Since: 3,
+		Doc: "the innermost open loop of the thread ends after count iterations (every iteration, sampled or not); flags: LoopUnwound, LoopUncounted"},
+	IterBegin: {Name: "IterBegin", Fields: []Field{Gap, Iter}, Since: 3,
+		Doc: "a sampled iteration of the innermost open loop starts"},
+	IterEnd: {Name: "IterEnd", Fields: []Field{Gap}, List: ListValues, Since: 3,
+		Doc: "the sampled iteration ends; values: the counters' increments over the iteration, in the order of the header's loop_counters"},
 }
 
 // Versions lists the format versions this build reads, oldest first.
 // Version v reads every kind whose Since is at most v, the block types up to
 // MaxBlockType(v), and the end record's fields of EndFields(v).
-var Versions = []uint16{1, 2}
+var Versions = []uint16{1, 2, 3}
 
 // Current is the version the writers produce.
-const Current uint16 = 2
+const Current uint16 = 3
 
 // MaxBlockType is the highest block type of version v: pending blocks came
 // with version 2.
@@ -309,6 +349,8 @@ func (l List) String() string {
 		return "reqs"
 	case ListCompletions:
 		return "completions"
+	case ListValues:
+		return "values"
 	}
 	return ""
 }

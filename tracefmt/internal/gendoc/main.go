@@ -99,6 +99,8 @@ func listDoc(l spec.List) string {
 		return "`uvarint n`, then `n` svarints: each world rank minus the previous one (the first minus 0)"
 	case spec.ListReqs:
 		return "`uvarint n`, then `n` uvarint request ids"
+	case spec.ListValues:
+		return "`uvarint n`, then `n` uvarint values"
 	case spec.ListCompletions:
 		var parts []string
 		for _, f := range spec.CompletionFields {
@@ -143,7 +145,7 @@ func Render() string {
 		p("| `%s` | %s | %s | %s |\n", fs.Name, fs.Enc, rank, cell(fs.Doc))
 	}
 	p("\n### Lists\n\n")
-	for _, l := range []spec.List{spec.ListRanks, spec.ListReqs, spec.ListCompletions} {
+	for _, l := range []spec.List{spec.ListRanks, spec.ListReqs, spec.ListCompletions, spec.ListValues} {
 		p("- **%s**: %s.\n", l, listDoc(l))
 	}
 	for k := spec.Kind(1); k < spec.NumKinds; k++ {

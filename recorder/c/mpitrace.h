@@ -1,0 +1,135 @@
+/* mpitrace.h: mpitrace's source-level API (loop markers; regions later).
+ *
+ * Code that includes this header builds and links with or without the
+ * recorder: nothing else is needed at link time. At program start a
+ * constructor looks for the recorder (the object mpitrace_api_v1, a struct
+ * mpitrace_api exported by the recorder library when `mpitrace record`
+ * preloads it); without it every
+ * marker costs one predictable branch and calls nothing.
+ *
+ * `mpitrace instrument` and `mpitrace cc` write the markers; they are not
+ * meant to be written by hand, but can be:
+ *
+ *   {
+ *       MPITRACE_LOOP(mpitrace_l41, "stencil.c", 41, 5);
+ *       for (i = 0; i < n; i++) {
+ *           MPITRACE_ITER(mpitrace_i41, mpitrace_l41, 0.01);
+ *           ...body...
+ *       }
+ *   }
+ *
+ * MPITRACE_LOOP declares a token that ends the loop when its scope is left,
+ * however it is left (the loop's end, break, return, goto out, a C++
+ * exception); MPITRACE_ITER likewise ends the iteration at the end of the
+ * body or on continue, break, return, goto. In C this uses the cleanup
+ * attribute (GCC, Clang, Intel, NVHPC), in C++ a guard object. A longjmp out
+ * of a loop skips both; the recorder repairs its stacks when it next sees
+ * the thread (see docs/loops.md).
+ *
+ * Tokens: 0 means "nothing to do". loop_begin returns 0 when the loop is not
+ * instrumented (it runs under an iteration that was not sampled); iter_begin
+ * is called for every iteration of an instrumented loop (it counts them) and
+ * returns 0 for an iteration that is not sampled. Every nonzero token is
+ * passed back exactly once, on the thread that got it. */
+#ifndef MPITRACE_H
+#define MPITRACE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPITRACE_API_VERSION 1
+
+/* Where a loop is, as the instrumenter saw it: one constant object per loop
+ * in the source, so its address identifies the loop within a process. */
+struct mpitrace_loop_site {
+    const char *file; /* path as given to the instrumenter */
+    unsigned line;    /* 1-based line of the loop keyword */
+    unsigned col;     /* 1-based column, in bytes, of the loop keyword */
+};
+
+/* The recorder's entry points (the recorder exports one, mpitrace_api_v1). Fields are
+ * only ever appended; size is sizeof(struct mpitrace_api) as the recorder
+ * was built, so a program checks size before it uses a later field. */
+struct mpitrace_api {
+    unsigned version; /* MPITRACE_API_VERSION */
+    unsigned size;
+    uintptr_t (*loop_begin)(const struct mpitrace_loop_site *site);
+    /* Ends the loop `loop` and every loop opened after it on this thread
+     * and not yet ended (left by longjmp). */
+    void (*loop_end)(uintptr_t loop);
+    uintptr_t (*iter_begin)(uintptr_t loop, double chance);
+    void (*iter_end)(uintptr_t iter);
+};
+
+/* Set at program start when the recorder is loaded; 0 otherwise. One per
+ * program (a weak definition: every file that includes this header may
+ * define it). */
+__attribute__((weak)) const struct mpitrace_api *mpitrace__api;
+
+/* dlsym, declared here rather than through <dlfcn.h> (which wants
+ * _GNU_SOURCE for RTLD_DEFAULT). Weak: a program linked without libdl on an
+ * old C library simply never finds the recorder. */
+extern void *dlsym(void *handle, const char *symbol) __attribute__((weak));
+
+__attribute__((weak, constructor)) void mpitrace__resolve(void) {
+    if (mpitrace__api || !dlsym)
+        return;
+    /* (void *)0 is RTLD_DEFAULT in glibc and musl: search every loaded object. */
+    const struct mpitrace_api *a = (const struct mpitrace_api *)dlsym((void *)0, "mpitrace_api_v1");
+    if (a && a->version == MPITRACE_API_VERSION && a->size >= sizeof(struct mpitrace_api))
+        mpitrace__api = a;
+}
+
+static inline uintptr_t mpitrace__loop_begin(const struct mpitrace_loop_site *site) {
+    const struct mpitrace_api *a = mpitrace__api;
+    return __builtin_expect(a != 0, 0) ? a->loop_begin(site) : 0;
+}
+static inline void mpitrace__loop_end(uintptr_t *loop) {
+    if (__builtin_expect(*loop != 0, 0))
+        mpitrace__api->loop_end(*loop);
+}
+static inline uintptr_t mpitrace__iter_begin(uintptr_t loop, double chance) {
+    return __builtin_expect(loop != 0, 0) ? mpitrace__api->iter_begin(loop, chance) : 0;
+}
+static inline void mpitrace__iter_end(uintptr_t *iter) {
+    if (__builtin_expect(*iter != 0, 0))
+        mpitrace__api->iter_end(*iter);
+}
+
+#ifdef __cplusplus
+} /* extern "C" */
+
+struct mpitrace__loop_guard {
+    uintptr_t token;
+    explicit mpitrace__loop_guard(const mpitrace_loop_site *site) : token(mpitrace__loop_begin(site)) {}
+    ~mpitrace__loop_guard() { mpitrace__loop_end(&token); }
+    mpitrace__loop_guard(const mpitrace__loop_guard &) = delete;
+    mpitrace__loop_guard &operator=(const mpitrace__loop_guard &) = delete;
+};
+struct mpitrace__iter_guard {
+    uintptr_t token;
+    mpitrace__iter_guard(const mpitrace__loop_guard &loop, double chance) : token(mpitrace__iter_begin(loop.token, chance)) {}
+    ~mpitrace__iter_guard() { mpitrace__iter_end(&token); }
+    mpitrace__iter_guard(const mpitrace__iter_guard &) = delete;
+    mpitrace__iter_guard &operator=(const mpitrace__iter_guard &) = delete;
+};
+
+#define MPITRACE_LOOP(name, file, line, col)                                                   \
+    static const mpitrace_loop_site name##_site = {file, line, col};                           \
+    mpitrace__loop_guard name(&name##_site)
+#define MPITRACE_ITER(name, loop, chance) mpitrace__iter_guard name(loop, chance)
+
+#else /* C */
+
+#define MPITRACE_LOOP(name, file, line, col)                                                   \
+    static const struct mpitrace_loop_site name##_site = {file, line, col};                    \
+    __attribute__((cleanup(mpitrace__loop_end))) uintptr_t name = mpitrace__loop_begin(&name##_site)
+#define MPITRACE_ITER(name, loop, chance)                                                      \
+    __attribute__((cleanup(mpitrace__iter_end))) uintptr_t name = mpitrace__iter_begin(loop, chance)
+
+#endif
+
+#endif /* MPITRACE_H */
