@@ -48,7 +48,12 @@ struct mpitrace_loop_site {
     const char *file; /* path as given to the instrumenter */
     unsigned line;    /* 1-based line of the loop keyword */
     unsigned col;     /* 1-based column, in bytes, of the loop keyword */
+    unsigned flags;   /* MPITRACE_SITE_* */
 };
+
+/* The loop's iterations run on other threads (an OpenMP worksharing loop):
+ * it has no iteration markers and its end records no iteration count. */
+#define MPITRACE_SITE_UNCOUNTED 1u
 
 /* The recorder's entry points (the recorder exports one, mpitrace_api_v1). Fields are
  * only ever appended; size is sizeof(struct mpitrace_api) as the recorder
@@ -117,19 +122,25 @@ struct mpitrace__iter_guard {
     mpitrace__iter_guard &operator=(const mpitrace__iter_guard &) = delete;
 };
 
-#define MPITRACE_LOOP(name, file, line, col)                                                   \
-    static const mpitrace_loop_site name##_site = {file, line, col};                           \
+#define MPITRACE_LOOP_FLAGS(name, file, line, col, flags)                                      \
+    static const mpitrace_loop_site name##_site = {file, line, col, flags};                    \
     mpitrace__loop_guard name(&name##_site)
 #define MPITRACE_ITER(name, loop, chance) mpitrace__iter_guard name(loop, chance)
 
 #else /* C */
 
-#define MPITRACE_LOOP(name, file, line, col)                                                   \
-    static const struct mpitrace_loop_site name##_site = {file, line, col};                    \
+#define MPITRACE_LOOP_FLAGS(name, file, line, col, flags)                                      \
+    static const struct mpitrace_loop_site name##_site = {file, line, col, flags};             \
     __attribute__((cleanup(mpitrace__loop_end))) uintptr_t name = mpitrace__loop_begin(&name##_site)
 #define MPITRACE_ITER(name, loop, chance)                                                      \
     __attribute__((cleanup(mpitrace__iter_end))) uintptr_t name = mpitrace__iter_begin(loop, chance)
 
 #endif
+
+/* A loop, and a loop whose iterations run on other threads (the OpenMP
+ * worksharing loop that follows a `#pragma omp for`: no MPITRACE_ITER in it). */
+#define MPITRACE_LOOP(name, file, line, col) MPITRACE_LOOP_FLAGS(name, file, line, col, 0u)
+#define MPITRACE_LOOP_UNCOUNTED(name, file, line, col)                                         \
+    MPITRACE_LOOP_FLAGS(name, file, line, col, MPITRACE_SITE_UNCOUNTED)
 
 #endif /* MPITRACE_H */
