@@ -140,7 +140,14 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 	if log != nil {
 		bopts.Log = log
 	}
-	lib, err := recorder.Build(ctx, bopts)
+	var lib *recorder.Library
+	if noMPI := opts.MPICC == "" && launch.Kind == recorder.LauncherNone && len(launch.Apps) == 1 && recorder.WithoutMPI(launch.App); noMPI {
+		// A program that does not link MPI (loop markers only): the
+		// recorder without MPI writes it as one rank.
+		lib, err = recorder.BuildCore(ctx, "", bopts)
+	} else {
+		lib, err = recorder.Build(ctx, bopts)
+	}
 	if err != nil {
 		return err
 	}
