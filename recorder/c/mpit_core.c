@@ -322,7 +322,9 @@ static uint64_t next_logid;
 static uint64_t queue_name(const char *s, int may_grow) {
     if (npending == cap_pending) {
         if (!may_grow) return 0;
-        int cap = cap_pending ? 2 * cap_pending : 64;
+        /* At first room for every function name and some: a signal
+         * handler, which cannot grow the queue, names a function too. */
+        int cap = cap_pending ? 2 * cap_pending : 2 * mpit_fn_n + 64;
         pending_str *p = malloc((size_t)cap * sizeof *p);
         if (!p) return 0;
         if (npending) memcpy(p, pending_names, (size_t)npending * sizeof *p);

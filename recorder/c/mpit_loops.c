@@ -64,7 +64,6 @@ static struct {
     double chance;     /* MPITRACE_LOOP_CHANCE, < 0 when unset */
     uint64_t seed;     /* MPITRACE_LOOP_SEED, or drawn */
     int counters;      /* what the probe found: CTR_* */
-    int probed;
     int no_counters;   /* MPITRACE_LOOP_COUNTERS=none */
     char chance_text[32], seed_text[32];
 } L = {.chance = -1};
@@ -113,12 +112,10 @@ static void ctr_close(int fd, int member) {
     if (fd >= 0) close(fd);
 }
 
-/* probe decides, once per process, which counters sampled iterations
- * carry: instructions and cycles when the kernel allows them, else
- * task-clock, else none. */
-static void probe(void) {
-    if (L.probed) return;
-    L.probed = 1;
+/* probe_once decides, once per process, which counters sampled
+ * iterations carry: instructions and cycles when the kernel allows them,
+ * else task-clock, else none. */
+static void probe_once(void) {
     L.counters = CTR_NONE;
     if (L.no_counters) return;
     for (int k = CTR_INSN_CYCLES; k <= CTR_TASK_CLOCK; k++) {
@@ -130,6 +127,9 @@ static void probe(void) {
         }
     }
 }
+
+static pthread_once_t probed = PTHREAD_ONCE_INIT;
+static void probe(void) { pthread_once(&probed, probe_once); }
 
 /* ctr_setup opens the thread's counters, the first time it samples. */
 static void ctr_setup(lthread *t) {
