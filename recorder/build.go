@@ -18,7 +18,7 @@ import (
 	"github.com/mpitrace/mpitrace/recorder/wrap"
 )
 
-//go:embed c/mpit.h c/mpit_events.h c/mpit_runtime.c c/mpitrace.w c/mpitrace.h
+//go:embed c/mpit_core.h c/mpit_core.c c/mpit_loops.c c/mpit.h c/mpit_events.h c/mpit_runtime.c c/mpitrace.w c/mpitrace.h
 var sources embed.FS
 
 // Version is the recorder's version, written into every log header.
@@ -142,50 +142,54 @@ func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
 	if opts.Log != nil {
 		fmt.Fprintf(opts.Log, "mpitrace: building the recorder for %s (%d MPI functions) in %s\n", opts.MPICC, len(funcs), dir)
 	}
-	if err := os.MkdirAll(opts.CacheDir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating the recorder cache: %w (set MPITRACE_CACHE to a writable directory)", err)
-	}
-	tmp, err := os.MkdirTemp(opts.CacheDir, key+".tmp")
+	tmp, err := buildDir(opts.CacheDir, key)
 	if err != nil {
-		return nil, fmt.Errorf("creating the recorder cache: %w (set MPITRACE_CACHE to a writable directory)", err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := writeSources(tmp); err != nil {
 		return nil, err
 	}
+	defer os.RemoveAll(tmp)
 	if err := os.WriteFile(filepath.Join(tmp, "mpit_wrappers.c"), gen.Bytes(), 0o644); err != nil {
 		return nil, err
 	}
 	args := append(append([]string{}, cc[1:]...),
 		"-O2", "-g", "-Wall", "-fPIC", "-shared", "-std=gnu11",
 		"-DMPIT_VERSION=\""+Version+"\"",
-		"-o", LibraryName, "mpit_runtime.c", "mpit_wrappers.c", "-lzstd", "-lpthread", "-ldl")
-	cmd := exec.CommandContext(ctx, cc[0], args...)
+		"-o", LibraryName, "mpit_core.c", "mpit_loops.c", "mpit_runtime.c", "mpit_wrappers.c", "-lzstd", "-lpthread", "-ldl")
+	if err := compileInto(ctx, cc[0], args, tmp, lib, opts.Force); err != nil {
+		return nil, err
+	}
+	return lib, nil
+}
+
+// compileInto runs the compiler cc with args in the build directory tmp
+// and installs tmp as lib.Dir; a failed build's directory is kept as
+// lib.Dir+".failed" with its build.log.
+func compileInto(ctx context.Context, cc string, args []string, tmp string, lib *Library, force bool) error {
+	cmd := exec.CommandContext(ctx, cc, args...)
 	cmd.Dir = tmp
 	out, err := cmd.CombinedOutput()
-	_ = os.WriteFile(filepath.Join(tmp, "build.log"), append([]byte(cc[0]+" "+strings.Join(args, " ")+"\n"), out...), 0o644)
+	_ = os.WriteFile(filepath.Join(tmp, "build.log"), append([]byte(cc+" "+strings.Join(args, " ")+"\n"), out...), 0o644)
 	if err != nil {
-		failed := dir + ".failed"
+		failed := lib.Dir + ".failed"
 		_ = os.RemoveAll(failed)
 		if os.Rename(tmp, failed) != nil {
 			failed = tmp
 		}
-		return nil, compileError(cc[0], out, err, filepath.Join(failed, "build.log"))
+		return compileError(cc, out, err, filepath.Join(failed, "build.log"))
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := os.Rename(tmp, lib.Dir); err != nil {
 		// Another build finished first, or Force replaces an old one.
-		if opts.Force {
-			_ = os.RemoveAll(dir)
-			if err2 := os.Rename(tmp, dir); err2 == nil {
-				return lib, nil
+		if force {
+			_ = os.RemoveAll(lib.Dir)
+			if err2 := os.Rename(tmp, lib.Dir); err2 == nil {
+				return nil
 			}
 		}
 		if _, err2 := os.Stat(lib.Path); err2 == nil {
-			return lib, nil
+			return nil
 		}
-		return nil, fmt.Errorf("installing the recorder into %s: %w", dir, err)
+		return fmt.Errorf("installing the recorder into %s: %w", lib.Dir, err)
 	}
-	return lib, nil
+	return nil
 }
 
 // wrapOptions generate the recorder's wrappers. Fortran bindings make
@@ -251,6 +255,23 @@ func compilerIdentity(ctx context.Context, cc []string) string {
 	return strings.Join(parts, "\n")
 }
 
+// buildDir makes a temporary build directory in the cache, with the
+// recorder sources in it.
+func buildDir(cache, key string) (string, error) {
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", fmt.Errorf("creating the recorder cache: %w (set MPITRACE_CACHE to a writable directory)", err)
+	}
+	tmp, err := os.MkdirTemp(cache, key+".tmp")
+	if err != nil {
+		return "", fmt.Errorf("creating the recorder cache: %w (set MPITRACE_CACHE to a writable directory)", err)
+	}
+	if err := writeSources(tmp); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
 func writeSources(dir string) error {
 	names, _ := fs.Glob(sources, "c/*")
 	for _, n := range names {
@@ -294,4 +315,60 @@ func Sources() map[string][]byte {
 		m[filepath.Base(n)] = b
 	}
 	return m
+}
+
+// CoreLibraryName is the file name of the built recorder without MPI.
+const CoreLibraryName = "libmpitrace-core.so"
+
+// coreSources are the sources of the recorder without MPI: the core and
+// the loop markers.
+var coreSources = []string{"mpit_core.c", "mpit_loops.c"}
+
+// BuildCore returns the recorder for programs that do not link MPI (loop
+// markers only), built with the plain C compiler cc (default $CC, else
+// "cc") into the cache when it is not there yet. opts.MPICC is ignored.
+func BuildCore(ctx context.Context, cc string, opts BuildOptions) (*Library, error) {
+	if cc == "" {
+		cc = os.Getenv("CC")
+	}
+	if cc == "" {
+		cc = "cc"
+	}
+	if opts.CacheDir == "" {
+		opts.CacheDir = CacheDir()
+	}
+	ccw := strings.Fields(cc)
+	if len(ccw) == 0 {
+		return nil, fmt.Errorf("the C compiler is empty: set CC, e.g. CC=cc")
+	}
+	if _, err := exec.LookPath(ccw[0]); err != nil {
+		return nil, fmt.Errorf("C compiler %q not found on PATH: install one (apt-get install gcc) or set CC", ccw[0])
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "mpitrace core recorder %s\ncompiler %s\nshow %s\nsources %s\n", Version, resolvedCompiler(ccw), compilerIdentity(ctx, ccw), SourceHash())
+	key := "core-" + hex.EncodeToString(h.Sum(nil))[:20]
+	dir := filepath.Join(opts.CacheDir, key)
+	lib := &Library{Path: filepath.Join(dir, CoreLibraryName), Dir: dir, Key: key, MPICC: cc}
+	if !opts.Force {
+		if st, err := os.Stat(lib.Path); err == nil && st.Mode().IsRegular() {
+			lib.Cached = true
+			return lib, nil
+		}
+	}
+	if opts.Log != nil {
+		fmt.Fprintf(opts.Log, "mpitrace: building the recorder without MPI with %s in %s\n", cc, dir)
+	}
+	tmp, err := buildDir(opts.CacheDir, key)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	args := append(append([]string{}, ccw[1:]...),
+		"-O2", "-g", "-Wall", "-fPIC", "-shared", "-std=gnu11",
+		"-DMPIT_VERSION=\""+Version+"\"", "-o", CoreLibraryName)
+	args = append(append(args, coreSources...), "-lzstd", "-lpthread")
+	if err := compileInto(ctx, ccw[0], args, tmp, lib, opts.Force); err != nil {
+		return nil, err
+	}
+	return lib, nil
 }

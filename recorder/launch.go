@@ -446,13 +446,8 @@ func classifyLauncher(ctx context.Context, name string) (LauncherKind, Flavor, s
 // ELFFlavor tells which MPI an executable is linked against, from the
 // shared libraries it needs.
 func ELFFlavor(path string) Flavor {
-	f, err := elf.Open(path)
-	if err != nil {
-		return FlavorUnknown
-	}
-	defer f.Close()
-	libs, err := f.ImportedLibraries()
-	if err != nil {
+	libs, ok := neededLibraries(path)
+	if !ok {
 		return FlavorUnknown
 	}
 	for _, l := range libs {
@@ -495,4 +490,36 @@ func compilerFor(f Flavor, launcher string) string {
 		}
 	}
 	return names[len(names)-1]
+}
+
+// WithoutMPI reports whether path is an ELF executable that does not link
+// an MPI library (no libmpi* among its DT_NEEDED entries): a program with
+// loop markers only, recorded by the core recorder as one rank. Anything
+// that cannot be read as ELF (a script, a missing file) is not.
+func WithoutMPI(path string) bool {
+	libs, ok := neededLibraries(path)
+	if !ok {
+		return false
+	}
+	for _, l := range libs {
+		if strings.HasPrefix(l, "libmpi") {
+			return false
+		}
+	}
+	return true
+}
+
+// neededLibraries returns the DT_NEEDED entries of an ELF file; false when
+// path is no ELF file.
+func neededLibraries(path string) ([]string, bool) {
+	if path == "" {
+		return nil, false
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	libs, err := f.ImportedLibraries()
+	return libs, err == nil
 }

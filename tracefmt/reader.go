@@ -845,6 +845,12 @@ func (r *RankReader) finishScan() {
 		r.diag(Warning, CodeAbnormalEnd, -1, -1, "the rank called MPI_Abort (error code %d)", e.Code)
 	case spec.EndMPIError:
 		r.diag(Warning, CodeAbnormalEnd, -1, -1, "the rank ended by an MPI error%s: %s (error class %d)", r.inFn(e.Fn), firstLine(e.Message), e.Code)
+	case spec.EndExit:
+		// A process recorded without MPI (no MPI, or MPI_Init never
+		// called: its header has no mpi_library) ends by exit.
+		if _, mpi := r.header.Get(KeyMPILibrary); mpi {
+			r.diag(Warning, CodeAbnormalEnd, -1, -1, "the rank ended by %s, not after MPI_Finalize", e.ReasonString())
+		}
 	default:
 		r.diag(Warning, CodeAbnormalEnd, -1, -1, "the rank ended by %s, not after MPI_Finalize", e.ReasonString())
 	}

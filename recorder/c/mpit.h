@@ -1,74 +1,11 @@
-/* mpitrace recorder: the runtime interface the generated PMPI wrappers use.
- *
- * Hot path: a wrapper calls mpit_begin() (a thread-local load, a reentry
- * check and a table lookup), reads the clock around the PMPI call, and
- * appends one varint-encoded event to the calling thread's buffer. Full
- * buffers are compressed into self-contained blocks and written by
- * mpit_flush_thread(). Everything else (files, tables, signals) is cold. */
+/* mpitrace recorder: the MPI layer on the core (mpit_core.h), the
+ * interface the generated PMPI wrappers use. */
 #ifndef MPIT_H
 #define MPIT_H
 
 #include <mpi.h>
-#include <pthread.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <time.h>
 
-#include "mpit_events.h"
-
-#if defined(__GNUC__)
-#define MPIT_LIKELY(x) __builtin_expect(!!(x), 1)
-#define MPIT_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define MPIT_HIDDEN __attribute__((visibility("hidden")))
-#define MPIT_TLS __thread __attribute__((tls_model("initial-exec")))
-#else
-#define MPIT_LIKELY(x) (x)
-#define MPIT_UNLIKELY(x) (x)
-#define MPIT_HIDDEN
-#define MPIT_TLS __thread
-#endif
-
-/* Reserved room in front of a thread buffer's events for the block's frame
- * header and its events-block header (thread, seq, count, base). */
-#define MPIT_BLOCK_PREFIX (MPIT_BLOCK_HEADER_SIZE + 4 * 10)
-
-/* One recording thread's buffer. Only its owner appends, and only the owner
- * reads len, count and last_end. It publishes them for the other threads
- * (the background flusher, signal handlers) as pub_lc (count << 32 | len, one
- * word, so a handler always reads a consistent pair) and pub_end, under the
- * sequence lock pubseq (odd while it updates them).
- *
- * The events [0, done_len) are on disk: the background flusher writes a
- * buffer's complete events while its owner goes on appending, so a rank that
- * is killed loses at most the last flush interval; the owner writes the rest
- * and starts the buffer afresh when it is full. */
-typedef struct mpit_tb {
-    uint8_t *buf;          /* MPIT_BLOCK_PREFIX bytes, then the events */
-    size_t cap;            /* bytes available for events */
-    size_t limit;          /* flush when len reaches this */
-    size_t len;            /* owner: bytes of complete events */
-    uint32_t count;        /* owner: events in the buffer */
-    uint64_t last_end;     /* owner: end time of the last appended event */
-    uint32_t pubseq;       /* sequence lock of pub_lc and pub_end */
-    uint64_t pub_lc;       /* count << 32 | len, as published */
-    uint64_t pub_end;      /* last_end, as published */
-    /* Changed under G.io: */
-    size_t done_len;       /* bytes of events already written */
-    uint32_t done_count;   /* events already written */
-    uint64_t done_end;     /* end time of the last written event */
-    uint64_t seq;          /* stream index of the buffer's first event */
-    uint64_t base;         /* time the buffer's first event's gap is relative to */
-    uint32_t thread;       /* recorder thread index */
-    int depth;             /* reentry guard: >0 inside a recorded call */
-    int cur_fn;            /* the recorded call under way, until its event is appended */
-    uint64_t cur_t0;       /* and its start (0 between calls) */
-    pthread_mutex_t mu;    /* one compression of this buffer at a time */
-    uint64_t pend_seq, pend_t0, pend_at; /* the last pending record written for it, and when */
-    void *zctx;            /* compression context (used under mu) */
-    uint8_t *zbuf;         /* compression output */
-    size_t zcap;
-    struct mpit_tb *next;  /* all buffers, for the flusher and the final flush */
-} mpit_tb;
+#include "mpit_core.h"
 
 /* Communicator record: never freed, so requests can point at it. */
 typedef struct mpit_comm {
@@ -83,90 +20,7 @@ typedef struct mpit_comm {
     struct mpit_cgseq *cg; /* per-group counters for MPI_Comm_create_group */
 } mpit_comm;
 
-extern MPIT_HIDDEN MPIT_TLS mpit_tb *mpit_self;
-extern MPIT_HIDDEN volatile int mpit_on;          /* recording enabled */
-/* Per function: its id in this rank's log (the string id of its name), 0
- * when the function is not recorded, MPIT_FN_UNNAMED when it is recorded but
- * has not been called yet. Ids are given in the order of first use, so the
- * functions a program calls most often get one-byte ids. */
-#define MPIT_FN_UNNAMED 0xffff
-extern MPIT_HIDDEN uint16_t *mpit_fn_id;
-#define MPIT_LOGID(fn) ((uint64_t)mpit_fn_id[fn])
 extern MPIT_HIDDEN mpit_comm mpit_comm_world, mpit_comm_self;
-
-MPIT_HIDDEN mpit_tb *mpit_tb_create(void);
-MPIT_HIDDEN void mpit_flush_thread(mpit_tb *tb);
-MPIT_HIDDEN void mpit_reserve_slow(mpit_tb *tb, size_t need);
-MPIT_HIDDEN void mpit_announce(int fn);
-
-static inline uint64_t mpit_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* mpit_begin returns the calling thread's buffer when this call of function
- * fn is to be recorded, NULL when it is to pass straight through (recording
- * off, function excluded, or nested inside another recorded MPI call). */
-static inline mpit_tb *mpit_begin(int fn) {
-    mpit_tb *tb = mpit_self;
-    if (MPIT_UNLIKELY(tb == NULL)) {
-        if (!mpit_on) return NULL;
-        tb = mpit_tb_create();
-        if (tb == NULL) return NULL;
-    }
-    if (tb->depth || !mpit_on) return NULL;
-    uint16_t id = mpit_fn_id[fn];
-    if (MPIT_UNLIKELY(id == 0 || id == MPIT_FN_UNNAMED)) {
-        if (!id) return NULL;
-        mpit_announce(fn);
-    }
-    __atomic_store_n(&tb->depth, 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&tb->cur_fn, fn, __ATOMIC_RELAXED);
-    return tb;
-}
-
-/* mpit_reserve makes room for `need` more bytes of events. */
-static inline uint8_t *mpit_reserve(mpit_tb *tb, size_t need) {
-    /* The call returned: its event is being appended. */
-    __atomic_store_n(&tb->cur_fn, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&tb->cur_t0, 0, __ATOMIC_RELAXED);
-    if (MPIT_UNLIKELY(tb->len + need > tb->cap)) mpit_reserve_slow(tb, need);
-    return tb->buf + MPIT_BLOCK_PREFIX + tb->len;
-}
-
-/* mpit_publish makes the owner's len, count and last_end visible to the
- * other threads. */
-static inline void mpit_publish(mpit_tb *tb) {
-    uint32_t s = tb->pubseq;
-    __atomic_store_n(&tb->pubseq, s + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&tb->pub_end, tb->last_end, __ATOMIC_RELAXED);
-    __atomic_store_n(&tb->pub_lc, (uint64_t)tb->count << 32 | tb->len, __ATOMIC_RELAXED);
-    __atomic_store_n(&tb->pubseq, s + 2, __ATOMIC_RELEASE);
-}
-
-/* mpit_commit publishes the event that ends at p and leaves the call. */
-static inline void mpit_commit(mpit_tb *tb, uint8_t *p, uint64_t end) {
-    tb->last_end = end;
-    tb->len = (size_t)(p - (tb->buf + MPIT_BLOCK_PREFIX));
-    tb->count++;
-    mpit_publish(tb);
-    __atomic_store_n(&tb->depth, 0, __ATOMIC_RELAXED);
-    if (MPIT_UNLIKELY(tb->len >= tb->limit)) mpit_flush_thread(tb);
-}
-
-/* mpit_abandon leaves a call whose event could not be built. */
-static inline void mpit_abandon(mpit_tb *tb) { __atomic_store_n(&tb->depth, 0, __ATOMIC_RELAXED); }
-
-#define MPIT_GAP(tb, t0) ((int64_t)((t0) - (tb)->last_end))
-
-/* The generic event: a call without arguments. */
-static inline void mpit_call(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1) {
-    uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_CALL);
-    p = mpit_put_call(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0);
-    mpit_commit(tb, p, t1);
-}
 
 /* ---- argument helpers used by the wrappers (mpit_runtime.c) ---- */
 

@@ -69,6 +69,13 @@ struct mpitrace_api {
     void (*iter_end)(uintptr_t iter);
 };
 
+#ifndef MPITRACE_API_ONLY /* (the recorder itself wants the types only) */
+
+/* The helpers are always inlined, even at -O0: the recorder tells a loop
+ * left by longjmp from the frame a marker is called from, so every marker
+ * of a function must call it from that function's own frame. */
+#define MPITRACE__INLINE inline __attribute__((always_inline))
+
 /* Set at program start when the recorder is loaded; 0 otherwise. One per
  * program (a weak definition: every file that includes this header may
  * define it). */
@@ -88,18 +95,18 @@ __attribute__((weak, constructor)) void mpitrace__resolve(void) {
         mpitrace__api = a;
 }
 
-static inline uintptr_t mpitrace__loop_begin(const struct mpitrace_loop_site *site) {
+static MPITRACE__INLINE uintptr_t mpitrace__loop_begin(const struct mpitrace_loop_site *site) {
     const struct mpitrace_api *a = mpitrace__api;
     return __builtin_expect(a != 0, 0) ? a->loop_begin(site) : 0;
 }
-static inline void mpitrace__loop_end(uintptr_t *loop) {
+static MPITRACE__INLINE void mpitrace__loop_end(uintptr_t *loop) {
     if (__builtin_expect(*loop != 0, 0))
         mpitrace__api->loop_end(*loop);
 }
-static inline uintptr_t mpitrace__iter_begin(uintptr_t loop, double chance) {
+static MPITRACE__INLINE uintptr_t mpitrace__iter_begin(uintptr_t loop, double chance) {
     return __builtin_expect(loop != 0, 0) ? mpitrace__api->iter_begin(loop, chance) : 0;
 }
-static inline void mpitrace__iter_end(uintptr_t *iter) {
+static MPITRACE__INLINE void mpitrace__iter_end(uintptr_t *iter) {
     if (__builtin_expect(*iter != 0, 0))
         mpitrace__api->iter_end(*iter);
 }
@@ -109,15 +116,15 @@ static inline void mpitrace__iter_end(uintptr_t *iter) {
 
 struct mpitrace__loop_guard {
     uintptr_t token;
-    explicit mpitrace__loop_guard(const mpitrace_loop_site *site) : token(mpitrace__loop_begin(site)) {}
-    ~mpitrace__loop_guard() { mpitrace__loop_end(&token); }
+    __attribute__((always_inline)) explicit mpitrace__loop_guard(const mpitrace_loop_site *site) : token(mpitrace__loop_begin(site)) {}
+    __attribute__((always_inline)) ~mpitrace__loop_guard() { mpitrace__loop_end(&token); }
     mpitrace__loop_guard(const mpitrace__loop_guard &) = delete;
     mpitrace__loop_guard &operator=(const mpitrace__loop_guard &) = delete;
 };
 struct mpitrace__iter_guard {
     uintptr_t token;
-    mpitrace__iter_guard(const mpitrace__loop_guard &loop, double chance) : token(mpitrace__iter_begin(loop.token, chance)) {}
-    ~mpitrace__iter_guard() { mpitrace__iter_end(&token); }
+    __attribute__((always_inline)) mpitrace__iter_guard(const mpitrace__loop_guard &loop, double chance) : token(mpitrace__iter_begin(loop.token, chance)) {}
+    __attribute__((always_inline)) ~mpitrace__iter_guard() { mpitrace__iter_end(&token); }
     mpitrace__iter_guard(const mpitrace__iter_guard &) = delete;
     mpitrace__iter_guard &operator=(const mpitrace__iter_guard &) = delete;
 };
@@ -142,5 +149,7 @@ struct mpitrace__iter_guard {
 #define MPITRACE_LOOP(name, file, line, col) MPITRACE_LOOP_FLAGS(name, file, line, col, 0u)
 #define MPITRACE_LOOP_UNCOUNTED(name, file, line, col)                                         \
     MPITRACE_LOOP_FLAGS(name, file, line, col, MPITRACE_SITE_UNCOUNTED)
+
+#endif /* MPITRACE_API_ONLY */
 
 #endif /* MPITRACE_H */

@@ -140,7 +140,15 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 	if log != nil {
 		bopts.Log = log
 	}
-	lib, err := recorder.Build(ctx, bopts)
+	var lib *recorder.Library
+	noMPI := opts.MPICC == "" && launch.Kind == recorder.LauncherNone && len(launch.Apps) == 1 && recorder.WithoutMPI(launch.App)
+	if noMPI {
+		// A program that does not link MPI (loop markers only): the
+		// recorder without MPI writes it as one rank.
+		lib, err = recorder.BuildCore(ctx, "", bopts)
+	} else {
+		lib, err = recorder.Build(ctx, bopts)
+	}
 	if err != nil {
 		return err
 	}
@@ -186,7 +194,11 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 		// once is enough.)
 		fmt.Fprintf(s.Err, "mpitrace: writing %s: %v\n", filepath.Join(opts.Out, tracefmt.ManifestName), unwrapPathError(err))
 	}
-	fmt.Fprintf(s.Err, "mpitrace: %s\n", closingLine(outDir, opts.Out, launch, stateDir))
+	closing := closingLine(outDir, opts.Out, launch, stateDir)
+	if noMPI && ranks == 0 {
+		closing = fmt.Sprintf("no rank logs in %s: nothing was recorded (%s links no MPI and made no loop marker call; see docs/loops.md)", opts.Out, filepath.Base(launch.App))
+	}
+	fmt.Fprintf(s.Err, "mpitrace: %s\n", closing)
 	if ranks > 0 && opts.Critpath {
 		// The run's status decides record's; an analysis failure is said,
 		// not returned over it.
