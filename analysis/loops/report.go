@@ -42,6 +42,7 @@ type Loop struct {
 	PerRank []RankFigures `json:"per_rank"`
 
 	key    string
+	width  int // of the text tables' loop column
 	parent *Loop
 	all    tally
 	ranks  map[int]*tally

@@ -46,6 +46,7 @@ func WriteText(w io.Writer, rep *Report, o TextOptions) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	setWidths(rep.Loops)
 	fmt.Fprintln(w)
 	loopTable(tw, rep.Loops, -1)
 	if err := tw.Flush(); err != nil {
@@ -63,7 +64,7 @@ func WriteText(w io.Writer, rep *Report, o TextOptions) error {
 	if len(nested) > 0 {
 		fmt.Fprintln(w, "\nNested loops are recorded only inside sampled iterations of their parent; run-wide estimates")
 		fmt.Fprintln(w, "by inverse-probability weighting (each recorded parent iteration stands for 1/inclusion):")
-		fmt.Fprintln(tw, "loop\tparent\tinclusion\texecutions\titerations\ttime\t95% CI\t")
+		fmt.Fprintf(tw, "%s\tparent\tinclusion\texecutions\titerations\ttime\t95%% CI\t\n", head(rep.Loops))
 		for _, l := range nested {
 			r := l.RunWide
 			fmt.Fprintf(tw, "%s\t%s\t%.4g\t%.0f\t%.0f\t%s\t%s\t\n", indent(l), *l.Parent, r.Inclusion, r.Executions, r.Iterations,
@@ -75,7 +76,7 @@ func WriteText(w io.Writer, rep *Report, o TextOptions) error {
 	}
 	if len(rep.Counters) > 0 {
 		fmt.Fprintln(w, "\nCounters per sampled iteration (mean):")
-		fmt.Fprintf(tw, "loop\t%s\t\n", strings.Join(rep.Counters, "\t"))
+		fmt.Fprintf(tw, "%s\t%s\t\n", head(rep.Loops), strings.Join(rep.Counters, "\t"))
 		for _, l := range rep.Loops {
 			fmt.Fprintf(tw, "%s\t", indent(l))
 			for i := range rep.Counters {
@@ -117,7 +118,7 @@ func WriteText(w io.Writer, rep *Report, o TextOptions) error {
 // loopTable writes the main table of the loops, over all ranks (rank < 0)
 // or on one rank.
 func loopTable(tw *tabwriter.Writer, loops []*Loop, rank int) {
-	fmt.Fprintln(tw, "loop\texecutions\titerations\tsampled\tmean/iter\tp50\tp95\testimated\t95% CI\tmeasured\test/meas\tin CI\t")
+	fmt.Fprintln(tw, head(loops)+"\texecutions\titerations\tsampled\tmean/iter\tp50\tp95\testimated\t95% CI\tmeasured\test/meas\tin CI\t")
 	for _, l := range loops {
 		f := &l.Figures
 		if rank >= 0 {
@@ -163,5 +164,28 @@ func ci(c *[2]float64) string {
 	return dur(max(c[0], 0)) + " .. " + dur(c[1])
 }
 
-// indent is the loop's location, indented by its depth.
-func indent(l *Loop) string { return strings.Repeat("  ", l.Depth) + l.Location }
+// indent is the loop's location, indented by its depth and padded to the
+// width of the longest (the tables align right; this column reads left).
+func indent(l *Loop) string {
+	s := strings.Repeat("  ", l.Depth) + l.Location
+	return s + strings.Repeat(" ", max(l.width-len(s), 0))
+}
+
+// setWidths records in every loop the width of the loop column.
+func setWidths(loops []*Loop) {
+	w := len("loop")
+	for _, l := range loops {
+		w = max(w, 2*l.Depth+len(l.Location))
+	}
+	for _, l := range loops {
+		l.width = w
+	}
+}
+
+// head is the loop column's heading.
+func head(loops []*Loop) string {
+	if len(loops) == 0 {
+		return "loop"
+	}
+	return "loop" + strings.Repeat(" ", max(loops[0].width-len("loop"), 0))
+}

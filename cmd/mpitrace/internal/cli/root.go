@@ -134,6 +134,7 @@ default to traces/.`,
 		handlesSignals(newCalibrateCmd(s, nil)),
 		newDotCmd(s, nil),
 		newCritpathCmd(s, nil),
+		newLoopsCmd(s, nil),
 		newWrapCmd(s, nil),
 	)
 	return root
