@@ -82,6 +82,7 @@ type node struct {
 	file   uint64
 	line   int64
 	col    int64
+	spans  []span // its executions, with KeepSpans
 	tally
 }
 
@@ -113,6 +114,10 @@ type childAcc struct {
 // loop end with nothing open, an iteration begun inside an open one (the
 // open one is dropped), executions still open at the end (dropped).
 type Aggregator struct {
+	// KeepSpans keeps every execution's interval, for Spans (the critical
+	// path's attribution to loops): 16 bytes per recorded execution.
+	KeepSpans bool
+
 	rank    int
 	strs    *tracefmt.Strings
 	header  *tracefmt.Header
@@ -170,6 +175,9 @@ func (a *Aggregator) Event(ev *tracefmt.Event) {
 		p := part{execs: 1, iters: ev.Count(), time: max(ev.Start-f.begin, 0)}
 		n.execs++
 		n.iters += p.iters
+		if a.KeepSpans {
+			n.spans = append(n.spans, span{f.begin, f.begin + p.time})
+		}
 		n.measured += p.time
 		if ev.Flags()&spec.LoopUnwound != 0 {
 			n.unwound++
@@ -253,6 +261,7 @@ type RankLoops struct {
 	Skipped, Open uint64
 	loops         map[string]*rankLoop
 	order         []string
+	spans         *rankSpans // with KeepSpans
 }
 
 type rankLoop struct {
@@ -295,6 +304,9 @@ func (a *Aggregator) Finish() *RankLoops {
 			r.order = append(r.order, keys[i])
 		}
 		rl.merge(&n.tally)
+	}
+	if a.KeepSpans {
+		r.spans = newRankSpans(a.nodes, keys, depth)
 	}
 	return r
 }

@@ -445,3 +445,44 @@ func FuzzAggregate(f *testing.F) {
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+func TestSpans(t *testing.T) {
+	u := union([]span{{50, 60}, {0, 10}, {5, 20}, {30, 30}, {20, 25}, {55, 58}})
+	if !slices.Equal(u, []span{{0, 25}, {50, 60}}) {
+		t.Fatalf("union %v", u)
+	}
+	for _, c := range []struct{ a, b, want int64 }{{-5, 100, 35}, {10, 52, 17}, {25, 50, 0}, {59, 61, 1}, {3, 4, 1}} {
+		if got := overlap(u, c.a, c.b); got != c.want {
+			t.Errorf("overlap [%d,%d): %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+	// Two threads run the same loop at once: counted once.
+	ranks, err := tracefmt.ParseText(strings.NewReader(`rank 0
+t=100 LoopBegin file=a.c line=1 col=1
+t=200 LoopEnd
+t=150 thr=1 LoopBegin file=a.c line=1 col=1
+t=150 thr=1 IterBegin iter=1
+t=160 thr=1 LoopBegin file=b.c line=2 col=1
+t=170 thr=1 LoopEnd
+t=250 thr=1 IterEnd
+t=250 thr=1 LoopEnd count=1
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := ranks[0].Source()
+	a := NewAggregator(src.Header(), src.Strings())
+	a.KeepSpans = true
+	for src.Next() {
+		a.Event(src.Event())
+	}
+	s := NewSpans([]*RankLoops{a.Finish()})
+	got := map[string]int64{}
+	s.Overlap(0, 0, 1000, func(loop string, ns int64) { got[loop] += ns })
+	if got[""] != 150 || got["a.c:1:1"] != 150 || got["b.c:2:1"] != 10 || len(got) != 3 {
+		t.Errorf("overlap %v", got)
+	}
+	if d, p := s.Describe("b.c:2:1"); d != 1 || p != "a.c:1:1" || !s.Partial() || s.Empty() {
+		t.Errorf("describe %d %q", d, p)
+	}
+}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/latency"
+	"github.com/mpitrace/mpitrace/analysis/loops"
 	"github.com/mpitrace/mpitrace/analysis/stats"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
@@ -193,7 +195,10 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 			return err
 		}
 	}
-	sum := critpath.Summarize(a.graph, a.path, opts.Top)
+	sum, err := summarize(a, opts.Top)
+	if err != nil {
+		return err
+	}
 	switch {
 	case opts.JSON:
 		err = writeJSON(s.Out, struct {
@@ -213,6 +218,49 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 		return err
 	}
 	return reportDiagnostics(s, a.diags, &opts.traceFlags)
+}
+
+// summarize summarises the critical path of a; for a trace with loop
+// markers it adds which loops the path's computation ran in.
+func summarize(a *analysis, top int) (*critpath.Summary, error) {
+	sum := critpath.Summarize(a.graph, a.path, top)
+	if !hasLoopMarkers(a.trace) {
+		return sum, nil
+	}
+	var (
+		mu    sync.Mutex
+		ranks []*loops.RankLoops
+	)
+	err := a.trace.ForEachRank(0, func(r *tracefmt.RankReader) error {
+		ag := loops.NewAggregator(r.Header(), r.Strings())
+		ag.KeepSpans = true
+		for r.Next() {
+			ag.Event(r.Event())
+		}
+		rl := ag.Finish()
+		mu.Lock()
+		ranks = append(ranks, rl)
+		mu.Unlock()
+		return r.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	if spans := loops.NewSpans(ranks); !spans.Empty() {
+		sum.Loops = critpath.AttributeLoops(a.path, sum, spans)
+	}
+	return sum, nil
+}
+
+// hasLoopMarkers reports whether a rank's header says that the program
+// had loop markers (the recorder then writes loop_counters).
+func hasLoopMarkers(t *tracefmt.Trace) bool {
+	for _, f := range t.Files {
+		if _, ok := f.Header.Get(tracefmt.KeyLoopCounters); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // writeJSON writes v as indented JSON: the --json output of the commands.

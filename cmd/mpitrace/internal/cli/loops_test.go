@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,5 +198,111 @@ func TestLoopsUnbalanced(t *testing.T) {
 	code, _, errs = runCLI(t, "loops", dir, "--by", "thread")
 	if code != ExitUsage || !strings.Contains(errs, "--by") {
 		t.Errorf("--by thread: %d %q", code, errs)
+	}
+}
+
+// pathTrace writes 2 ranks: rank 0 computes 125 us, 100 us of it in the
+// loop stencil.c:41:5 (which holds, in its sampled iteration 5, 10 us of
+// stencil.c:44:9), then sends to rank 1, which waits in MPI_Recv. Without
+// withLoops the same times are recorded without loop events.
+func pathTrace(t *testing.T, withLoops bool) string {
+	t.Helper()
+	b := testgen.New(2)
+	if withLoops {
+		b.Meta = testgen.LoopMeta("", "0.1", "1")
+	}
+	r0, r1 := b.Rank(0), b.Rank(1)
+	r0.Call("MPI_Init")
+	r1.Call("MPI_Init")
+	if withLoops {
+		r0.Compute(20_000).LoopBegin("stencil.c", 41, 5)
+		r0.Compute(40_000).IterBegin(5)
+		r0.Compute(2_000).LoopBegin("stencil.c", 44, 9)
+		r0.Compute(10_000).LoopEnd(4, 0)
+		r0.Compute(3_000).IterEnd()
+		r0.Compute(45_000).LoopEnd(10, 0)
+		r0.Compute(5_000)
+	} else {
+		r0.Compute(125_000)
+	}
+	r0.Send(1, 3, 1024)
+	r1.Recv(0, 3, 1024)
+	r0.Call("MPI_Finalize")
+	r1.Call("MPI_Finalize")
+	return saveTrace(t, b)
+}
+
+func TestCritpathLoops(t *testing.T) {
+	plain, looped := pathTrace(t, false), pathTrace(t, true)
+	outPlain, outLooped := filepath.Join(t.TempDir(), "a.out"), filepath.Join(t.TempDir(), "b.out")
+	code, sumPlain, errs := runCLI(t, "critpath", plain, "-o", outPlain)
+	if code != 0 || errs != "" || strings.Contains(sumPlain, "loops") {
+		t.Fatalf("critpath without loops: %d %q\n%s", code, errs, sumPlain)
+	}
+	code, sumLooped, errs := runCLI(t, "critpath", looped, "-o", outLooped)
+	if code != 0 || errs != "" {
+		t.Fatalf("critpath with loops: %d %q", code, errs)
+	}
+	a, _ := os.ReadFile(outPlain)
+	b, _ := os.ReadFile(outLooped)
+	if len(a) == 0 || string(a) != string(b) {
+		t.Errorf("loop events changed the critical path:\n%s\n%s", a, b)
+	}
+	// The loops' lines come after the summary the plain trace gets.
+	head := strings.NewReplacer(plain, "DIR", outPlain, "OUT").Replace(sumPlain)
+	if !strings.HasPrefix(strings.NewReplacer(looped, "DIR", outLooped, "OUT").Replace(sumLooped), head) {
+		t.Errorf("the summary changed before the loops:\n%s\n%s", sumPlain, sumLooped)
+	}
+	if !strings.Contains(sumLooped, "in instrumented loops: 100.000 us") || !strings.Contains(sumLooped, "of the path is in stencil.c:41:5") {
+		t.Errorf("summary:\n%s", sumLooped)
+	}
+
+	code, out, _ := runCLI(t, "critpath", looped, "--json")
+	var doc struct {
+		Summary struct {
+			Length      float64 `json:"length_ns"`
+			Computation float64 `json:"computation_ns"`
+			Loops       *struct {
+				InLoops float64 `json:"in_loops_ns"`
+				Share   float64 `json:"share"`
+				Partial bool    `json:"nested_partial"`
+				Loops   []struct {
+					Loop   string  `json:"loop"`
+					Depth  int     `json:"depth"`
+					Parent string  `json:"parent"`
+					Ns     float64 `json:"ns"`
+					Share  float64 `json:"share"`
+				} `json:"loops"`
+			} `json:"loops"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
+		t.Fatalf("critpath --json: %d %v", code, err)
+	}
+	l := doc.Summary.Loops
+	if l == nil || l.InLoops != 100_000 || !l.Partial || len(l.Loops) != 2 {
+		t.Fatalf("loops %+v", l)
+	}
+	if l.Loops[0].Loop != "stencil.c:41:5" || l.Loops[0].Ns != 100_000 || l.Loops[0].Depth != 0 ||
+		math.Abs(l.Loops[0].Share-100_000/doc.Summary.Length) > 1e-12 {
+		t.Errorf("outer %+v (length %g)", l.Loops[0], doc.Summary.Length)
+	}
+	if l.Loops[1].Loop != "stencil.c:44:9" || l.Loops[1].Ns != 10_000 || l.Loops[1].Depth != 1 || l.Loops[1].Parent != "stencil.c:41:5" {
+		t.Errorf("inner %+v", l.Loops[1])
+	}
+	code, out, _ = runCLI(t, "critpath", plain, "--json")
+	if code != 0 || strings.Contains(out, `"loops"`) {
+		t.Errorf("plain --json has loops: %d", code)
+	}
+	// stats and dot read the loop events as nothing.
+	_, s1, _ := runCLI(t, "stats", plain)
+	_, s2, _ := runCLI(t, "stats", looped)
+	if s1 != s2 {
+		t.Errorf("stats differ:\n%s\n%s", s1, s2)
+	}
+	_, d1, _ := runCLI(t, "dot", plain)
+	_, d2, _ := runCLI(t, "dot", looped)
+	if d1 == "" || strings.ReplaceAll(d1, plain, "") != strings.ReplaceAll(d2, looped, "") {
+		t.Errorf("dot differs")
 	}
 }

@@ -243,7 +243,10 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	}); err != nil {
 		return err
 	}
-	sum := critpath.Summarize(a.graph, a.path, 5)
+	sum, err := summarize(a, 5)
+	if err != nil {
+		return err
+	}
 	if err := writeSummary(s.Err, opts.Out, a, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond); err != nil {
 		return err
 	}
