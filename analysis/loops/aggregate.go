@@ -281,6 +281,7 @@ func (a *Aggregator) Finish() *RankLoops {
 		r.Open += uint64(len(stack))
 	}
 	keys := make([]string, len(a.nodes))
+	locs := make([]string, len(a.nodes))
 	depth := make([]int, len(a.nodes))
 	for i := range a.nodes {
 		n := &a.nodes[i]
@@ -294,7 +295,11 @@ func (a *Aggregator) Finish() *RankLoops {
 			parent = keys[n.parent]
 			depth[i] = depth[n.parent] + 1
 		}
-		keys[i] = parent + "\n" + s.String()
+		locs[i] = s.String()
+		// The key of a calling context: its loops' locations from the
+		// outermost, each with its length, so that no file name can make
+		// two contexts one.
+		keys[i] = parent + strconv.Itoa(len(locs[i])) + ":" + locs[i]
 		rl := r.loops[keys[i]]
 		if rl == nil {
 			// Two nodes get one key only when file ids differ but name
@@ -306,7 +311,7 @@ func (a *Aggregator) Finish() *RankLoops {
 		rl.merge(&n.tally)
 	}
 	if a.KeepSpans {
-		r.spans = newRankSpans(a.nodes, keys, depth)
+		r.spans = newRankSpans(a.nodes, locs, depth)
 	}
 	return r
 }

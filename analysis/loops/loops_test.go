@@ -486,3 +486,45 @@ t=250 thr=1 LoopEnd count=1
 		t.Errorf("describe %d %q", d, p)
 	}
 }
+
+// File names are data: a newline or a colon in one cannot merge two
+// calling contexts nor lose a loop.
+func TestOddFileNames(t *testing.T) {
+	ranks, err := tracefmt.ParseText(strings.NewReader(`rank 0
+string 1 "a\n1"
+string 2 "a"
+string 3 "1:1\n"
+LoopBegin file=#1 line=1 col=1
+IterBegin iter=1
+LoopBegin file=#2 line=1 col=1
+LoopEnd count=0
+IterEnd
+LoopEnd count=1
+LoopBegin file=#2 line=1 col=1
+IterBegin iter=1
+LoopBegin file=#3 line=1 col=1
+LoopEnd count=0
+IterEnd
+LoopEnd count=1
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl, err := RankOf(ranks[0].Source())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Merge([]*RankLoops{rl})
+	var got []string
+	for _, l := range rep.Loops {
+		p := "-"
+		if l.Parent != nil {
+			p = *l.Parent
+		}
+		got = append(got, fmt.Sprintf("%d %q < %q", l.Depth, l.Location, p))
+	}
+	want := []string{`0 "a:1:1" < "-"`, `1 "1:1\n:1:1" < "a:1:1"`, `0 "a\n1:1:1" < "-"`, `1 "a:1:1" < "a\n1:1:1"`}
+	if !slices.Equal(got, want) {
+		t.Errorf("loops\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

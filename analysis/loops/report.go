@@ -41,11 +41,12 @@ type Loop struct {
 	// PerRank are the same figures for each rank that ran the loop.
 	PerRank []RankFigures `json:"per_rank"`
 
-	key    string
-	width  int // of the text tables' loop column
-	parent *Loop
-	all    tally
-	ranks  map[int]*tally
+	key       string
+	parentKey string
+	width     int // of the text tables' loop column
+	parent    *Loop
+	all       tally
+	ranks     map[int]*tally
 }
 
 // RankFigures are a loop's figures on one rank.
@@ -136,7 +137,7 @@ func Merge(ranks []*RankLoops) *Report {
 			rl := r.loops[k]
 			l := byKey[k]
 			if l == nil {
-				l = &Loop{Site: rl.site, Location: rl.site.String(), Depth: rl.depth, key: k, ranks: map[int]*tally{}}
+				l = &Loop{Site: rl.site, Location: rl.site.String(), Depth: rl.depth, key: k, parentKey: rl.parent, ranks: map[int]*tally{}}
 				byKey[k] = l
 			}
 			l.all.merge(&rl.tally)
@@ -153,10 +154,10 @@ func Merge(ranks []*RankLoops) *Report {
 	}
 	rep.Chance, rep.Seed = strings.Join(chance, ","), strings.Join(seed, ",")
 
-	// The tree: parents' keys are their children's key prefixes.
+	// The tree: a parent's key is its children's parent key.
 	children := map[string][]*Loop{}
-	for k, l := range byKey {
-		pk := k[:strings.LastIndexByte(k, '\n')]
+	for _, l := range byKey {
+		pk := l.parentKey
 		if p := byKey[pk]; p != nil {
 			l.parent = p
 			l.Parent = &p.Location

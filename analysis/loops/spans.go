@@ -22,15 +22,15 @@ type rankSpans struct {
 	nested bool
 }
 
-func newRankSpans(nodes []node, keys []string, depth []int) *rankSpans {
+func newRankSpans(nodes []node, locs []string, depth []int) *rankSpans {
 	rs := &rankSpans{byLoc: map[string][]span{}, depth: map[string]int{}, parent: map[string]string{}}
 	var all []span
 	for i := range nodes {
 		n := &nodes[i]
-		loc := keys[i][lastNL(keys[i])+1:]
+		loc := locs[i]
 		par := ""
 		if n.parent >= 0 {
-			par = keys[n.parent][lastNL(keys[n.parent])+1:]
+			par = locs[n.parent]
 			rs.nested = true
 		}
 		if d, ok := rs.depth[loc]; !ok || depth[i] < d {
@@ -51,15 +51,6 @@ func newRankSpans(nodes []node, keys []string, depth []int) *rankSpans {
 	}
 	rs.any = union(all)
 	return rs
-}
-
-func lastNL(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '\n' {
-			return i
-		}
-	}
-	return -1
 }
 
 // union sorts s and merges its overlapping intervals.
