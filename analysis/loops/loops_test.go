@@ -118,6 +118,22 @@ func lcg(p float64, seed uint64) func(rank, exec, i int) bool {
 	}
 }
 
+// fromText aggregates the first rank of a trace in the text form.
+func fromText(t *testing.T, text string, keepSpans bool) *RankLoops {
+	t.Helper()
+	ranks, err := tracefmt.ParseText(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := ranks[0].Source()
+	a := NewAggregator(src.Header(), src.Strings())
+	a.KeepSpans = keepSpans
+	for src.Next() {
+		a.Event(src.Event())
+	}
+	return a.Finish()
+}
+
 func nearestRank(v []int64, q float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
@@ -345,15 +361,7 @@ thr=1 LoopBegin file=#9 line=3 col=3
 `
 
 func TestUnbalanced(t *testing.T) {
-	ranks, err := tracefmt.ParseText(strings.NewReader(unbalanced))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rl, err := RankOf(ranks[0].Source())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep := Merge([]*RankLoops{rl})
+	rep := Merge([]*RankLoops{fromText(t, unbalanced, false)})
 	if rep.Skipped != 5 || rep.Open != 3 {
 		t.Errorf("skipped %d open %d, want 5 and 3", rep.Skipped, rep.Open)
 	}
@@ -457,7 +465,7 @@ func TestSpans(t *testing.T) {
 		}
 	}
 	// Two threads run the same loop at once: counted once.
-	ranks, err := tracefmt.ParseText(strings.NewReader(`rank 0
+	rl := fromText(t, `rank 0
 t=100 LoopBegin file=a.c line=1 col=1
 t=200 LoopEnd
 t=150 thr=1 LoopBegin file=a.c line=1 col=1
@@ -466,17 +474,8 @@ t=160 thr=1 LoopBegin file=b.c line=2 col=1
 t=170 thr=1 LoopEnd
 t=250 thr=1 IterEnd
 t=250 thr=1 LoopEnd count=1
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := ranks[0].Source()
-	a := NewAggregator(src.Header(), src.Strings())
-	a.KeepSpans = true
-	for src.Next() {
-		a.Event(src.Event())
-	}
-	s := NewSpans([]*RankLoops{a.Finish()})
+`, true)
+	s := NewSpans([]*RankLoops{rl})
 	got := map[string]int64{}
 	s.Overlap(0, 0, 1000, func(loop string, ns int64) { got[loop] += ns })
 	if got[""] != 150 || got["a.c:1:1"] != 150 || got["b.c:2:1"] != 10 || len(got) != 3 {
@@ -490,7 +489,7 @@ t=250 thr=1 LoopEnd count=1
 // File names are data: a newline or a colon in one cannot merge two
 // calling contexts nor lose a loop.
 func TestOddFileNames(t *testing.T) {
-	ranks, err := tracefmt.ParseText(strings.NewReader(`rank 0
+	rl := fromText(t, `rank 0
 string 1 "a\n1"
 string 2 "a"
 string 3 "1:1\n"
@@ -506,14 +505,7 @@ LoopBegin file=#3 line=1 col=1
 LoopEnd count=0
 IterEnd
 LoopEnd count=1
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rl, err := RankOf(ranks[0].Source())
-	if err != nil {
-		t.Fatal(err)
-	}
+`, false)
 	rep := Merge([]*RankLoops{rl})
 	var got []string
 	for _, l := range rep.Loops {
