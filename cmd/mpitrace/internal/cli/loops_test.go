@@ -155,6 +155,14 @@ func TestLoopsGolden(t *testing.T) {
 	}
 }
 
+// A trace without loop events says so.
+func TestLoopsNone(t *testing.T) {
+	code, out, errs := runCLI(t, "loops", writeTrace(t))
+	if code != 0 || errs != "" || !strings.Contains(out, "Loops: 0 in 2 ranks") || !strings.Contains(out, "No instrumented loops") {
+		t.Errorf("loops: %d %q %q", code, out, errs)
+	}
+}
+
 // A program without MPI, recorded as one rank: loop events only.
 func TestLoopsWithoutMPI(t *testing.T) {
 	b := testgen.New(1)
