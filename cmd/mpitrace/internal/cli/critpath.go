@@ -123,6 +123,8 @@ type analysis struct {
 	// pathErr says why there is no path (no operations, or inconsistent
 	// data making a cycle); the graph is still there.
 	pathErr error
+	// loopAggs saw each rank's loop events during the reconstruction.
+	loopAggs []*loops.Aggregator
 }
 
 // analyze rebuilds the task graph of an opened trace and looks for its
@@ -136,7 +138,18 @@ func analyze(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error)
 	if s.ErrTTY {
 		fmt.Fprintf(s.Err, "mpitrace: reading %d ranks of %s...\r", len(t.Files), t.Dir)
 	}
-	a.graph, a.diags, err = reconstruct.Build(t, reconstruct.Options{Filtered: recordFilter(t) != ""})
+	var mu sync.Mutex
+	observe := func(h *tracefmt.Header, strs *tracefmt.Strings) func(*tracefmt.Event) {
+		// Where the loops ran, for the critical path's share in loops:
+		// nothing but a switch per event in a trace without loops.
+		ag := loops.NewAggregator(h, strs)
+		ag.KeepSpans = true
+		mu.Lock()
+		a.loopAggs = append(a.loopAggs, ag)
+		mu.Unlock()
+		return ag.Event
+	}
+	a.graph, a.diags, err = reconstruct.Build(t, reconstruct.Options{Filtered: recordFilter(t) != "", Observe: observe})
 	if s.ErrTTY {
 		fmt.Fprintf(s.Err, "\033[K")
 	}
@@ -195,10 +208,7 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 			return err
 		}
 	}
-	sum, err := summarize(a, opts.Top)
-	if err != nil {
-		return err
-	}
+	sum := summarize(a, opts.Top)
 	switch {
 	case opts.JSON:
 		err = writeJSON(s.Out, struct {
@@ -221,46 +231,17 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 }
 
 // summarize summarises the critical path of a; for a trace with loop
-// markers it adds which loops the path's computation ran in.
-func summarize(a *analysis, top int) (*critpath.Summary, error) {
+// events it adds which loops the path's computation ran in.
+func summarize(a *analysis, top int) *critpath.Summary {
 	sum := critpath.Summarize(a.graph, a.path, top)
-	if !hasLoopMarkers(a.trace) {
-		return sum, nil
-	}
-	var (
-		mu    sync.Mutex
-		ranks []*loops.RankLoops
-	)
-	err := a.trace.ForEachRank(0, func(r *tracefmt.RankReader) error {
-		ag := loops.NewAggregator(r.Header(), r.Strings())
-		ag.KeepSpans = true
-		for r.Next() {
-			ag.Event(r.Event())
-		}
-		rl := ag.Finish()
-		mu.Lock()
-		ranks = append(ranks, rl)
-		mu.Unlock()
-		return r.Err()
-	})
-	if err != nil {
-		return nil, err
+	ranks := make([]*loops.RankLoops, len(a.loopAggs))
+	for i, ag := range a.loopAggs {
+		ranks[i] = ag.Finish()
 	}
 	if spans := loops.NewSpans(ranks); !spans.Empty() {
 		sum.Loops = critpath.AttributeLoops(a.path, sum, spans)
 	}
-	return sum, nil
-}
-
-// hasLoopMarkers reports whether a rank's header says that the program
-// had loop markers (the recorder then writes loop_counters).
-func hasLoopMarkers(t *tracefmt.Trace) bool {
-	for _, f := range t.Files {
-		if _, ok := f.Header.Get(tracefmt.KeyLoopCounters); ok {
-			return true
-		}
-	}
-	return false
+	return sum
 }
 
 // writeJSON writes v as indented JSON: the --json output of the commands.
