@@ -8,7 +8,7 @@
  * row loop inside it (nested: recorded only in sampled time steps). The
  * column loop is left unmarked: it is the row iteration's body.
  *
- * Usage: loopstencil [steps] [rows per rank] [columns]   (defaults 2000, 256, 256) */
+ * Usage: loopstencil [steps] [rows per rank] [columns]   (defaults 2000, 256, 1024) */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -27,7 +27,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int steps = argc > 1 ? atoi(argv[1]) : 2000;
     int rows = argc > 2 ? atoi(argv[2]) : 256;
-    int cols = argc > 3 ? atoi(argv[3]) : 256;
+    int cols = argc > 3 ? atoi(argv[3]) : 1024;
     size_t n = (size_t)(rows + 2) * (size_t)cols;
     double *u = calloc(n, sizeof(double)), *v = calloc(n, sizeof(double));
     if (!u || !v) MPI_Abort(MPI_COMM_WORLD, 1);
