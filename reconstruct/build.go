@@ -20,6 +20,12 @@ type Options struct {
 	// filter: a message or collective call one rank misses of another may
 	// be one the filter left out, so it is a warning, not an error.
 	Filtered bool
+	// Observe, when set, is called once per rank before its events are
+	// read; the function it returns (if not nil) sees every event of the
+	// rank, in order, after the reconstruction: other analyses of the same
+	// pass (the loops of the critical path). It is called concurrently for
+	// different ranks.
+	Observe func(h *tracefmt.Header, strs *tracefmt.Strings) func(*tracefmt.Event)
 }
 
 func (o Options) workers() int {
@@ -230,8 +236,16 @@ func (b *build) rank(rank int, src tracefmt.Source, file string, end func() rank
 	}
 	rb := b.gb.Rank(rank)
 	p := newRankPass(rank, b.size, file, rb, b.names, src.Strings())
+	var observe func(*tracefmt.Event)
+	if b.opts.Observe != nil {
+		observe = b.opts.Observe(src.Header(), src.Strings())
+	}
 	for src.Next() {
-		p.Event(src.Event())
+		ev := src.Event()
+		p.Event(ev)
+		if observe != nil {
+			observe(ev)
+		}
 	}
 	if err := src.Err(); err != nil {
 		return err

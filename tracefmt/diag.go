@@ -79,6 +79,13 @@ const (
 	CodeNegativeDuration  = "negative_duration"   // a duration above math.MaxInt64
 	CodeNonMonotonicStart = "non_monotonic_start" // a thread's event starts before the previous one
 	CodeBadRank           = "bad_rank"            // a rank value outside -5..size-1
+	CodeUnknownFile       = "unknown_file"        // a loop's file id not in the string table
+	CodeLoopEndUnopened   = "loop_end_unopened"   // a LoopEnd with no open loop in its thread
+	CodeIterOutsideLoop   = "iter_outside_loop"   // an IterBegin with no open loop in its thread
+	CodeIterEndUnopened   = "iter_end_unopened"   // an IterEnd with no open iteration in the innermost loop
+	CodeIterUnclosed      = "iter_unclosed"       // an iteration begun, or its loop ended, while an iteration is open
+	CodeLoopCount         = "loop_count"          // iteration numbers out of order or above the loop's count
+	CodeLoopUnclosed      = "loop_unclosed"       // loops still open when the thread's events end
 )
 
 // Diagnostic is one problem found while reading or validating a trace.

@@ -23,6 +23,10 @@ const (
 	KeyInitMonotonicNS = "init_monotonic_ns"
 	KeyThreadLevel     = "thread_level"
 	KeyOptions         = "options"
+	// Loop markers (version 3).
+	KeyLoopCounters = "loop_counters"
+	KeyLoopChance   = "loop_chance"
+	KeyLoopSeed     = "loop_seed"
 )
 
 // KeyValue is one header entry.

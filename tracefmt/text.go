@@ -26,9 +26,9 @@ import (
 //	end reason=finalize signal=0 events=3 blocks=1 time=2005 dropped=0
 //
 // An event line holds the absolute start time t, the thread, the kind name,
-// then the kind's fields in table order (spec.Kinds) and its list. fn is
-// shown by name when the name is a plain token defined once in the table,
-// else as #ID. gap is shown only when it is not t minus the previous end of
+// then the kind's fields in table order (spec.Kinds) and its list. fn (and
+// a loop's file) is shown by name when the name is a plain token (letters,
+// digits and _ . : - /) defined once in the table, else as #ID. gap is shown only when it is not t minus the previous end of
 // the same thread (0 for a thread's first event), so a dump reads as
 // absolute times while staying lossless: WriteText then ParseText gives the
 // same header, strings, events and end record.
@@ -102,7 +102,8 @@ func WriteText(w io.Writer, src Source) error {
 	return bw.Flush()
 }
 
-// fnName is how a line shows a function's string id: its name, or #ID.
+// fnName is how a line shows a function's (or a file's) string id: its
+// name, or #ID.
 func (tw *textWriter) fnName(id uint64) string {
 	if name, ok := tw.fnNames[id]; ok {
 		return name
@@ -140,7 +141,7 @@ func (tw *textWriter) appendEvent(b []byte, ev *Event) []byte {
 		b = append(b, ' ')
 		b = append(b, spec.Fields[f].Name...)
 		b = append(b, '=')
-		if f == spec.Fn {
+		if f == spec.Fn || f == spec.File {
 			b = append(b, tw.fnName(uint64(v))...)
 			continue
 		}
@@ -206,7 +207,7 @@ func isToken(s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-') {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-' || c == '/') {
 			return false
 		}
 	}
@@ -634,10 +635,10 @@ func (s *textSection) event(line string) error {
 		if f == spec.Gap {
 			haveGap = true
 		}
-		if f == spec.Fn {
+		if f == spec.Fn || f == spec.File {
 			id, err := s.fnID(val)
 			if err != nil {
-				return fmt.Errorf("%s.fn: %w", kindTok, err)
+				return fmt.Errorf("%s.%s: %w", kindTok, key, err)
 			}
 			ev.F[f] = int64(id)
 			continue
@@ -678,7 +679,7 @@ func (s *textSection) fnID(val string) (uint64, error) {
 		return id, nil
 	}
 	if !isToken(val) {
-		return 0, fmt.Errorf("%q: not a function name", val)
+		return 0, fmt.Errorf("%q: not a name", val)
 	}
 	if id, ok := s.names[val]; ok {
 		return id, nil

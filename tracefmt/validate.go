@@ -2,6 +2,7 @@ package tracefmt
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
@@ -20,7 +21,18 @@ import (
 //   - a duration above math.MaxInt64, i.e. negative (negative_duration, error);
 //   - a start before the previous event's start in the same thread
 //     (non_monotonic_start, warning);
-//   - a rank value outside -5..size-1 (bad_rank, error).
+//   - a rank value outside -5..size-1 (bad_rank, error);
+//   - the nesting of loop events in each thread, which must read
+//     LoopBegin (IterBegin ... IterEnd)* LoopEnd with nested loops inside:
+//     a LoopEnd with no open loop (loop_end_unopened, error), an IterBegin
+//     with no open loop (iter_outside_loop, error), an IterEnd with no
+//     open iteration in the innermost loop (iter_end_unopened, error), an
+//     IterBegin while an iteration is open or a LoopEnd inside an open
+//     iteration without the LoopUnwound flag (iter_unclosed, warning),
+//     iteration numbers that do not increase or exceed the loop's count
+//     (loop_count, error), loops still open when the thread's events end
+//     (loop_unclosed, warning, one per thread, from Finish), a file id not
+//     in the string table (unknown_file, error).
 //
 // It is a single-pass consumer: call Event for every event of the rank in
 // order, then Finish. Messages start with "invalid:".
@@ -29,10 +41,11 @@ type Validator struct {
 	file  string
 	size  int
 	strs  *Strings
-	comms map[uint64]bool // live communicator indices defined by CommNew
-	reqs  map[uint64]bool // live requests; true for persistent ones
-	last  map[int]int64   // per thread: start of the previous event
-	n     uint64          // events seen
+	comms map[uint64]bool     // live communicator indices defined by CommNew
+	reqs  map[uint64]bool     // live requests; true for persistent ones
+	last  map[int]int64       // per thread: start of the previous event
+	loops map[int][]loopFrame // per thread: the open loops, innermost last
+	n     uint64              // events seen
 	diags Diagnostics
 }
 
@@ -40,7 +53,8 @@ type Validator struct {
 // string table; file names the rank in diagnostics.
 func NewValidator(h *Header, strs *Strings, file string) *Validator {
 	return &Validator{rank: h.Rank, file: file, size: h.Size, strs: strs,
-		comms: make(map[uint64]bool), reqs: make(map[uint64]bool), last: make(map[int]int64)}
+		comms: make(map[uint64]bool), reqs: make(map[uint64]bool), last: make(map[int]int64),
+		loops: make(map[int][]loopFrame)}
 }
 
 // Validate reads the rest of src and returns the problems found.
@@ -103,6 +117,10 @@ func (v *Validator) Event(ev *Event) {
 		v.checkRank(ev, fmt.Sprintf("completions[%d].src", i), ev.Completions[i].Src)
 	}
 
+	if ev.Kind >= spec.LoopBegin && ev.Kind <= spec.IterEnd {
+		v.loopEvent(ev)
+	}
+
 	switch ev.Kind {
 	case spec.CommNew:
 		c := ev.Comm()
@@ -161,5 +179,90 @@ func (v *Validator) checkRank(ev *Event, name string, r int64) {
 	}
 }
 
-// Finish returns the diagnostics.
-func (v *Validator) Finish() *Diagnostics { return &v.diags }
+// loopFrame is an open loop execution of a thread.
+type loopFrame struct {
+	file, line, col int64
+	iterOpen        bool  // a sampled iteration is open
+	lastIter        int64 // number of the last sampled iteration begun
+}
+
+func (f *loopFrame) where(strs *Strings) string {
+	name, ok := strs.Lookup(uint64(f.file))
+	if !ok {
+		name = "#" + fmt.Sprint(uint64(f.file))
+	}
+	return fmt.Sprintf("%s:%d:%d", name, f.line, f.col)
+}
+
+// loopEvent checks a loop event against the thread's open loops.
+func (v *Validator) loopEvent(ev *Event) {
+	stack := v.loops[ev.Thread]
+	var top *loopFrame
+	if len(stack) > 0 {
+		top = &stack[len(stack)-1]
+	}
+	switch ev.Kind {
+	case spec.LoopBegin:
+		f := loopFrame{file: ev.F[spec.File], line: ev.F[spec.Line], col: ev.F[spec.Col]}
+		if _, ok := v.strs.Lookup(uint64(f.file)); !ok {
+			v.report(Error, CodeUnknownFile, ev, "file id %d is not in the string table", uint64(f.file))
+		}
+		stack = append(stack, f)
+	case spec.LoopEnd:
+		if top == nil {
+			v.report(Error, CodeLoopEndUnopened, ev, "no loop is open in thread %d", ev.Thread)
+			return
+		}
+		if top.iterOpen && ev.Flags()&spec.LoopUnwound == 0 {
+			v.report(Warning, CodeIterUnclosed, ev, "ends loop %s inside its iteration %d, which has no IterEnd", top.where(v.strs), top.lastIter)
+		}
+		if top.lastIter > 0 && uint64(top.lastIter) > ev.Count() && ev.Flags()&spec.LoopUncounted == 0 {
+			v.report(Error, CodeLoopCount, ev, "loop %s counts %d iterations, but iteration %d was sampled", top.where(v.strs), ev.Count(), top.lastIter)
+		}
+		stack = stack[:len(stack)-1]
+	case spec.IterBegin:
+		switch {
+		case top == nil:
+			v.report(Error, CodeIterOutsideLoop, ev, "no loop is open in thread %d", ev.Thread)
+			return
+		case top.iterOpen:
+			v.report(Warning, CodeIterUnclosed, ev, "iteration %d of loop %s begins while iteration %d is open", ev.F[spec.Iter], top.where(v.strs), top.lastIter)
+		}
+		if it := ev.F[spec.Iter]; uint64(it) <= uint64(top.lastIter) {
+			v.report(Error, CodeLoopCount, ev, "iteration %d of loop %s follows iteration %d", uint64(it), top.where(v.strs), top.lastIter)
+		} else {
+			top.lastIter = it
+		}
+		top.iterOpen = true
+	case spec.IterEnd:
+		if top == nil || !top.iterOpen {
+			where := "no loop is open"
+			if top != nil {
+				where = "loop " + top.where(v.strs) + " has no open iteration"
+			}
+			v.report(Error, CodeIterEndUnopened, ev, "%s in thread %d", where, ev.Thread)
+			return
+		}
+		top.iterOpen = false
+	}
+	v.loops[ev.Thread] = stack
+}
+
+// Finish reports the loops left open and returns the diagnostics.
+func (v *Validator) Finish() *Diagnostics {
+	threads := make([]int, 0, len(v.loops))
+	for t, stack := range v.loops {
+		if len(stack) > 0 {
+			threads = append(threads, t)
+		}
+	}
+	slices.Sort(threads)
+	for _, t := range threads {
+		stack := v.loops[t]
+		v.diags.Add(Diagnostic{Severity: Warning, Code: CodeLoopUnclosed, Rank: v.rank, File: v.file, Block: -1, Offset: -1,
+			Message: fmt.Sprintf("invalid: thread %d: %d loops still open at the end of its events (outermost %s, innermost %s)",
+				t, len(stack), stack[0].where(v.strs), stack[len(stack)-1].where(v.strs))})
+		delete(v.loops, t)
+	}
+	return &v.diags
+}

@@ -68,6 +68,40 @@ CommNew fn=MPI_Send parent=1 comm=3 ranks=[0,9]
 Complete fn=MPI_Send completions=[{req=0 src=-9}]
 Coll fn=MPI_Send root=-4
 `, map[string]int{CodeBadRank: 4}},
+		{"loops clean", `
+LoopBegin file=stencil.c line=41 col=5
+IterBegin iter=1
+LoopBegin file=stencil.c line=42 col=9
+IterBegin iter=3
+IterEnd values=[10,20]
+LoopEnd count=4
+IterEnd
+IterBegin iter=7
+Send fn=MPI_Send peer=1
+IterEnd
+LoopEnd count=9
+LoopBegin file=stencil.c line=41 col=5
+LoopBegin file=stencil.c line=42 col=9
+IterBegin iter=1
+LoopEnd count=2 flags=1
+LoopEnd count=0 flags=3
+thr=1 LoopBegin file=#1 line=1 col=1
+thr=1 LoopEnd count=0
+`, nil},
+		{"loops unbalanced", `
+LoopEnd count=1
+IterBegin iter=1
+IterEnd
+LoopBegin file=a.c line=1 col=1
+IterEnd
+IterBegin iter=2
+IterBegin iter=2
+LoopEnd count=1
+LoopBegin file=#77 line=1 col=1
+LoopBegin file=a.c line=9 col=1
+thr=3 LoopBegin file=a.c line=1 col=1
+`, map[string]int{CodeLoopEndUnopened: 1, CodeIterOutsideLoop: 1, CodeIterEndUnopened: 2, CodeIterUnclosed: 2,
+			CodeLoopCount: 2, CodeUnknownFile: 1, CodeLoopUnclosed: 2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ranks, err := ParseText(strings.NewReader(pre + c.text))
@@ -89,7 +123,7 @@ Coll fn=MPI_Send root=-4
 				}
 			}
 			for _, x := range d.All() {
-				if !strings.HasPrefix(x.Message, "invalid: event ") || x.Rank != 0 {
+				if !strings.HasPrefix(x.Message, "invalid: ") || x.Rank != 0 {
 					t.Errorf("diagnostic %q", x)
 				}
 			}

@@ -36,6 +36,9 @@ type Summary struct {
 	ByRank     []RankShare     `json:"by_rank"`
 	ByFunction []FunctionShare `json:"by_function"`
 	Top        []Item          `json:"top"`
+	// Loops is the path's computation inside instrumented loops, set
+	// (AttributeLoops) only for a trace with loop events.
+	Loops *LoopSummary `json:"loops,omitempty"`
 }
 
 // RankShare is the part of the path on one rank: its computation edges and
@@ -337,6 +340,9 @@ func (s *Summary) WriteText(w io.Writer, unit Unit) error {
 				fmt.Fprintf(ew, "  %s  %s  %s: %s -> %s\n", pct(it.Share), t(it.Weight), what, it.From, it.To)
 			}
 		}
+	}
+	if s.Loops != nil && ew.err == nil {
+		return s.Loops.WriteText(ew, unit)
 	}
 	return ew.err
 }

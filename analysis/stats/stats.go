@@ -150,8 +150,7 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 	var first, last, initEnd, finStart int64 = -1, -1, -1, -1
 	for r.Next() {
 		ev := r.Event()
-		ks := &spec.Kinds[ev.Kind]
-		if ev.Kind >= spec.NumKinds || !ks.IsCall {
+		if ev.Kind >= spec.NumKinds || !spec.Kinds[ev.Kind].IsCall {
 			continue
 		}
 		if first < 0 {

@@ -206,8 +206,10 @@ func (r *Rank) begin(k spec.Kind, fn string) *tracefmt.Event {
 }
 
 // emit times and writes the scratch event.
-func (r *Rank) emit(ev *tracefmt.Event) {
-	gap := r.Gap
+func (r *Rank) emit(ev *tracefmt.Event) { r.emitGap(ev, r.Gap) }
+
+// emitGap is emit with gap as the default time before the event.
+func (r *Rank) emitGap(ev *tracefmt.Event, gap int64) {
 	if r.th.set {
 		gap = r.th.pending
 		r.th.set = false

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/latency"
+	"github.com/mpitrace/mpitrace/analysis/loops"
 	"github.com/mpitrace/mpitrace/analysis/stats"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
@@ -121,6 +123,8 @@ type analysis struct {
 	// pathErr says why there is no path (no operations, or inconsistent
 	// data making a cycle); the graph is still there.
 	pathErr error
+	// loopAggs saw each rank's loop events during the reconstruction.
+	loopAggs []*loops.Aggregator
 }
 
 // analyze rebuilds the task graph of an opened trace and looks for its
@@ -134,7 +138,18 @@ func analyze(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error)
 	if s.ErrTTY {
 		fmt.Fprintf(s.Err, "mpitrace: reading %d ranks of %s...\r", len(t.Files), t.Dir)
 	}
-	a.graph, a.diags, err = reconstruct.Build(t, reconstruct.Options{Filtered: recordFilter(t) != ""})
+	var mu sync.Mutex
+	observe := func(h *tracefmt.Header, strs *tracefmt.Strings) func(*tracefmt.Event) {
+		// Where the loops ran, for the critical path's share in loops:
+		// nothing but a switch per event in a trace without loops.
+		ag := loops.NewAggregator(h, strs)
+		ag.KeepSpans = true
+		mu.Lock()
+		a.loopAggs = append(a.loopAggs, ag)
+		mu.Unlock()
+		return ag.Event
+	}
+	a.graph, a.diags, err = reconstruct.Build(t, reconstruct.Options{Filtered: recordFilter(t) != "", Observe: observe})
 	if s.ErrTTY {
 		fmt.Fprintf(s.Err, "\033[K")
 	}
@@ -193,7 +208,7 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 			return err
 		}
 	}
-	sum := critpath.Summarize(a.graph, a.path, opts.Top)
+	sum := summarize(a, opts.Top)
 	switch {
 	case opts.JSON:
 		err = writeJSON(s.Out, struct {
@@ -213,6 +228,20 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 		return err
 	}
 	return reportDiagnostics(s, a.diags, &opts.traceFlags)
+}
+
+// summarize summarises the critical path of a; for a trace with loop
+// events it adds which loops the path's computation ran in.
+func summarize(a *analysis, top int) *critpath.Summary {
+	sum := critpath.Summarize(a.graph, a.path, top)
+	ranks := make([]*loops.RankLoops, len(a.loopAggs))
+	for i, ag := range a.loopAggs {
+		ranks[i] = ag.Finish()
+	}
+	if spans := loops.NewSpans(ranks); !spans.Empty() {
+		sum.Loops = critpath.AttributeLoops(a.path, sum, spans)
+	}
+	return sum
 }
 
 // writeJSON writes v as indented JSON: the --json output of the commands.

@@ -255,7 +255,7 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	}); err != nil {
 		return err
 	}
-	sum := critpath.Summarize(a.graph, a.path, 5)
+	sum := summarize(a, 5)
 	if err := writeSummary(s.Err, opts.Out, a, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond); err != nil {
 		return err
 	}

@@ -109,6 +109,7 @@ that decides the run time.
   mpitrace dot traces/ | xdot -              the task graph, critical path in red
   mpitrace calibrate -- mpirun -np 4         this machine's latency model
   mpitrace stats traces/                     per-function time and bytes (mpiP-like)
+  mpitrace loops traces/                     instrumented loops: sampled iterations, estimates
   mpitrace dump traces/ --rank 0             the events, one per line
 
 Commands that read traces take the trace directory as their argument and
@@ -134,6 +135,7 @@ default to traces/.`,
 		handlesSignals(newCalibrateCmd(s, nil)),
 		newDotCmd(s, nil),
 		newCritpathCmd(s, nil),
+		newLoopsCmd(s, nil),
 		newWrapCmd(s, nil),
 	)
 	return root
