@@ -290,10 +290,15 @@ static void ev_loopend(uint64_t t, uint64_t count, unsigned flags) {
     mpit_commit(tb, p, t);
 }
 
-static void ev_iterbegin(uint64_t t, uint64_t iter) {
+/* ev_iterbegin records the start of a sampled iteration and reads the
+ * clock as late as it can: after the room for the event is reserved (which
+ * may write a block), so that only the encoding falls inside the
+ * iteration's time. */
+static void ev_iterbegin(uint64_t iter) {
     mpit_tb *tb = ev_tb();
     if (!tb) return;
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_ITERBEGIN);
+    uint64_t t = mpit_now();
     p = mpit_put_iterbegin(p, MPIT_GAP(tb, t), iter);
     mpit_commit(tb, p, t);
 }
@@ -329,12 +334,14 @@ static inline int tok_find(const lthread *t, uintptr_t tok) {
 }
 
 /* end_iter ends the sampled iteration of loop f, at time now (0: read
- * the clock after the counters). */
+ * the clock first, then the counters: the recorder's own work stays out of
+ * the iteration's time). */
 static void end_iter(lthread *t, lframe *f, uint64_t now) {
+    if (!now) now = mpit_now();
     uint64_t v[MAX_CTRS];
     int n = ctr_read(t, v);
     for (int i = 0; i < n; i++) v[i] -= f->c0[i];
-    ev_iterend(now ? now : mpit_now(), v, n);
+    ev_iterend(now, v, n);
     f->sampled = 0;
 }
 
@@ -448,9 +455,11 @@ static uintptr_t api_iter_begin(uintptr_t loop, double chance) {
     if (!(chance > 0) || (chance < 1 && uniform(t) >= chance)) return 0;
     if (MPIT_UNLIKELY(!mpit_on)) return 0;
     if (MPIT_UNLIKELY(t->perf == 0)) ctr_setup(t);
-    ev_iterbegin(mpit_now(), f->iters);
-    f->sampled = 1;
+    /* The counters first, the clock last: what the recorder does here
+     * stays out of the iteration's time as far as it can. */
     if (t->perf > 0) ctr_read(t, f->c0);
+    ev_iterbegin(f->iters);
+    f->sampled = 1;
     return loop | TOK_ITER;
 }
 
