@@ -1,0 +1,52 @@
+//go:build cgo
+
+package instrument
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+// FuzzSource checks that the instrumenter never panics, on C and C++, and
+// that it only inserts text: the input is a subsequence of the output.
+func FuzzSource(f *testing.F) {
+	for _, s := range []string{
+		"int f(){for(;;)break;}",
+		"void g(){do x++; while(0);}",
+		"void h(){\n#pragma omp parallel for collapse(3)\nfor(i=0;i<n;i++)for(j=0;j<n;j++);}",
+		"void k(){switch(n){case 0: while(1){case 1: ;}}}",
+		"#define F for(;;)\nvoid m(){ F { goto l; } l: ; }",
+		"void n(){ for (auto &x : v) [](){ while(0); }(); }",
+		"for(;;)",
+		"}}}{{{for(((",
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	if src, err := os.ReadFile("testdata/corpus/exits.c"); err == nil {
+		f.Add(src, false)
+	}
+	f.Fuzz(func(t *testing.T, src []byte, cpp bool) {
+		if len(src) > 1<<16 {
+			return
+		}
+		for _, pre := range []bool{false, true} {
+			res := Source(src, Options{Path: "fuzz.c", CPP: cpp, Chance: 0.5, Preprocessed: pre})
+			if !subsequence(src, res.Out) {
+				t.Fatalf("the output does not hold the input")
+			}
+		}
+	})
+}
+
+func subsequence(a, b []byte) bool {
+	for _, c := range a {
+		i := bytes.IndexByte(b, c)
+		if i < 0 {
+			return false
+		}
+		b = b[i+1:]
+	}
+	return true
+}

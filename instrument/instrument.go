@@ -1,0 +1,535 @@
+//go:build cgo
+
+package instrument
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Options control one rewrite.
+type Options struct {
+	// Path names the source in the markers and in the #line directive
+	// (as the compiler would have named it).
+	Path string
+	// CPP parses the source as C++ (default: by Path's extension).
+	CPP bool
+	// Chance is the probability that an iteration is sampled, written
+	// into every iteration marker (MPITRACE_LOOP_CHANCE overrides it at
+	// run time).
+	Chance float64
+	// Preprocessed says the source is the preprocessor's output: line
+	// markers name the original lines, and only the loops of Path (the
+	// main file) are instrumented.
+	Preprocessed bool
+}
+
+// Note says why a loop was left alone.
+type Note struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (n Note) String() string { return fmt.Sprintf("%s:%d: %s", n.File, n.Line, n.Msg) }
+
+// Result is a rewritten source.
+type Result struct {
+	Out   []byte
+	Loops int // loops instrumented
+	Notes []Note
+}
+
+// DefaultChance is the iteration sampling probability when none is given.
+const DefaultChance = 0.01
+
+// Lang reports whether path names a C or C++ source, and which.
+func Lang(path string) (cpp, ok bool) {
+	switch filepath.Ext(path) {
+	case ".c":
+		return false, true
+	case ".cc", ".cpp", ".cxx", ".C", ".c++", ".cp", ".CPP":
+		return true, true
+	}
+	return false, false
+}
+
+// Source rewrites src.
+func Source(src []byte, opt Options) *Result {
+	in := &inst{src: src, opt: opt, path: opt.Path, covered: map[*node]bool{}, skipped: map[*node]bool{}}
+	if in.path == "" {
+		in.path = "<stdin>"
+	}
+	if opt.Preprocessed {
+		in.lines = lineMap(src)
+		if in.path == "<stdin>" && len(in.lines) > 0 {
+			in.path = in.lines[0].file
+		}
+	}
+	in.root = parse(src, opt.CPP)
+	in.visit(in.root, 0, nil)
+	return in.finish()
+}
+
+type inst struct {
+	src   []byte
+	opt   Options
+	path  string
+	root  *node
+	lines []lineMark // preprocessed input: where its lines come from
+	edits []edit
+	seq   int
+	loops int
+	notes []Note
+	// covered holds the loops of an OpenMP worksharing nest (collapse):
+	// they get no markers of their own.
+	covered map[*node]bool
+	// skipped holds the statements under `omp target` or OpenACC: no
+	// markers anywhere inside.
+	skipped map[*node]bool
+}
+
+type edit struct {
+	pos   int
+	close bool
+	level int
+	seq   int
+	text  string
+}
+
+func isLoop(k string) bool {
+	switch k {
+	case "for_statement", "while_statement", "do_statement", "for_range_loop":
+		return true
+	}
+	return false
+}
+
+// visit walks the tree; depth counts the loops around n.
+func (in *inst) visit(n *node, depth int, fn *node) {
+	switch n.kind {
+	case "function_definition", "lambda_expression":
+		fn = n
+	case "ERROR":
+		// A function the parser lost track of (a macro it cannot
+		// read): its well-formed loops at statement level are still
+		// instrumented.
+		if looksLikeFunction(n) {
+			fn = n
+		}
+	}
+	if in.skipped[n] {
+		return
+	}
+	if len(n.children) == 0 && n.end-n.start <= 5 && n.parent != nil && !isLoop(n.parent.kind) {
+		// A loop keyword that did not become a loop: the parser lost
+		// its way (an unknown macro).
+		switch string(in.src[n.start:n.end]) {
+		case "for", "while", "do":
+			in.note(n, "the parser does not understand it (a macro or unknown syntax)")
+		}
+	}
+	if isLoop(n.kind) && !in.covered[n] {
+		in.loop(n, depth, fn)
+		if in.skipped[n] {
+			return
+		}
+	}
+	d := depth
+	if isLoop(n.kind) {
+		d++
+	}
+	for _, c := range n.children {
+		in.visit(c, d, fn)
+	}
+}
+
+func (in *inst) add(pos int, close bool, level int, text string) {
+	in.seq++
+	in.edits = append(in.edits, edit{pos: pos, close: close, level: level, seq: in.seq, text: text})
+}
+
+func (in *inst) note(n *node, format string, args ...any) {
+	file, line := in.where(n.row)
+	in.notes = append(in.notes, Note{File: file, Line: line, Msg: "loop not instrumented: " + fmt.Sprintf(format, args...)})
+}
+
+// where maps a 0-based row of the input to the file and 1-based line it
+// stands for.
+func (in *inst) where(row int) (string, int) {
+	if !in.opt.Preprocessed {
+		return in.path, row + 1
+	}
+	i := sort.Search(len(in.lines), func(i int) bool { return in.lines[i].row > row }) - 1
+	if i < 0 {
+		return in.path, row + 1
+	}
+	m := in.lines[i]
+	return m.file, m.line + (row - m.row - 1)
+}
+
+// loop instruments the loop n, or notes why not.
+func (in *inst) loop(n *node, depth int, fn *node) {
+	if in.opt.Preprocessed {
+		if file, _ := in.where(n.row); file != in.path {
+			return // a loop of an included header
+		}
+	}
+	body := n.child("body")
+	if n.bad || body == nil {
+		in.note(n, "the parser does not understand it (a macro or unknown syntax)")
+		return
+	}
+	if why := in.placeProblem(n, fn); why != "" {
+		in.note(n, "%s", why)
+		return
+	}
+	if why := in.directiveProblem(n, body); why != "" {
+		in.note(n, "%s", why)
+		return
+	}
+	if why := jumpsInto(n, fn, in.src); why != "" {
+		in.note(n, "%s", why)
+		return
+	}
+	first, pragmas := pragmaGroup(n)
+	kind := pragmaKind(in.src, pragmas)
+	switch kind {
+	case pragmaOffload:
+		in.note(n, "it is offloaded (omp target or OpenACC)")
+		in.skipped[n] = true
+		return
+	case pragmaMixed:
+		in.note(n, "OpenMP parallel with other pragmas before it")
+		return
+	}
+	file, line := in.where(n.row)
+	name := fmt.Sprintf("mpitrace_l%d_%d", n.row+1, n.col+1)
+	site := fmt.Sprintf("%s, %d, %d", cQuote(file), line, n.col+1)
+	level := 2 * depth
+	if kind == pragmaWorkshare {
+		// The pragma must stay directly before its loop: the marker
+		// goes before the pragma, on a line of its own, and a #line
+		// puts the pragma back on its line.
+		pfile, pline := in.where(first.row)
+		in.add(first.start, false, level, fmt.Sprintf("{ MPITRACE_LOOP_UNCOUNTED(%s, %s);\n#line %d %s\n", name, site, pline, cQuote(pfile)))
+		in.add(n.end, true, level, " }")
+		in.loops++
+		in.cover(n, collapse(in.src, pragmas))
+		return
+	}
+	at := n.start
+	open := fmt.Sprintf("{ MPITRACE_LOOP(%s, %s); ", name, site)
+	if kind == pragmaLoop {
+		pfile, pline := in.where(first.row)
+		at = first.start
+		open = fmt.Sprintf("{ MPITRACE_LOOP(%s, %s);\n#line %d %s\n", name, site, pline, cQuote(pfile))
+	}
+	in.add(at, false, level, open)
+	in.add(n.end, true, level, " }")
+	iter := fmt.Sprintf("MPITRACE_ITER(mpitrace_i%d_%d, %s, %s);", n.row+1, n.col+1, name, strconv.FormatFloat(in.opt.Chance, 'g', -1, 64))
+	if body.kind == "compound_statement" {
+		in.add(body.start+1, false, level+1, " "+iter)
+	} else {
+		in.add(body.start, false, level+1, "{ "+iter+" ")
+		in.add(body.end, true, level+1, " }")
+	}
+	in.loops++
+}
+
+// cover marks the loops an OpenMP worksharing directive binds: n and the
+// loops perfectly nested in it, count in all.
+func (in *inst) cover(n *node, count int) {
+	for i := 0; i < count && n != nil; i++ {
+		in.covered[n] = true
+		body := n.child("body")
+		if body == nil {
+			return
+		}
+		if body.kind == "compound_statement" {
+			var inner *node
+			for _, c := range body.children {
+				if c.named && c.kind != "comment" {
+					if inner != nil {
+						inner = nil
+						break
+					}
+					inner = c
+				}
+			}
+			body = inner
+		}
+		if body == nil || !isLoop(body.kind) {
+			return
+		}
+		n = body
+	}
+}
+
+// placeProblem says why a loop cannot be wrapped where it stands.
+func (in *inst) placeProblem(n, fn *node) string {
+	if fn == nil {
+		return "it is not inside a function"
+	}
+	switch n.parent.kind {
+	case "compound_statement", "labeled_statement", "case_statement", "if_statement", "else_clause",
+		"for_statement", "while_statement", "do_statement", "for_range_loop",
+		"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef":
+	case "ERROR":
+		if !afterStatement(n) {
+			return "the parser does not understand the code around it"
+		}
+	default:
+		return "a declaration cannot go where it stands (inside " + strings.ReplaceAll(n.parent.kind, "_", " ") + ")"
+	}
+	for p := n.parent; p != nil; p = p.parent {
+		var head []byte
+		switch p.kind {
+		case "function_definition":
+			if d := p.child("declarator"); d != nil {
+				head = in.src[p.start:d.start]
+			}
+		case "lambda_expression":
+			if b := p.child("body"); b != nil {
+				head = in.src[p.start:b.start]
+			}
+		default:
+			continue
+		}
+		if hasWord(head, "constexpr") || hasWord(head, "consteval") {
+			return "it is in a constexpr or consteval function"
+		}
+	}
+	return ""
+}
+
+// looksLikeFunction reports whether an ERROR node starts like a function
+// definition: a function declarator, then a brace.
+func looksLikeFunction(n *node) bool {
+	decl := false
+	for _, c := range n.children {
+		switch c.kind {
+		case "function_declarator":
+			decl = true
+		case "pointer_declarator", "reference_declarator":
+			c.walk(func(m *node) bool {
+				decl = decl || m.kind == "function_declarator"
+				return !decl
+			})
+		case "{":
+			return decl
+		}
+	}
+	return false
+}
+
+// afterStatement reports whether the loop n, inside an ERROR node, stands
+// where a statement may start: after a complete statement, a declaration,
+// a brace, a label or a directive.
+func afterStatement(n *node) bool {
+	p := n.prevSibling()
+	for p != nil && p.kind == "comment" {
+		p = p.prevSibling()
+	}
+	if p == nil || p.bad {
+		return false
+	}
+	switch p.kind {
+	case ";", "{", "}", ":", "declaration":
+		return true
+	}
+	return strings.HasSuffix(p.kind, "_statement") || strings.HasPrefix(p.kind, "preproc_")
+}
+
+// directiveProblem says why preprocessor directives inside the loop make
+// it unsafe to rewrite: a conditional that opens or closes outside the
+// body, or any directive in the loop's head or do-while tail.
+func (in *inst) directiveProblem(n, body *node) string {
+	lo, hi := body.start, body.end
+	depth := 0
+	for pos := n.start; pos < n.end; {
+		nl := bytes.IndexByte(in.src[pos:n.end], '\n')
+		lineEnd := n.end
+		if nl >= 0 {
+			lineEnd = pos + nl
+		}
+		line := bytes.TrimLeft(in.src[pos:lineEnd], " \t")
+		if len(line) > 0 && line[0] == '#' {
+			at := lineEnd - len(line)
+			if at < lo || at >= hi {
+				return "a preprocessor directive splits its head"
+			}
+			word := directiveWord(line)
+			switch word {
+			case "if", "ifdef", "ifndef":
+				depth++
+			case "endif":
+				depth--
+			case "else", "elif", "elifdef", "elifndef":
+				if depth == 0 {
+					depth = -1
+				}
+			}
+			if depth < 0 {
+				return "a preprocessor conditional splits it"
+			}
+		}
+		if nl < 0 {
+			break
+		}
+		pos = lineEnd + 1
+	}
+	if depth != 0 {
+		return "a preprocessor conditional splits it"
+	}
+	return ""
+}
+
+func directiveWord(line []byte) string {
+	s := strings.TrimLeft(string(line[1:]), " \t")
+	i := 0
+	for i < len(s) && (s[i] >= 'a' && s[i] <= 'z') {
+		i++
+	}
+	return s[:i]
+}
+
+// jumpsInto says why code may enter the loop other than through its
+// head: a goto from outside to a label inside, a label whose address is
+// taken, or a case label of a switch outside (Duff's device).
+func jumpsInto(n, fn *node, src []byte) string {
+	labels := map[string]bool{}
+	var why string
+	var inside func(m *node, switches int)
+	inside = func(m *node, switches int) {
+		switch m.kind {
+		case "switch_statement":
+			switches++
+		case "case_statement":
+			if switches == 0 && why == "" {
+				why = "a case label inside it belongs to a switch around it (Duff's device)"
+			}
+		case "labeled_statement":
+			if l := m.child("label"); l != nil {
+				labels[string(src[l.start:l.end])] = true
+			}
+		}
+		for _, c := range m.children {
+			inside(c, switches)
+		}
+	}
+	for _, c := range n.children {
+		inside(c, 0)
+	}
+	if why != "" || len(labels) == 0 {
+		return why
+	}
+	fn.walk(func(m *node) bool {
+		if m == n || why != "" {
+			return false
+		}
+		if m.kind == "goto_statement" {
+			if l := m.child("label"); l != nil && labels[string(src[l.start:l.end])] {
+				why = "a goto outside it jumps to label " + string(src[l.start:l.end]) + " inside it"
+			}
+		}
+		return true
+	})
+	if why == "" {
+		body := src[fn.start:fn.end]
+		for l := range labels {
+			for i := bytes.Index(body, []byte("&&")); i >= 0; {
+				rest := bytes.TrimLeft(body[i+2:], " \t")
+				if bytes.HasPrefix(rest, []byte(l)) && (len(rest) == len(l) || !isIdent(rest[len(l)])) {
+					return "the address of its label " + l + " is taken"
+				}
+				j := bytes.Index(body[i+2:], []byte("&&"))
+				if j < 0 {
+					break
+				}
+				i += 2 + j
+			}
+		}
+	}
+	return why
+}
+
+func isIdent(b byte) bool {
+	return b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+}
+
+func hasWord(text []byte, w string) bool {
+	for i := bytes.Index(text, []byte(w)); i >= 0; {
+		end := i + len(w)
+		if (i == 0 || !isIdent(text[i-1])) && (end == len(text) || !isIdent(text[end])) {
+			return true
+		}
+		j := bytes.Index(text[end:], []byte(w))
+		if j < 0 {
+			return false
+		}
+		i = end + j
+	}
+	return false
+}
+
+// cQuote writes s as a C string literal.
+func cQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, "\\%03o", c)
+		case c == '?':
+			b.WriteString("\\?") // no trigraphs
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// finish applies the edits.
+func (in *inst) finish() *Result {
+	sort.Slice(in.edits, func(i, j int) bool {
+		a, b := in.edits[i], in.edits[j]
+		if a.pos != b.pos {
+			return a.pos < b.pos
+		}
+		if a.close != b.close {
+			return a.close // closing braces first
+		}
+		if a.level != b.level {
+			if a.close {
+				return a.level > b.level // inner scopes close first
+			}
+			return a.level < b.level // outer scopes open first
+		}
+		return a.seq < b.seq
+	})
+	var out bytes.Buffer
+	out.Grow(len(in.src) + len(in.edits)*48 + 64)
+	out.WriteString("#include \"mpitrace.h\"\n")
+	if !in.opt.Preprocessed {
+		fmt.Fprintf(&out, "#line 1 %s\n", cQuote(in.path))
+	}
+	pos := 0
+	for _, e := range in.edits {
+		out.Write(in.src[pos:e.pos])
+		out.WriteString(e.text)
+		pos = e.pos
+	}
+	out.Write(in.src[pos:])
+	sort.SliceStable(in.notes, func(i, j int) bool { return in.notes[i].Line < in.notes[j].Line })
+	return &Result{Out: out.Bytes(), Loops: in.loops, Notes: in.notes}
+}
