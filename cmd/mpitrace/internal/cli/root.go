@@ -135,6 +135,8 @@ default to traces/.`,
 		newDotCmd(s, nil),
 		newCritpathCmd(s, nil),
 		newWrapCmd(s, nil),
+		newInstrumentCmd(s, nil),
+		newCCCmd(s, nil),
 	)
 	return root
 }
