@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"testing"
+	"time"
 )
 
 // FuzzSource checks that the instrumenter never panics, on C and C++, and
@@ -49,4 +50,27 @@ func subsequence(a, b []byte) bool {
 		b = b[i+1:]
 	}
 	return true
+}
+
+// TestDeepNesting: the checks are linear in the input, not in the input
+// times its nesting depth.
+func TestDeepNesting(t *testing.T) {
+	const depth = 3000
+	var b bytes.Buffer
+	b.WriteString("void f(int n) {\n")
+	for i := 0; i < depth; i++ {
+		b.WriteString("for (;;) {\n#if X\n")
+	}
+	for i := 0; i < depth; i++ {
+		b.WriteString("#endif\n}\n")
+	}
+	b.WriteString("}\n")
+	start := time.Now()
+	res := Source(b.Bytes(), Options{Path: "deep.c", Chance: 0.5})
+	if res.Loops != depth {
+		t.Errorf("instrumented %d loops of %d", res.Loops, depth)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("%d nested loops took %v", depth, d)
+	}
 }

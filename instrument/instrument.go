@@ -81,10 +81,13 @@ type inst struct {
 	path  string
 	root  *node
 	lines []lineMark // preprocessed input: where its lines come from
-	edits []edit
-	seq   int
-	loops int
-	notes []Note
+	dirs  []directive
+	// lineStarts are the offsets where lines begin (made on first use).
+	lineStarts []int
+	edits      []edit
+	seq        int
+	loops      int
+	notes      []Note
 	// covered holds the loops of an OpenMP worksharing nest (collapse):
 	// they get no markers of their own.
 	covered map[*node]bool
@@ -109,17 +112,81 @@ func isLoop(k string) bool {
 	return false
 }
 
+// function is what the checks of a loop need to know of the function
+// around it.
+type function struct {
+	node      *node
+	constexpr bool
+	labels    map[string]int // label -> start of its statement
+	gotos     []jump
+	addrTaken map[string]bool // labels whose address is taken (&&label)
+}
+
+type jump struct {
+	label string
+	pos   int
+}
+
+func (in *inst) newFunction(n *node, outer *function) *function {
+	f := &function{node: n, labels: map[string]int{}, addrTaken: map[string]bool{}}
+	var head []byte
+	switch n.kind {
+	case "function_definition":
+		if d := n.child("declarator"); d != nil {
+			head = in.src[n.start:d.start]
+		}
+	case "lambda_expression":
+		if b := n.child("body"); b != nil {
+			head = in.src[n.start:b.start]
+		}
+	}
+	f.constexpr = outer != nil && outer.constexpr || hasWord(head, "constexpr") || hasWord(head, "consteval")
+	stack := []*node{n}
+	for len(stack) > 0 {
+		m := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch m.kind {
+		case "labeled_statement":
+			if l := m.child("label"); l != nil {
+				f.labels[string(in.src[l.start:l.end])] = m.start
+			}
+		case "goto_statement":
+			if l := m.child("label"); l != nil {
+				f.gotos = append(f.gotos, jump{string(in.src[l.start:l.end]), m.start})
+			}
+		}
+		stack = append(stack, m.children...)
+	}
+	if len(f.labels) > 0 {
+		body := in.src[n.start:n.end]
+		for i := bytes.Index(body, []byte("&&")); i >= 0; {
+			rest := bytes.TrimLeft(body[i+2:], " \t")
+			j := 0
+			for j < len(rest) && isIdent(rest[j]) {
+				j++
+			}
+			f.addrTaken[string(rest[:j])] = true
+			k := bytes.Index(body[i+2:], []byte("&&"))
+			if k < 0 {
+				break
+			}
+			i += 2 + k
+		}
+	}
+	return f
+}
+
 // visit walks the tree; depth counts the loops around n.
-func (in *inst) visit(n *node, depth int, fn *node) {
+func (in *inst) visit(n *node, depth int, fn *function) {
 	switch n.kind {
 	case "function_definition", "lambda_expression":
-		fn = n
+		fn = in.newFunction(n, fn)
 	case "ERROR":
 		// A function the parser lost track of (a macro it cannot
 		// read): its well-formed loops at statement level are still
 		// instrumented.
 		if looksLikeFunction(n) {
-			fn = n
+			fn = in.newFunction(n, fn)
 		}
 	}
 	if in.skipped[n] {
@@ -154,8 +221,26 @@ func (in *inst) add(pos int, close bool, level int, text string) {
 }
 
 func (in *inst) note(n *node, format string, args ...any) {
-	file, line := in.where(n.row)
+	file, line := in.where(in.rowOf(n.start))
 	in.notes = append(in.notes, Note{File: file, Line: line, Msg: "loop not instrumented: " + fmt.Sprintf(format, args...)})
+}
+
+// rowOf returns the 0-based line of a byte offset.
+func (in *inst) rowOf(pos int) int {
+	if in.lineStarts == nil {
+		in.lineStarts = []int{0}
+		for i, c := range in.src {
+			if c == '\n' {
+				in.lineStarts = append(in.lineStarts, i+1)
+			}
+		}
+	}
+	return sort.SearchInts(in.lineStarts, pos+1) - 1
+}
+
+// colOf returns the 0-based column, in bytes, of a byte offset.
+func (in *inst) colOf(pos int) int {
+	return pos - in.lineStarts[in.rowOf(pos)]
 }
 
 // where maps a 0-based row of the input to the file and 1-based line it
@@ -173,9 +258,9 @@ func (in *inst) where(row int) (string, int) {
 }
 
 // loop instruments the loop n, or notes why not.
-func (in *inst) loop(n *node, depth int, fn *node) {
+func (in *inst) loop(n *node, depth int, fn *function) {
 	if in.opt.Preprocessed {
-		if file, _ := in.where(n.row); file != in.path {
+		if file, _ := in.where(in.rowOf(n.start)); file != in.path {
 			return // a loop of an included header
 		}
 	}
@@ -192,7 +277,7 @@ func (in *inst) loop(n *node, depth int, fn *node) {
 		in.note(n, "%s", why)
 		return
 	}
-	if why := jumpsInto(n, fn, in.src); why != "" {
+	if why := jumpsInto(n, fn); why != "" {
 		in.note(n, "%s", why)
 		return
 	}
@@ -207,15 +292,16 @@ func (in *inst) loop(n *node, depth int, fn *node) {
 		in.note(n, "OpenMP parallel with other pragmas before it")
 		return
 	}
-	file, line := in.where(n.row)
-	name := fmt.Sprintf("mpitrace_l%d_%d", n.row+1, n.col+1)
-	site := fmt.Sprintf("%s, %d, %d", cQuote(file), line, n.col+1)
+	row, col := in.rowOf(n.start), in.colOf(n.start)
+	file, line := in.where(row)
+	name := fmt.Sprintf("mpitrace_l%d_%d", row+1, col+1)
+	site := fmt.Sprintf("%s, %d, %d", cQuote(file), line, col+1)
 	level := 2 * depth
 	if kind == pragmaWorkshare {
 		// The pragma must stay directly before its loop: the marker
 		// goes before the pragma, on a line of its own, and a #line
 		// puts the pragma back on its line.
-		pfile, pline := in.where(first.row)
+		pfile, pline := in.where(in.rowOf(first.start))
 		in.add(first.start, false, level, fmt.Sprintf("{ MPITRACE_LOOP_UNCOUNTED(%s, %s);\n#line %d %s\n", name, site, pline, cQuote(pfile)))
 		in.add(n.end, true, level, " }")
 		in.loops++
@@ -225,13 +311,13 @@ func (in *inst) loop(n *node, depth int, fn *node) {
 	at := n.start
 	open := fmt.Sprintf("{ MPITRACE_LOOP(%s, %s); ", name, site)
 	if kind == pragmaLoop {
-		pfile, pline := in.where(first.row)
+		pfile, pline := in.where(in.rowOf(first.start))
 		at = first.start
 		open = fmt.Sprintf("{ MPITRACE_LOOP(%s, %s);\n#line %d %s\n", name, site, pline, cQuote(pfile))
 	}
 	in.add(at, false, level, open)
 	in.add(n.end, true, level, " }")
-	iter := fmt.Sprintf("MPITRACE_ITER(mpitrace_i%d_%d, %s, %s);", n.row+1, n.col+1, name, strconv.FormatFloat(in.opt.Chance, 'g', -1, 64))
+	iter := fmt.Sprintf("MPITRACE_ITER(mpitrace_i%d_%d, %s, %s);", row+1, col+1, name, strconv.FormatFloat(in.opt.Chance, 'g', -1, 64))
 	if body.kind == "compound_statement" {
 		in.add(body.start+1, false, level+1, " "+iter)
 	} else {
@@ -271,7 +357,7 @@ func (in *inst) cover(n *node, count int) {
 }
 
 // placeProblem says why a loop cannot be wrapped where it stands.
-func (in *inst) placeProblem(n, fn *node) string {
+func (in *inst) placeProblem(n *node, fn *function) string {
 	if fn == nil {
 		return "it is not inside a function"
 	}
@@ -286,23 +372,8 @@ func (in *inst) placeProblem(n, fn *node) string {
 	default:
 		return "a declaration cannot go where it stands (inside " + strings.ReplaceAll(n.parent.kind, "_", " ") + ")"
 	}
-	for p := n.parent; p != nil; p = p.parent {
-		var head []byte
-		switch p.kind {
-		case "function_definition":
-			if d := p.child("declarator"); d != nil {
-				head = in.src[p.start:d.start]
-			}
-		case "lambda_expression":
-			if b := p.child("body"); b != nil {
-				head = in.src[p.start:b.start]
-			}
-		default:
-			continue
-		}
-		if hasWord(head, "constexpr") || hasWord(head, "consteval") {
-			return "it is in a constexpr or consteval function"
-		}
+	if fn.constexpr {
+		return "it is in a constexpr or consteval function"
 	}
 	return ""
 }
@@ -345,43 +416,65 @@ func afterStatement(n *node) bool {
 	return strings.HasSuffix(p.kind, "_statement") || strings.HasPrefix(p.kind, "preproc_")
 }
 
+// directive is a preprocessor directive line of the source.
+type directive struct {
+	pos  int    // its '#'
+	word string // if, ifdef, else, endif, pragma, ...
+}
+
+// directives lists the source's directive lines (lines whose first
+// non-blank character is '#'; one in a comment or string too, which only
+// makes the checks more careful).
+func directives(src []byte) []directive {
+	var ds []directive
+	for pos := 0; pos < len(src); {
+		i := pos
+		for i < len(src) && (src[i] == ' ' || src[i] == '\t') {
+			i++
+		}
+		if i < len(src) && src[i] == '#' {
+			end := bytes.IndexByte(src[i:], '\n')
+			if end < 0 {
+				end = len(src) - i
+			}
+			ds = append(ds, directive{pos: i, word: directiveWord(src[i : i+end])})
+		}
+		nl := bytes.IndexByte(src[pos:], '\n')
+		if nl < 0 {
+			break
+		}
+		pos += nl + 1
+	}
+	return ds
+}
+
 // directiveProblem says why preprocessor directives inside the loop make
 // it unsafe to rewrite: a conditional that opens or closes outside the
 // body, or any directive in the loop's head or do-while tail.
 func (in *inst) directiveProblem(n, body *node) string {
-	lo, hi := body.start, body.end
+	if in.dirs == nil {
+		in.dirs = directives(in.src)
+	}
+	i := sort.Search(len(in.dirs), func(i int) bool { return in.dirs[i].pos >= n.start })
 	depth := 0
-	for pos := n.start; pos < n.end; {
-		nl := bytes.IndexByte(in.src[pos:n.end], '\n')
-		lineEnd := n.end
-		if nl >= 0 {
-			lineEnd = pos + nl
+	for ; i < len(in.dirs) && in.dirs[i].pos < n.end; i++ {
+		d := in.dirs[i]
+		if d.pos < body.start || d.pos >= body.end {
+			return "a preprocessor directive splits its head"
 		}
-		line := bytes.TrimLeft(in.src[pos:lineEnd], " \t")
-		if len(line) > 0 && line[0] == '#' {
-			at := lineEnd - len(line)
-			if at < lo || at >= hi {
-				return "a preprocessor directive splits its head"
-			}
-			word := directiveWord(line)
-			switch word {
-			case "if", "ifdef", "ifndef":
-				depth++
-			case "endif":
-				depth--
-			case "else", "elif", "elifdef", "elifndef":
-				if depth == 0 {
-					depth = -1
-				}
-			}
-			if depth < 0 {
-				return "a preprocessor conditional splits it"
+		switch d.word {
+		case "if", "ifdef", "ifndef":
+			depth++
+		case "endif":
+			depth--
+		case "else", "elif", "elifdef", "elifndef":
+			if depth == 0 {
+				depth = -1
 			}
 		}
-		if nl < 0 {
-			break
+		if depth < 0 {
+			return "a preprocessor conditional splits it"
 		}
-		pos = lineEnd + 1
 	}
 	if depth != 0 {
 		return "a preprocessor conditional splits it"
@@ -401,61 +494,29 @@ func directiveWord(line []byte) string {
 // jumpsInto says why code may enter the loop other than through its
 // head: a goto from outside to a label inside, a label whose address is
 // taken, or a case label of a switch outside (Duff's device).
-func jumpsInto(n, fn *node, src []byte) string {
-	labels := map[string]bool{}
-	var why string
-	var inside func(m *node, switches int)
-	inside = func(m *node, switches int) {
-		switch m.kind {
-		case "switch_statement":
-			switches++
-		case "case_statement":
-			if switches == 0 && why == "" {
-				why = "a case label inside it belongs to a switch around it (Duff's device)"
-			}
-		case "labeled_statement":
-			if l := m.child("label"); l != nil {
-				labels[string(src[l.start:l.end])] = true
-			}
+func jumpsInto(n *node, fn *function) string {
+	if n.strayCase {
+		return "a case label inside it belongs to a switch around it (Duff's device)"
+	}
+	for _, g := range fn.gotos {
+		if g.pos >= n.start && g.pos < n.end {
+			continue
 		}
-		for _, c := range m.children {
-			inside(c, switches)
+		if at, ok := fn.labels[g.label]; ok && at >= n.start && at < n.end {
+			return "a goto outside it jumps to label " + g.label + " inside it"
 		}
 	}
-	for _, c := range n.children {
-		inside(c, 0)
-	}
-	if why != "" || len(labels) == 0 {
-		return why
-	}
-	fn.walk(func(m *node) bool {
-		if m == n || why != "" {
-			return false
-		}
-		if m.kind == "goto_statement" {
-			if l := m.child("label"); l != nil && labels[string(src[l.start:l.end])] {
-				why = "a goto outside it jumps to label " + string(src[l.start:l.end]) + " inside it"
-			}
-		}
-		return true
-	})
-	if why == "" {
-		body := src[fn.start:fn.end]
-		for l := range labels {
-			for i := bytes.Index(body, []byte("&&")); i >= 0; {
-				rest := bytes.TrimLeft(body[i+2:], " \t")
-				if bytes.HasPrefix(rest, []byte(l)) && (len(rest) == len(l) || !isIdent(rest[len(l)])) {
-					return "the address of its label " + l + " is taken"
-				}
-				j := bytes.Index(body[i+2:], []byte("&&"))
-				if j < 0 {
-					break
-				}
-				i += 2 + j
-			}
+	var taken []string
+	for l, at := range fn.labels {
+		if at >= n.start && at < n.end && fn.addrTaken[l] {
+			taken = append(taken, l)
 		}
 	}
-	return why
+	if len(taken) > 0 {
+		sort.Strings(taken)
+		return "the address of its label " + taken[0] + " is taken"
+	}
+	return ""
 }
 
 func isIdent(b byte) bool {
