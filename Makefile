@@ -71,6 +71,7 @@ bench: build
 	$(GO) test -run '^$$' -bench BenchmarkReader -benchtime 3x ./tracefmt
 	$(GO) test -run '^$$' -bench ReconstructCritpath -benchtime 1x -cpu 1,2 ./reconstruct
 	$(GO) test -run '^$$' -bench Critpath -benchtime 1x -cpu 1,2 ./cmd/mpitrace/internal/cli
+	$(GO) test -run '^$$' -bench Source100k -benchtime 5x -count 3 ./instrument
 
 clean:
 	rm -rf bin demo
