@@ -117,6 +117,9 @@ func isLoop(k string) bool {
 type function struct {
 	node      *node
 	constexpr bool
+	// externInline: a C inline function that is not static, where
+	// static objects are not allowed.
+	externInline bool
 	labels    map[string]int // label -> start of its statement
 	gotos     []jump
 	addrTaken map[string]bool // labels whose address is taken (&&label)
@@ -141,6 +144,8 @@ func (in *inst) newFunction(n *node, outer *function) *function {
 		}
 	}
 	f.constexpr = outer != nil && outer.constexpr || hasWord(head, "constexpr") || hasWord(head, "consteval")
+	f.externInline = !in.opt.CPP && n.kind == "function_definition" && !hasWord(head, "static") &&
+		(hasWord(head, "inline") || hasWord(head, "__inline") || hasWord(head, "__inline__"))
 	stack := []*node{n}
 	for len(stack) > 0 {
 		m := stack[len(stack)-1]
@@ -374,6 +379,9 @@ func (in *inst) placeProblem(n *node, fn *function) string {
 	}
 	if fn.constexpr {
 		return "it is in a constexpr or consteval function"
+	}
+	if fn.externInline {
+		return "it is in an inline function that is not static (C allows no static object there)"
 	}
 	return ""
 }

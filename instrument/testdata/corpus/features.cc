@@ -1,5 +1,5 @@
 // C++: templates, lambdas, range-for, exceptions, constexpr.
-// expect: loops=9 notes=1
+// expect: loops=11 notes=1
 #include <cstdio>
 #include <dlfcn.h>
 #include <stdexcept>
@@ -39,6 +39,20 @@ static int thrower(int stop) {
 	return n;
 }
 
+// goto out of a nest, in C++: both guards end.
+static int first_pair(int target) {
+	int found = -1;
+	for (int i = 0; i < 5; i++) {
+		for (int j = 0; j < 5; j++)
+			if (i + j == target) {
+				found = i * 10 + j;
+				goto done;
+			}
+	}
+done:
+	return found;
+}
+
 int main() {
 	static_assert(triangle(4) == 10, "constexpr loop");
 	std::vector<int> v{1, 2, 3, 4};
@@ -68,6 +82,7 @@ int main() {
 	int w = 0;
 	while (w < 5) ++w;
 	void *self = dlsym(RTLD_DEFAULT, "main");
+	std::printf("pair %d\n", first_pair(6));
 	std::printf("total %d %.1f sq %d caught %d over %d nested %d find %d w %d tri %d dl %d\n", total(v),
 	            total(std::vector<double>{0.5, 1.5}), square_sum(), caught, g.count_if_over(4), nested, find(v, 3), w,
 	            triangle(5), self != nullptr || self == nullptr);
