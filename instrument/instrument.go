@@ -120,9 +120,9 @@ type function struct {
 	// externInline: a C inline function that is not static, where
 	// static objects are not allowed.
 	externInline bool
-	labels    map[string]int // label -> start of its statement
-	gotos     []jump
-	addrTaken map[string]bool // labels whose address is taken (&&label)
+	labels       map[string]int // label -> start of its statement
+	gotos        []jump
+	addrTaken    map[string]bool // labels whose address is taken (&&label)
 }
 
 type jump struct {
