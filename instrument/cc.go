@@ -12,8 +12,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/mpitrace/mpitrace/recorder"
 )
@@ -255,20 +257,42 @@ func sourceText(ctx context.Context, args []string, i int, opt CCOptions) ([]byt
 	return b, nil
 }
 
+// runCompiler runs the compiler and returns its exit status (128+N when
+// signal N ended it). SIGINT, SIGTERM and SIGHUP are passed on to it
+// rather than ending mpitrace, so that the temporary sources are removed
+// after it stops.
 func runCompiler(ctx context.Context, args []string, opt CCOptions) (int, error) {
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = opt.Stdin, opt.Stdout, opt.Stderr
 	cmd.Dir = opt.Dir
-	err := cmd.Run()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		return 127, fmt.Errorf("running %s: %w", args[0], err)
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				_ = cmd.Process.Signal(s)
+			case <-done:
+				return
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		if ee.ExitCode() < 0 {
-			return 1, fmt.Errorf("%s: %v", args[0], err)
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
 		}
 		return ee.ExitCode(), nil
 	}
 	if err != nil {
-		return 127, fmt.Errorf("running %s: %w", args[0], err)
+		return 1, fmt.Errorf("running %s: %w", args[0], err)
 	}
 	return 0, nil
 }
