@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -120,10 +121,12 @@ type function struct {
 	// externInline: a C inline function that is not static, where
 	// static objects are not allowed.
 	externInline bool
-	labels       map[string]int // label -> start of its statement
+	labels       map[string][]int // label -> where it stands
 	gotos        []jump
 	addrTaken    map[string]bool // labels whose address is taken (&&label)
 }
+
+var gotoRE = regexp.MustCompile(`\bgoto\s+([A-Za-z_][A-Za-z0-9_]*)`)
 
 type jump struct {
 	label string
@@ -131,7 +134,7 @@ type jump struct {
 }
 
 func (in *inst) newFunction(n *node, outer *function) *function {
-	f := &function{node: n, labels: map[string]int{}, addrTaken: map[string]bool{}}
+	f := &function{node: n, labels: map[string][]int{}, addrTaken: map[string]bool{}}
 	var head []byte
 	switch n.kind {
 	case "function_definition":
@@ -150,20 +153,39 @@ func (in *inst) newFunction(n *node, outer *function) *function {
 	for len(stack) > 0 {
 		m := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		switch m.kind {
-		case "labeled_statement":
+		if m.kind == "labeled_statement" {
 			if l := m.child("label"); l != nil {
-				f.labels[string(in.src[l.start:l.end])] = m.start
-			}
-		case "goto_statement":
-			if l := m.child("label"); l != nil {
-				f.gotos = append(f.gotos, jump{string(in.src[l.start:l.end]), m.start})
+				name := string(in.src[l.start:l.end])
+				f.labels[name] = append(f.labels[name], m.start)
 			}
 		}
 		stack = append(stack, m.children...)
 	}
+	// The gotos, and the labels they name, are also read from the text:
+	// code the parser could not read (an ERROR node) may hold them.
+	body := in.src[n.start:n.end]
+	for _, m := range gotoRE.FindAllSubmatchIndex(body, -1) {
+		f.gotos = append(f.gotos, jump{string(body[m[2]:m[3]]), n.start + m[0]})
+	}
+	for _, g := range f.gotos {
+		for i := 0; i < len(body); {
+			j := bytes.Index(body[i:], []byte(g.label))
+			if j < 0 {
+				break
+			}
+			at := i + j
+			end := at + len(g.label)
+			i = end
+			if at > 0 && isIdent(body[at-1]) || end < len(body) && isIdent(body[end]) {
+				continue
+			}
+			rest := bytes.TrimLeft(body[end:], " \t")
+			if len(rest) > 0 && rest[0] == ':' && (len(rest) == 1 || rest[1] != ':') {
+				f.labels[g.label] = append(f.labels[g.label], n.start+at)
+			}
+		}
+	}
 	if len(f.labels) > 0 {
-		body := in.src[n.start:n.end]
 		for i := bytes.Index(body, []byte("&&")); i >= 0; {
 			rest := bytes.TrimLeft(body[i+2:], " \t")
 			j := 0
@@ -197,7 +219,8 @@ func (in *inst) visit(n *node, depth int, fn *function) {
 	if in.skipped[n] {
 		return
 	}
-	if len(n.children) == 0 && n.end-n.start <= 5 && n.parent != nil && !isLoop(n.parent.kind) {
+	if len(n.children) == 0 && n.end-n.start <= 5 && n.parent != nil && !isLoop(n.parent.kind) &&
+		(n.kind == "for" || n.kind == "while" || n.kind == "do" || n.kind == "identifier") {
 		// A loop keyword that did not become a loop: the parser lost
 		// its way (an unknown macro).
 		switch string(in.src[n.start:n.end]) {
@@ -270,7 +293,7 @@ func (in *inst) loop(n *node, depth int, fn *function) {
 		}
 	}
 	body := n.child("body")
-	if n.bad || body == nil {
+	if body == nil || !wellFormed(n, body) {
 		in.note(n, "the parser does not understand it (a macro or unknown syntax)")
 		return
 	}
@@ -330,6 +353,31 @@ func (in *inst) loop(n *node, depth int, fn *function) {
 		in.add(body.end, true, level+1, " }")
 	}
 	in.loops++
+}
+
+// wellFormed reports whether the parser read the loop's structure: its
+// own parts and, for a braced body, the braces and the statements in it
+// (a macro the parser cannot read inside one of those statements does not
+// move the places where markers go).
+func wellFormed(n, body *node) bool {
+	broken := func(c *node) bool { return c.kind == "ERROR" || c.bad && c.start == c.end }
+	for _, c := range n.children {
+		if c != body && broken(c) {
+			return false
+		}
+	}
+	if body.kind != "compound_statement" {
+		return !body.bad
+	}
+	if len(body.children) < 2 || body.children[0].kind != "{" || body.children[len(body.children)-1].kind != "}" {
+		return false
+	}
+	for _, c := range body.children {
+		if broken(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // cover marks the loops an OpenMP worksharing directive binds: n and the
@@ -506,17 +554,22 @@ func jumpsInto(n *node, fn *function) string {
 	if n.strayCase {
 		return "a case label inside it belongs to a switch around it (Duff's device)"
 	}
-	for _, g := range fn.gotos {
-		if g.pos >= n.start && g.pos < n.end {
-			continue
+	inside := func(label string) bool {
+		for _, at := range fn.labels[label] {
+			if at >= n.start && at < n.end {
+				return true
+			}
 		}
-		if at, ok := fn.labels[g.label]; ok && at >= n.start && at < n.end {
+		return false
+	}
+	for _, g := range fn.gotos {
+		if (g.pos < n.start || g.pos >= n.end) && inside(g.label) {
 			return "a goto outside it jumps to label " + g.label + " inside it"
 		}
 	}
 	var taken []string
-	for l, at := range fn.labels {
-		if at >= n.start && at < n.end && fn.addrTaken[l] {
+	for l := range fn.labels {
+		if fn.addrTaken[l] && inside(l) {
 			taken = append(taken, l)
 		}
 	}

@@ -168,6 +168,10 @@ func summarize(root *node) {
 		switch n.kind {
 		case "case_statement":
 			n.strayCase = true
+		case "case", "default":
+			// A case or default keyword outside a case statement: in
+			// code the parser could not read, count it as stray.
+			n.strayCase = len(n.children) == 0 && n.parent != nil && n.parent.kind != "case_statement"
 		case "switch_statement":
 			n.strayCase = false
 		default:
