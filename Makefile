@@ -47,6 +47,11 @@ lint: deps
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@# Only instrument/ needs cgo: everything else builds without it, and
+	@# such an mpitrace says why instrument and cc are missing.
+	CGO_ENABLED=0 $(GO) build ./...
+	@CGO_ENABLED=0 $(GO) run ./cmd/mpitrace instrument x.c 2>&1 | grep -q 'built without cgo' || \
+		{ echo "make lint: a CGO_ENABLED=0 mpitrace does not say that instrument needs cgo"; exit 1; }
 
 # The end-to-end package (cmd/mpitrace) runs about a hundred MPI jobs: 6
 # minutes on an idle 2-core machine, several times that beside other MPI
@@ -67,6 +72,7 @@ bench: build
 	$(GO) test -run '^$$' -bench BenchmarkReader -benchtime 3x ./tracefmt
 	$(GO) test -run '^$$' -bench ReconstructCritpath -benchtime 1x -cpu 1,2 ./reconstruct
 	$(GO) test -run '^$$' -bench Critpath -benchtime 1x -cpu 1,2 ./cmd/mpitrace/internal/cli
+	$(GO) test -run '^$$' -bench Source100k -benchtime 5x -count 3 ./instrument
 
 clean:
 	rm -rf bin demo

@@ -34,7 +34,16 @@
 #ifndef MPITRACE_H
 #define MPITRACE_H
 
+/* No system header: a source that defines _GNU_SOURCE (or another
+ * feature-test macro) after the #include "mpitrace.h" that the instrumenter
+ * puts first must still get what it asked for. __UINTPTR_TYPE__ is the
+ * type <stdint.h> names uintptr_t (GCC, Clang, Intel, NVHPC). */
+#ifdef __UINTPTR_TYPE__
+typedef __UINTPTR_TYPE__ mpitrace__uintptr;
+#else
 #include <stdint.h>
+typedef uintptr_t mpitrace__uintptr;
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,12 +70,12 @@ struct mpitrace_loop_site {
 struct mpitrace_api {
     unsigned version; /* MPITRACE_API_VERSION */
     unsigned size;
-    uintptr_t (*loop_begin)(const struct mpitrace_loop_site *site);
+    mpitrace__uintptr (*loop_begin)(const struct mpitrace_loop_site *site);
     /* Ends the loop `loop` and every loop opened after it on this thread
      * and not yet ended (left by longjmp). */
-    void (*loop_end)(uintptr_t loop);
-    uintptr_t (*iter_begin)(uintptr_t loop, double chance);
-    void (*iter_end)(uintptr_t iter);
+    void (*loop_end)(mpitrace__uintptr loop);
+    mpitrace__uintptr (*iter_begin)(mpitrace__uintptr loop, double chance);
+    void (*iter_end)(mpitrace__uintptr iter);
 };
 
 #ifndef MPITRACE_API_ONLY /* (the recorder itself wants the types only) */
@@ -82,31 +91,34 @@ struct mpitrace_api {
 __attribute__((weak)) const struct mpitrace_api *mpitrace__api;
 
 /* dlsym, declared here rather than through <dlfcn.h> (which wants
- * _GNU_SOURCE for RTLD_DEFAULT). Weak: a program linked without libdl on an
- * old C library simply never finds the recorder. */
-extern void *dlsym(void *handle, const char *symbol) __attribute__((weak));
+ * _GNU_SOURCE for RTLD_DEFAULT), under a name of its own: <dlfcn.h>
+ * declares dlsym noexcept in C++, and a second declaration without it
+ * would not compile in a C++ source that includes both. Weak: a program
+ * linked without libdl on an old C library simply never finds the
+ * recorder. */
+extern void *mpitrace__dlsym(void *handle, const char *symbol) __asm__("dlsym") __attribute__((weak));
 
 __attribute__((weak, constructor)) void mpitrace__resolve(void) {
-    if (mpitrace__api || !dlsym)
+    if (mpitrace__api || !mpitrace__dlsym)
         return;
     /* (void *)0 is RTLD_DEFAULT in glibc and musl: search every loaded object. */
-    const struct mpitrace_api *a = (const struct mpitrace_api *)dlsym((void *)0, "mpitrace_api_v1");
+    const struct mpitrace_api *a = (const struct mpitrace_api *)mpitrace__dlsym((void *)0, "mpitrace_api_v1");
     if (a && a->version == MPITRACE_API_VERSION && a->size >= sizeof(struct mpitrace_api))
         mpitrace__api = a;
 }
 
-static MPITRACE__INLINE uintptr_t mpitrace__loop_begin(const struct mpitrace_loop_site *site) {
+static MPITRACE__INLINE mpitrace__uintptr mpitrace__loop_begin(const struct mpitrace_loop_site *site) {
     const struct mpitrace_api *a = mpitrace__api;
     return __builtin_expect(a != 0, 0) ? a->loop_begin(site) : 0;
 }
-static MPITRACE__INLINE void mpitrace__loop_end(uintptr_t *loop) {
+static MPITRACE__INLINE void mpitrace__loop_end(mpitrace__uintptr *loop) {
     if (__builtin_expect(*loop != 0, 0))
         mpitrace__api->loop_end(*loop);
 }
-static MPITRACE__INLINE uintptr_t mpitrace__iter_begin(uintptr_t loop, double chance) {
+static MPITRACE__INLINE mpitrace__uintptr mpitrace__iter_begin(mpitrace__uintptr loop, double chance) {
     return __builtin_expect(loop != 0, 0) ? mpitrace__api->iter_begin(loop, chance) : 0;
 }
-static MPITRACE__INLINE void mpitrace__iter_end(uintptr_t *iter) {
+static MPITRACE__INLINE void mpitrace__iter_end(mpitrace__uintptr *iter) {
     if (__builtin_expect(*iter != 0, 0))
         mpitrace__api->iter_end(*iter);
 }
@@ -115,14 +127,14 @@ static MPITRACE__INLINE void mpitrace__iter_end(uintptr_t *iter) {
 } /* extern "C" */
 
 struct mpitrace__loop_guard {
-    uintptr_t token;
+    mpitrace__uintptr token;
     __attribute__((always_inline)) explicit mpitrace__loop_guard(const mpitrace_loop_site *site) : token(mpitrace__loop_begin(site)) {}
     __attribute__((always_inline)) ~mpitrace__loop_guard() { mpitrace__loop_end(&token); }
     mpitrace__loop_guard(const mpitrace__loop_guard &) = delete;
     mpitrace__loop_guard &operator=(const mpitrace__loop_guard &) = delete;
 };
 struct mpitrace__iter_guard {
-    uintptr_t token;
+    mpitrace__uintptr token;
     __attribute__((always_inline)) mpitrace__iter_guard(const mpitrace__loop_guard &loop, double chance) : token(mpitrace__iter_begin(loop.token, chance)) {}
     __attribute__((always_inline)) ~mpitrace__iter_guard() { mpitrace__iter_end(&token); }
     mpitrace__iter_guard(const mpitrace__iter_guard &) = delete;
@@ -138,9 +150,9 @@ struct mpitrace__iter_guard {
 
 #define MPITRACE_LOOP_FLAGS(name, file, line, col, flags)                                      \
     static const struct mpitrace_loop_site name##_site = {file, line, col, flags};             \
-    __attribute__((cleanup(mpitrace__loop_end))) uintptr_t name = mpitrace__loop_begin(&name##_site)
+    __attribute__((cleanup(mpitrace__loop_end))) mpitrace__uintptr name = mpitrace__loop_begin(&name##_site)
 #define MPITRACE_ITER(name, loop, chance)                                                      \
-    __attribute__((cleanup(mpitrace__iter_end))) uintptr_t name = mpitrace__iter_begin(loop, chance)
+    __attribute__((cleanup(mpitrace__iter_end))) mpitrace__uintptr name = mpitrace__iter_begin(loop, chance)
 
 #endif
 

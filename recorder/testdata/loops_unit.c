@@ -4,6 +4,7 @@
  * MPITRACE_LOOP_CHANCE unset: each case gives its chance. Prints "ok" or
  * the first check that failed. */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -137,6 +137,8 @@ default to traces/.`,
 		newCritpathCmd(s, nil),
 		newLoopsCmd(s, nil),
 		newWrapCmd(s, nil),
+		newInstrumentCmd(s, nil),
+		newCCCmd(s, nil),
 	)
 	return root
 }

@@ -1,0 +1,2 @@
+long weight(int i);
+long triangle(int n);
