@@ -154,7 +154,23 @@ func (ls *LoopSummary) WriteText(w io.Writer, unit Unit) error {
 				top = x
 			}
 		}
-		fmt.Fprintf(ew, "%.0f%% of the path is in %s\n", 100*top.Share, top.Loop)
+		// Then down the nest, while one nested loop holds most of it: the
+		// innermost such loop is the code to look at.
+		fmt.Fprintf(ew, "%.0f%% of the path is in %s", 100*top.Share, top.Loop)
+		for cur := top; ; {
+			var in *LoopShare
+			for i := range ls.Loops {
+				if x := &ls.Loops[i]; x.Parent == cur.Loop && x.Loop != cur.Loop && (in == nil || x.Ns > in.Ns) {
+					in = x
+				}
+			}
+			if in == nil || in.Ns < cur.Ns/2 {
+				break
+			}
+			fmt.Fprintf(ew, ", %.0f%% in its nested loop %s", 100*in.Share, in.Loop)
+			cur = *in
+		}
+		fmt.Fprintln(ew)
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "loop\tdepth\ttime\tshare\tof computation\t\n")
 		for _, x := range ls.Loops {

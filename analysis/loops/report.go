@@ -79,7 +79,8 @@ type Figures struct {
 	// Measured is the sum over executions of LoopEnd - LoopBegin.
 	Measured int64 `json:"measured_ns"`
 	// Quality is Estimated / Measured (0 when either is 0); InCI whether
-	// Measured lies in CI95 (nil without an interval).
+	// Measured lies in CI95 (nil without an interval, or when every
+	// iteration was sampled and the estimate is their exact sum).
 	Quality float64 `json:"quality"`
 	InCI    *bool   `json:"measured_in_ci"`
 
@@ -231,8 +232,13 @@ func figures(s *tally, parent *Loop, parentOf func(*Loop) (*tally, *Figures), na
 			fpc := max(1-n/N, 0)
 			h := t975(s.times.n-1) * N * math.Sqrt(s.times.variance()/n*fpc)
 			f.CI95 = &[2]float64{f.Estimated - h, f.Estimated + h}
-			in := float64(f.Measured) >= f.CI95[0] && float64(f.Measured) <= f.CI95[1]
-			f.InCI = &in
+			// Every iteration sampled: the estimate is the iterations' own
+			// sum, not a sample's, and the measured time differs from it
+			// only by what lies between the iterations; no interval to test.
+			if fpc > 0 {
+				in := float64(f.Measured) >= f.CI95[0] && float64(f.Measured) <= f.CI95[1]
+				f.InCI = &in
+			}
 		}
 		if f.Measured > 0 && f.Estimated > 0 {
 			f.Quality = f.Estimated / float64(f.Measured)
