@@ -283,6 +283,9 @@ func TestLoopsSampling(t *testing.T) {
 	if top == nil || outer == nil || inner == nil {
 		t.Fatalf("sites 1000, 1100, 1101: %v %v %v", top, outer, inner)
 	}
+	if ch, _ := a.header.Get("loop_chance"); ch != "0.1" {
+		t.Errorf("loop_chance %q, want 0.1 as MPITRACE_LOOP_CHANCE spelled it", ch)
+	}
 	if top.iters != n || outer.iters != n/10 {
 		t.Errorf("iterations %d and %d, want %d and %d", top.iters, outer.iters, n, n/10)
 	}

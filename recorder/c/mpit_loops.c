@@ -526,9 +526,14 @@ MPIT_HIDDEN void mpit_loops_load(void) {
     }
     v = getenv("MPITRACE_LOOP_COUNTERS");
     L.no_counters = v && (!strcmp(v, "none") || !strcmp(v, "0") || !strcmp(v, "off"));
-    if (L.chance >= 0)
-        snprintf(L.chance_text, sizeof L.chance_text, "%.17g", L.chance);
-    else
+    if (L.chance >= 0) {
+        /* The shortest text that reads back as the same number: 0.1, not
+         * 0.10000000000000001. */
+        for (int prec = 6; prec <= 17; prec++) {
+            snprintf(L.chance_text, sizeof L.chance_text, "%.*g", prec, L.chance);
+            if (strtod(L.chance_text, NULL) == L.chance) break;
+        }
+    } else
         snprintf(L.chance_text, sizeof L.chance_text, "instrumented");
     snprintf(L.seed_text, sizeof L.seed_text, "%llu", (unsigned long long)L.seed);
 }
