@@ -163,12 +163,26 @@ func analyze(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error)
 	return a, nil
 }
 
+// withoutMPI reports whether t was recorded from a program without MPI:
+// the recorder without MPI writes no mpi_library in any rank's header.
+func withoutMPI(t *tracefmt.Trace) bool {
+	for _, f := range t.Files {
+		if f.Header.MPILibrary != "" {
+			return false
+		}
+	}
+	return len(t.Files) > 0
+}
+
 // analyzePath is analyze for the commands that need the path: it opens dir
 // and fails, after the diagnostics that say why, when there is no path.
 func analyzePath(dir, modelPath string, s *Streams) (*analysis, error) {
 	t, err := openTrace(dir)
 	if err != nil {
 		return nil, err
+	}
+	if withoutMPI(t) {
+		return nil, fmt.Errorf("%s: a program without MPI (no rank log names an MPI library): there is no critical path across ranks; 'mpitrace loops %s' shows its loops", t.Dir, t.Dir)
 	}
 	a, err := analyze(t, modelPath, s)
 	if err != nil {

@@ -157,6 +157,9 @@ func runDot(opts *dotOptions, s *Streams) error {
 	if err := checkRanks("--ranks", opts.Ranks, t); err != nil {
 		return err
 	}
+	if withoutMPI(t) {
+		return fmt.Errorf("%s: a program without MPI (no rank log names an MPI library): it has no task graph of MPI calls to draw; 'mpitrace loops %s' shows its loops", t.Dir, t.Dir)
+	}
 	if opts.Model == "" && s.ErrTTY {
 		fmt.Fprintln(s.Err, "mpitrace: using the default latency model; for this machine's, run 'mpitrace calibrate -o model.json -- mpirun -np 4' and pass --model model.json")
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mpitrace/mpitrace/internal/textdiff"
+	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
@@ -166,7 +167,8 @@ func TestLoopsNone(t *testing.T) {
 // A program without MPI, recorded as one rank: loop events only.
 func TestLoopsWithoutMPI(t *testing.T) {
 	b := testgen.New(1)
-	b.Meta = testgen.LoopMeta("task-clock", "0.5", "1")
+	// The recorder without MPI writes no mpi_* keys.
+	b.Meta = append(testgen.LoopMeta("task-clock", "0.5", "1"), tracefmt.KeyValue{Key: tracefmt.KeyMPILibrary}, tracefmt.KeyValue{Key: tracefmt.KeyMPIVersion})
 	rk := b.Rank(0)
 	rk.Loop("serial.c", 3, 1, 20, func(i uint64) int64 { return 1000 }, func(i uint64) bool { return i%2 == 1 },
 		func(i uint64) []uint64 { return []uint64{900} })
@@ -186,6 +188,15 @@ func TestLoopsWithoutMPI(t *testing.T) {
 	code, _, errs = runCLI(t, "stats", dir, "--json")
 	if code != 0 || errs != "" {
 		t.Fatalf("stats --json: %d %q", code, errs)
+	}
+	// No critical path and no task graph: one line that says why and
+	// what to run instead.
+	for _, cmd := range []string{"critpath", "dot"} {
+		code, out, errs := runCLI(t, cmd, dir, "-o", filepath.Join(t.TempDir(), "out"))
+		if code != ExitError || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "a program without MPI") ||
+			!strings.Contains(errs, "'mpitrace loops "+dir+"'") {
+			t.Errorf("%s on a trace without MPI: exit %d, stdout %q, stderr %q", cmd, code, out, errs)
+		}
 	}
 }
 
