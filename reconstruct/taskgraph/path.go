@@ -50,6 +50,21 @@ func (p *Path) Edge(i int) Edge {
 	return e
 }
 
+// EdgeAt returns what Edge(i) holds but its end nodes: its kind, rank,
+// Weight and Bytes. It is cheaper than Edge, for a pass over a long path.
+func (p *Path) EdgeAt(i int) (kind EdgeKind, rank int, weight, bytes int64) {
+	k := p.n - 2 - i // the step of Node(i+1)
+	c, j := p.chunks[k>>chunkBits], k&chunkMask
+	val := int64(c.val[j])
+	if val == maxU32 {
+		val = p.big[k]
+	}
+	if c.kind[j]&crossBit != 0 {
+		return EdgeKind(c.kind[j] &^ crossBit), int(c.rank[j]), 0, val
+	}
+	return EdgeKind(c.kind[j]), int(c.rank[j]), val, 0
+}
+
 // push appends the next step of the walk back: node v and the edge e into
 // it (e.To is v; e.From the next node pushed), a cross edge if cross.
 func (p *Path) push(v NodeID, e Edge, cross bool) {
