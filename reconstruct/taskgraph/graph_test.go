@@ -420,3 +420,40 @@ func TestOpStoreOverflow(t *testing.T) {
 		t.Errorf("truncate: %d ops, %d chunks, %v", s.n, len(s.chunks), s.bigEv)
 	}
 }
+
+// TestOpStoreStarts: starts are kept exactly in a chunk whose operations
+// stay within 2^32 ns of its first, and in one that goes further or back in
+// time, before and after the operation that widens it, in every chunk.
+func TestOpStoreStarts(t *testing.T) {
+	starts := []int64{
+		5, 5 + math.MaxUint32, // the farthest that fits
+		5 + math.MaxUint32 + 1, 7, -3, math.MinInt64, math.MaxInt64, 100, // widened
+	}
+	var s opStore
+	var want []int64
+	for c := 0; c < 3; c++ {
+		base := int64(c) << 40
+		for i := 0; i < chunkLen; i++ {
+			st := base + int64(i)*1000
+			if c > 0 && i >= 10 && i < 10+len(starts) {
+				st = starts[i-10]
+			}
+			if c == 1 && i >= 10+len(starts) {
+				st = base + int64(i)
+			}
+			s.add(st, st+1, 0, int64(len(want)), 1)
+			want = append(want, st)
+		}
+	}
+	for i, st := range want {
+		if got := s.start(uint32(i)); got != st {
+			t.Fatalf("op %d: start %d, want %d", i, got, st)
+		}
+		if got := s.end(uint32(i)); got != st+1 {
+			t.Fatalf("op %d: end %d, want %d", i, got, st+1)
+		}
+	}
+	if s.chunks[0].wide != nil || s.chunks[1].wide == nil || s.chunks[2].wide == nil {
+		t.Errorf("wide chunks: %v %v %v", s.chunks[0].wide != nil, s.chunks[1].wide != nil, s.chunks[2].wide != nil)
+	}
+}
