@@ -251,7 +251,7 @@ func TestLongest(t *testing.T) {
 // TestLongestLongPath: a path of several chunks, through messages that
 // skip an operation, comes back in order with the right edges.
 func TestLongestLongPath(t *testing.T) {
-	const n = 3*chunkLen + 5
+	const n = 3*pathLen + 5
 	b := NewBuilder(1)
 	fn := b.Name("MPI_Send")
 	r := b.Rank(0)
@@ -455,5 +455,38 @@ func TestOpStoreStarts(t *testing.T) {
 	}
 	if s.chunks[0].wide != nil || s.chunks[1].wide == nil || s.chunks[2].wide == nil {
 		t.Errorf("wide chunks: %v %v %v", s.chunks[0].wide != nil, s.chunks[1].wide != nil, s.chunks[2].wide != nil)
+	}
+}
+
+// TestPathWideRanks: a path's ranks past what 16 bits hold come back, in a
+// chunk that also holds small ones, before and after the first large one.
+func TestPathWideRanks(t *testing.T) {
+	var p Path
+	ranks := []int{0, 7, 65534, 65535, 1 << 20, 3, 0}
+	for k := 0; k < 2*pathLen+10; k++ {
+		r := k % 5
+		if k >= pathLen && k < pathLen+len(ranks) {
+			r = ranks[k-pathLen]
+		}
+		p.push(NodeID(k+1), Edge{Kind: Compute, Rank: r, Weight: int64(k)}, false)
+	}
+	for k := 0; k < p.n; k++ {
+		want := k % 5
+		if k >= pathLen && k < pathLen+len(ranks) {
+			want = ranks[k-pathLen]
+		}
+		i := p.n - 2 - k // the edge into the step k
+		if i < 0 {
+			continue
+		}
+		if _, r, w, _ := p.EdgeAt(i); r != want || w != int64(k) {
+			t.Fatalf("step %d: rank %d weight %d, want %d %d", k, r, w, want, k)
+		}
+		if e := p.Edge(i); e.Rank != want || e.To != NodeID(k+1) {
+			t.Fatalf("step %d: %+v", k, e)
+		}
+	}
+	if p.chunks[0].wideRank != nil || p.chunks[1].wideRank == nil || p.chunks[2].wideRank != nil {
+		t.Error("wide ranks in the wrong chunks")
 	}
 }
