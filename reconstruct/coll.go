@@ -195,8 +195,20 @@ func (b *build) collectives(members map[commKey][]int32) error {
 			g.lists[len(g.lists)-1] = append(g.lists[len(g.lists)-1], uint32(j))
 		}
 	}
-	var pool []instPart
-	var insts []instance
+	// Room for every instance and participation up front: appending them
+	// one by one would copy them over and over.
+	nParts, nInsts := 0, 0
+	for _, g := range order {
+		maxLen := 0
+		for _, l := range g.lists {
+			nParts += len(l)
+			maxLen = max(maxLen, len(l))
+		}
+		nInsts += maxLen
+	}
+	pool := make([]instPart, 0, nParts)
+	insts := make([]instance, 0, nInsts)
+	b.gb.ReserveCollectives(nInsts, nParts)
 	for _, g := range order {
 		mem, known := b.membersOf(members, g.key)
 		if !known {

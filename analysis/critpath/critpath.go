@@ -61,7 +61,7 @@ type Hop struct {
 
 // Path is a critical path: Vertex(0) is MPI_Init, Vertex(NumVertices()-1)
 // MPI_Finalize, and Hop(i) leads from Vertex(i) to Vertex(i+1). It holds
-// 13 bytes per vertex (a taskgraph.Path) and describes vertices and hops on
+// 11 bytes per vertex (a taskgraph.Path) and describes vertices and hops on
 // demand, without allocating, so a path of millions of steps costs little
 // more than its graph. It is not safe for concurrent use.
 type Path struct {
@@ -164,7 +164,7 @@ var ErrEmpty = errors.New("the task graph has no operations: no path from MPI_In
 // times count as 0). It runs taskgraph.Graph.Longest: one visit of the
 // graph in topological order, in time linear in its size and about 8
 // bytes of memory per message, then a walk back from MPI_Finalize that
-// keeps 13 bytes per vertex of the path; among equally long paths it
+// keeps 11 bytes per vertex of the path; among equally long paths it
 // prefers the chain edge to a message, the lowest participant of a
 // collective and the lowest rank into MPI_Finalize. A cycle, which only
 // inconsistent data makes, is a *taskgraph.CycleError naming a node on it.

@@ -1,7 +1,6 @@
 package critpath
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"math"
@@ -68,25 +67,92 @@ func (u Unit) Round(ns float64) int64 {
 // rounded to an integer in unit; a message edge is the message's bytes.
 // Lines end with "\n", the last one too.
 func WriteCritPathOut(w io.Writer, p *Path, unit Unit) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
+	return writeCritPathOut(w, p, unit, nil)
+}
+
+// WriteCritPathOutSummary writes critPath.out as WriteCritPathOut does and
+// returns what Summarize(g, p, top) returns for p's graph g, in one pass
+// over the path. The summary is nil when writing fails.
+func WriteCritPathOutSummary(w io.Writer, p *Path, unit Unit, top int) (*Summary, error) {
+	sz := newSummarizer(p.g, p, top)
+	if err := writeCritPathOut(w, p, unit, sz); err != nil {
+		return nil, err
+	}
+	return sz.finish(), nil
+}
+
+// outFlush is when writeCritPathOut hands its buffer to the writer.
+const outFlush = 64 << 10
+
+// writeCritPathOut writes critPath.out, and feeds each vertex and hop to
+// sz when it is not nil. A vertex's line is formatted once per function
+// name and rank, and kept while the path stays on that rank.
+func writeCritPathOut(w io.Writer, p *Path, unit Unit, sz *summarizer) error {
+	g := p.g
+	type line struct {
+		rank int
+		b    []byte
+	}
+	lines := make([]line, len(g.Names())+2) // by Describe's nameIdx
+	buf := make([]byte, 0, outFlush+256)
+	// The hop into vertex i (taskgraph.Path.EdgeAt(i-1)).
+	var inKind taskgraph.EdgeKind
+	var inRank int
+	var inWeight, inBytes int64
 	n := p.NumVertices()
 	for i := 0; i < n; i++ {
-		_, rank, name, _ := p.g.Describe(p.p.Node(i))
-		b := append(bw.AvailableBuffer(), name...)
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, int64(rank), 10)
-		b = append(b, '\n')
-		if i+1 < n {
-			if e := p.p.Edge(i); e.Kind == taskgraph.Message {
-				b = strconv.AppendInt(b, e.Bytes, 10)
-			} else {
-				b = strconv.AppendInt(b, unit.Round(float64(e.Weight)), 10)
+		kind, rank, name, idx := g.Describe(p.p.Node(i))
+		if idx >= 0 && idx < len(lines) {
+			l := &lines[idx]
+			if l.b == nil || l.rank != rank {
+				l.rank, l.b = rank, vertexLine(l.b[:0], name, rank)
 			}
-			b = append(b, '\n')
+			buf = append(buf, l.b...)
+		} else {
+			buf = vertexLine(buf, name, rank)
 		}
-		if _, err := bw.Write(b); err != nil {
-			return err
+		if sz != nil {
+			if i == 0 {
+				sz.vertex(kind, rank, name, idx)
+			} else {
+				sz.step(i, kind, rank, name, idx, inKind, inRank, inWeight, inBytes)
+			}
+		}
+		if i+1 < n {
+			if inKind, inRank, inWeight, inBytes = p.p.EdgeAt(i); inKind == taskgraph.Message {
+				buf = strconv.AppendInt(buf, inBytes, 10)
+			} else {
+				buf = strconv.AppendInt(buf, unit.roundInt(inWeight), 10)
+			}
+			buf = append(buf, '\n')
+		}
+		if len(buf) >= outFlush {
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
 		}
 	}
-	return bw.Flush()
+	_, err := w.Write(buf)
+	return err
+}
+
+// vertexLine appends a vertex's critPath.out line to b.
+func vertexLine(b []byte, name string, rank int) []byte {
+	b = append(b, name...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(rank), 10)
+	return append(b, '\n')
+}
+
+// roundInt is Round(float64(ns)), in integers where that is exact: for
+// 0 <= ns < 2^50, float64(ns)/u is within ns/u * 2^-53 < 1/(2u) of the
+// quotient, so it lies on the same side of every half-integer other than
+// an exact one (which it is, and rounds away from zero like the integer
+// formula).
+func (u Unit) roundInt(ns int64) int64 {
+	if u > 0 && ns >= 0 && ns < 1<<50 {
+		return (ns + int64(u)/2) / int64(u)
+	}
+	return u.Round(float64(ns))
 }

@@ -83,7 +83,38 @@ func label(v *Vertex) string { return v.Name + " " + strconv.Itoa(v.Rank) }
 // items (all when top < 0). It visits the path's collective vertices,
 // then every vertex with the hop into it, and keeps only the top heaviest
 // items (a bounded heap), so that its memory does not grow with the path.
+// WriteCritPathOutSummary does the same while it writes critPath.out.
 func Summarize(g *taskgraph.Graph, p *Path, top int) *Summary {
+	sz := newSummarizer(g, p, top)
+	for i := 0; i < p.NumVertices(); i++ {
+		kind, r, name, idx := g.Describe(p.p.Node(i))
+		if i == 0 {
+			sz.vertex(kind, r, name, idx)
+			continue
+		}
+		ek, er, ew, eb := p.p.EdgeAt(i - 1)
+		sz.step(i, kind, r, name, idx, ek, er, ew, eb)
+	}
+	return sz.finish()
+}
+
+// summarizer sums a path for Summarize: newSummarizer visits the
+// collective vertices, vertex the first vertex, step every other vertex
+// with the hop into it, in path order; finish makes the Summary.
+type summarizer struct {
+	s *Summary
+	g *taskgraph.Graph
+	p *Path
+	// By world rank, collectives at -1; not a table of Size() entries, which
+	// a hostile log may claim in millions. Paths stay on a rank for a while.
+	byRank   map[int]*RankShare
+	lastRank *RankShare
+	byFn     map[string]*FunctionShare
+	fnIdx    []*FunctionShare // by taskgraph.Graph.Describe's nameIdx
+	heavy    *heaviest
+}
+
+func newSummarizer(g *taskgraph.Graph, p *Path, top int) *summarizer {
 	n := p.NumVertices()
 	s := &Summary{Length: p.Length, Vertices: n}
 	for _, r := range g.Ranks() {
@@ -94,39 +125,8 @@ func Summarize(g *taskgraph.Graph, p *Path, top int) *Summary {
 	if s.Measured > 0 {
 		s.Ratio = p.Length / float64(s.Measured)
 	}
-	// By world rank, collectives at -1; not a table of Size() entries, which
-	// a hostile log may claim in millions. Paths stay on a rank for a while.
-	byRank := make(map[int]*RankShare)
-	var lastRank *RankShare
-	rank := func(r int) *RankShare {
-		if lastRank != nil && lastRank.Rank == r {
-			return lastRank
-		}
-		x, ok := byRank[r]
-		if !ok {
-			x = &RankShare{Rank: r}
-			byRank[r] = x
-		}
-		lastRank = x
-		return x
-	}
-	byFn := make(map[string]*FunctionShare)
-	fnIdx := make([]*FunctionShare, len(g.Names())+2) // by taskgraph.Graph.Describe's nameIdx
-	fn := func(name string, idx int) *FunctionShare {
-		if idx >= 0 && fnIdx[idx] != nil {
-			return fnIdx[idx]
-		}
-		x, ok := byFn[name]
-		if !ok {
-			x = &FunctionShare{Name: name}
-			byFn[name] = x
-		}
-		if idx >= 0 {
-			fnIdx[idx] = x
-		}
-		return x
-	}
-	heavy := newHeaviest(top)
+	sz := &summarizer{s: s, g: g, p: p, byRank: make(map[int]*RankShare), byFn: make(map[string]*FunctionShare),
+		fnIdx: make([]*FunctionShare, len(g.Names())+2), heavy: newHeaviest(top)}
 	// Collective vertices first, then hops, each in path order: the sums
 	// add up in the order they always did, to the last bit.
 	for i := 0; i < n; i++ {
@@ -136,42 +136,83 @@ func Summarize(g *taskgraph.Graph, p *Path, top int) *Summary {
 		v := p.Vertex(i)
 		s.Collectives++
 		s.Communication += v.Weight
-		rank(-1).Communication += v.Weight
-		fn(v.Name, -1).Communication += v.Weight
-		heavy.add(candidate{weight: v.Weight, index: i})
+		sz.rank(-1).Communication += v.Weight
+		sz.fn(v.Name, -1).Communication += v.Weight
+		sz.heavy.add(candidate{weight: v.Weight, index: i})
 	}
-	for i := 0; i < n; i++ {
-		kind, r, name, idx := g.Describe(p.p.Node(i))
-		to := fn(name, idx)
-		to.Count++
-		if kind == taskgraph.KindOp {
-			rank(r)
-		}
-		if i == 0 {
-			continue
-		}
-		e := p.p.Edge(i - 1)
-		weight := p.w.edge(&e)
-		if e.Kind == taskgraph.Message {
-			s.Messages++
-			s.MessageBytes += e.Bytes
-			s.Communication += weight
-			rank(e.Rank).Communication += weight
-			to.Communication += weight
-		} else {
-			s.Computation += weight
-			rank(e.Rank).Computation += weight
-			to.Computation += weight
-		}
-		heavy.add(candidate{weight: weight, hop: true, index: i - 1})
+	return sz
+}
+
+func (sz *summarizer) rank(r int) *RankShare {
+	if sz.lastRank != nil && sz.lastRank.Rank == r {
+		return sz.lastRank
 	}
+	x, ok := sz.byRank[r]
+	if !ok {
+		x = &RankShare{Rank: r}
+		sz.byRank[r] = x
+	}
+	sz.lastRank = x
+	return x
+}
+
+func (sz *summarizer) fn(name string, idx int) *FunctionShare {
+	if idx >= 0 && sz.fnIdx[idx] != nil {
+		return sz.fnIdx[idx]
+	}
+	x, ok := sz.byFn[name]
+	if !ok {
+		x = &FunctionShare{Name: name}
+		sz.byFn[name] = x
+	}
+	if idx >= 0 {
+		sz.fnIdx[idx] = x
+	}
+	return x
+}
+
+// vertex counts a vertex of the path (as taskgraph.Graph.Describe
+// describes it) and returns its function's share.
+func (sz *summarizer) vertex(kind taskgraph.NodeKind, r int, name string, idx int) *FunctionShare {
+	to := sz.fn(name, idx)
+	to.Count++
+	if kind == taskgraph.KindOp {
+		sz.rank(r)
+	}
+	return to
+}
+
+// step counts vertex i > 0 of the path and the hop into it: its kind,
+// rank, Weight and Bytes (taskgraph.Path.EdgeAt(i-1)).
+func (sz *summarizer) step(i int, kind taskgraph.NodeKind, r int, name string, idx int, eKind taskgraph.EdgeKind, eRank int, eWeight, eBytes int64) {
+	to := sz.vertex(kind, r, name, idx)
+	s := sz.s
+	var weight float64
+	if eKind == taskgraph.Message {
+		weight = sz.p.w.Message(eBytes)
+		s.Messages++
+		s.MessageBytes += eBytes
+		s.Communication += weight
+		sz.rank(eRank).Communication += weight
+		to.Communication += weight
+	} else {
+		weight = float64(eWeight)
+		s.Computation += weight
+		sz.rank(eRank).Computation += weight
+		to.Computation += weight
+	}
+	sz.heavy.add(candidate{weight: weight, hop: true, index: i - 1})
+}
+
+func (sz *summarizer) finish() *Summary {
+	s, p := sz.s, sz.p
 	share := func(x float64) float64 {
 		if p.Length <= 0 {
 			return 0
 		}
 		return x / p.Length
 	}
-	for _, x := range byRank {
+	for _, x := range sz.byRank {
 		x.Share = share(x.Computation + x.Communication)
 		s.ByRank = append(s.ByRank, *x)
 		if x.Rank >= 0 {
@@ -184,7 +225,7 @@ func Summarize(g *taskgraph.Graph, p *Path, top int) *Summary {
 		}
 		return cmp.Compare(a.Rank, b.Rank)
 	})
-	for _, x := range byFn {
+	for _, x := range sz.byFn {
 		x.Share = share(x.Computation + x.Communication)
 		s.ByFunction = append(s.ByFunction, *x)
 	}
@@ -194,7 +235,7 @@ func Summarize(g *taskgraph.Graph, p *Path, top int) *Summary {
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})
-	kept := heavy.sorted()
+	kept := sz.heavy.sorted()
 	s.Top = make([]Item, 0, len(kept)) // [] in JSON, not null, with --top 0
 	for _, c := range kept {
 		var it Item

@@ -1,7 +1,10 @@
 package critpath
 
 import (
+	"bytes"
 	"cmp"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -65,18 +68,7 @@ func shuffled(rng *rand.Rand, s []candidate) []candidate {
 func TestSummaryTopMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	models := []Model{nil, randModel{perByte: 0, coll: map[string]float64{}}, randModel{perByte: 2, coll: map[string]float64{"MPI_Barrier": 40}}}
-	for i := 0; i < 400; i++ {
-		g, err := randomGraph(rng, 3+rng.IntN(30))
-		if err != nil {
-			t.Fatalf("graph %d: %v", i, err)
-		}
-		if g.NumOps() == 0 && g.NumCollectives() == 0 {
-			continue
-		}
-		p, err := Compute(g, models[i%len(models)])
-		if err != nil {
-			t.Fatalf("graph %d: %v", i, err)
-		}
+	randomPaths(t, rng, 400, 30, models, func(i int, g *taskgraph.Graph, p *Path) {
 		var all []Item
 		for v := range p.NumVertices() {
 			if x := p.Vertex(v); x.Kind == taskgraph.KindCollective {
@@ -102,6 +94,93 @@ func TestSummaryTopMatchesBruteForce(t *testing.T) {
 			if got := Summarize(g, p, top).Top; !reflect.DeepEqual(got, want) && len(got)+len(want) > 0 {
 				t.Fatalf("graph %d, top %d:\n got %+v\nwant %+v", i, top, got, want)
 			}
+		}
+	})
+}
+
+// randomPaths calls f with each of n graphs randomGraph(rng, 3+rng.IntN(size))
+// that has operations, and its path under models in turn.
+func randomPaths(t *testing.T, rng *rand.Rand, n, size int, models []Model, f func(i int, g *taskgraph.Graph, p *Path)) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		g, err := randomGraph(rng, 3+rng.IntN(size))
+		if err != nil {
+			t.Fatalf("graph %d: %v", i, err)
+		}
+		if g.NumOps() == 0 && g.NumCollectives() == 0 {
+			continue
+		}
+		p, err := Compute(g, models[i%len(models)])
+		if err != nil {
+			t.Fatalf("graph %d: %v", i, err)
+		}
+		f(i, g, p)
+	}
+}
+
+// TestWriteCritPathOutSummaryMatches: the one-pass WriteCritPathOutSummary
+// writes what a plain walk of Vertex and Hop writes, and returns what
+// Summarize returns, on random graphs, for every unit and several --top.
+func TestWriteCritPathOutSummaryMatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	models := []Model{nil, randModel{perByte: 0.5, coll: map[string]float64{"MPI_Barrier": 70, "MPI_Allreduce": 300}}}
+	randomPaths(t, rng, 300, 200, models, func(i int, g *taskgraph.Graph, p *Path) {
+		for _, unit := range []Unit{Nanosecond, Microsecond, Millisecond, Second} {
+			var want bytes.Buffer
+			for v := range p.NumVertices() {
+				x := p.Vertex(v)
+				fmt.Fprintf(&want, "%s %d\n", x.Name, x.Rank)
+				if v+1 < p.NumVertices() {
+					if h := p.Hop(v); h.Kind == taskgraph.Message {
+						fmt.Fprintf(&want, "%d\n", h.Bytes)
+					} else {
+						fmt.Fprintf(&want, "%d\n", unit.Round(float64(h.Measured)))
+					}
+				}
+			}
+			var plain bytes.Buffer
+			if err := WriteCritPathOut(&plain, p, unit); err != nil {
+				t.Fatal(err)
+			}
+			if plain.String() != want.String() {
+				t.Fatalf("graph %d, unit %s: WriteCritPathOut\n%s\nwant\n%s", i, unit, plain.String(), want.String())
+			}
+			for _, top := range []int{-1, 0, 1, 3, 10} {
+				var b bytes.Buffer
+				sum, err := WriteCritPathOutSummary(&b, p, unit, top)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b.String() != want.String() {
+					t.Fatalf("graph %d, unit %s, top %d: WriteCritPathOutSummary\n%s\nwant\n%s", i, unit, top, b.String(), want.String())
+				}
+				if ref := Summarize(g, p, top); !reflect.DeepEqual(sum, ref) {
+					t.Fatalf("graph %d, top %d: summary\n%+v\nwant\n%+v", i, top, sum, ref)
+				}
+			}
+		}
+	})
+}
+
+// TestRoundInt: Unit.roundInt is Unit.Round of the integer, halves and
+// their neighbours included, up to where it falls back to floats.
+func TestRoundInt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, u := range []Unit{Nanosecond, Microsecond, Millisecond, Second, 7, 0, -3} {
+		check := func(ns int64) {
+			if got, want := u.roundInt(ns), u.Round(float64(ns)); got != want {
+				t.Fatalf("%d ns in %v: %d, want %d", ns, u, got, want)
+			}
+		}
+		for _, ns := range []int64{0, 1, -1, -500, 499, 500, 501, 1499, 1500, 1<<50 - 1, 1 << 50, math.MaxInt64, math.MinInt64} {
+			check(ns)
+		}
+		for range 100000 {
+			ns := rng.Int64N(1 << (1 + rng.IntN(52)))
+			if u > 1 {
+				ns = ns/int64(u)*int64(u) + int64(u)/2 + rng.Int64N(3) - 1 // about a half
+			}
+			check(ns)
 		}
 	}
 }

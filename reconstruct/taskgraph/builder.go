@@ -307,6 +307,13 @@ type Collective struct {
 	Parts []Part
 }
 
+// ReserveCollectives makes room for n more collectives with parts
+// participants in all, so that adding them does not copy the ones before.
+func (b *Builder) ReserveCollectives(n, parts int) {
+	b.colls = slices.Grow(b.colls, n)
+	b.parts = slices.Grow(b.parts, parts)
+}
+
 // AddCollective adds a collective instance and returns its node id. Call
 // it after Layout, in the order the ids should have.
 func (b *Builder) AddCollective(c Collective) (NodeID, error) {

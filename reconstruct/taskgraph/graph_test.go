@@ -251,7 +251,7 @@ func TestLongest(t *testing.T) {
 // TestLongestLongPath: a path of several chunks, through messages that
 // skip an operation, comes back in order with the right edges.
 func TestLongestLongPath(t *testing.T) {
-	const n = 3*chunkLen + 5
+	const n = 3*pathLen + 5
 	b := NewBuilder(1)
 	fn := b.Name("MPI_Send")
 	r := b.Rank(0)
@@ -418,5 +418,75 @@ func TestOpStoreOverflow(t *testing.T) {
 	s.truncate(1)
 	if s.n != 1 || len(s.chunks) != 1 || len(s.bigEv) != 0 || s.end(0) != 10+math.MaxUint32+5 {
 		t.Errorf("truncate: %d ops, %d chunks, %v", s.n, len(s.chunks), s.bigEv)
+	}
+}
+
+// TestOpStoreStarts: starts are kept exactly in a chunk whose operations
+// stay within 2^32 ns of its first, and in one that goes further or back in
+// time, before and after the operation that widens it, in every chunk.
+func TestOpStoreStarts(t *testing.T) {
+	starts := []int64{
+		5, 5 + math.MaxUint32, // the farthest that fits
+		5 + math.MaxUint32 + 1, 7, -3, math.MinInt64, math.MaxInt64, 100, // widened
+	}
+	var s opStore
+	var want []int64
+	for c := 0; c < 3; c++ {
+		base := int64(c) << 40
+		for i := 0; i < chunkLen; i++ {
+			st := base + int64(i)*1000
+			if c > 0 && i >= 10 && i < 10+len(starts) {
+				st = starts[i-10]
+			}
+			if c == 1 && i >= 10+len(starts) {
+				st = base + int64(i)
+			}
+			s.add(st, st+1, 0, int64(len(want)), 1)
+			want = append(want, st)
+		}
+	}
+	for i, st := range want {
+		if got := s.start(uint32(i)); got != st {
+			t.Fatalf("op %d: start %d, want %d", i, got, st)
+		}
+		if got := s.end(uint32(i)); got != st+1 {
+			t.Fatalf("op %d: end %d, want %d", i, got, st+1)
+		}
+	}
+	if s.chunks[0].wide != nil || s.chunks[1].wide == nil || s.chunks[2].wide == nil {
+		t.Errorf("wide chunks: %v %v %v", s.chunks[0].wide != nil, s.chunks[1].wide != nil, s.chunks[2].wide != nil)
+	}
+}
+
+// TestPathWideRanks: a path's ranks past what 16 bits hold come back, in a
+// chunk that also holds small ones, before and after the first large one.
+func TestPathWideRanks(t *testing.T) {
+	var p Path
+	ranks := []int{0, 7, 65534, 65535, 1 << 20, 3, 0}
+	for k := 0; k < 2*pathLen+10; k++ {
+		r := k % 5
+		if k >= pathLen && k < pathLen+len(ranks) {
+			r = ranks[k-pathLen]
+		}
+		p.push(NodeID(k+1), Edge{Kind: Compute, Rank: r, Weight: int64(k)}, false)
+	}
+	for k := 0; k < p.n; k++ {
+		want := k % 5
+		if k >= pathLen && k < pathLen+len(ranks) {
+			want = ranks[k-pathLen]
+		}
+		i := p.n - 2 - k // the edge into the step k
+		if i < 0 {
+			continue
+		}
+		if _, r, w, _ := p.EdgeAt(i); r != want || w != int64(k) {
+			t.Fatalf("step %d: rank %d weight %d, want %d %d", k, r, w, want, k)
+		}
+		if e := p.Edge(i); e.Rank != want || e.To != NodeID(k+1) {
+			t.Fatalf("step %d: %+v", k, e)
+		}
+	}
+	if p.chunks[0].wideRank != nil || p.chunks[1].wideRank == nil || p.chunks[2].wideRank != nil {
+		t.Error("wide ranks in the wrong chunks")
 	}
 }

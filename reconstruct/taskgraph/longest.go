@@ -22,7 +22,7 @@ type Weights interface {
 // collective, plus one bit per operation saying whether its longest
 // incoming path arrives by its cross edge; it then walks back from
 // Finalize. Time is linear in the size of the graph, extra memory about 8
-// bytes per message, a bit per operation and 13 bytes per step of the
+// bytes per message, a bit per operation and 11 bytes per step of the
 // path. Among equally long incoming paths it takes the first in In order
 // (the chain before a message; the lowest participant; the lowest rank).
 // A cycle is a *CycleError.

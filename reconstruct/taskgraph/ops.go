@@ -8,24 +8,34 @@ import (
 
 // Operations are stored per rank in fixed-size chunks of columns, so that
 // adding one never copies what was added before and a rank wastes at most
-// one partly filled chunk. An operation takes 20 bytes: its start (8), its
-// duration (4), its bytes (4), its event index relative to the chunk's
-// first operation's (2) and its op name (2). Values that do not fit (calls
-// longer than 4.29 s, 4 GiB messages, events far apart) go to per-rank
-// overflow maps.
+// one partly filled chunk. An operation takes 16 bytes: its start relative
+// to the chunk's first operation's (4), its duration (4), its bytes (4),
+// its event index relative to the chunk's first operation's (2) and its op
+// name (2). A chunk whose operations span more than 4.29 s (or go back in
+// time) keeps its starts whole instead (8 more bytes an operation); other
+// values that do not fit (calls longer than 4.29 s, 4 GiB messages, events
+// far apart) go to per-rank overflow maps.
 const (
 	chunkBits = 12
 	chunkLen  = 1 << chunkBits
 	chunkMask = chunkLen - 1
 )
 
+// opChunk is a chunk: its columns, exactly 64 KiB (a larger object would
+// take another 8 KiB page), and what they are relative to.
 type opChunk struct {
-	start  [chunkLen]int64
-	dur    [chunkLen]uint32
-	bytes  [chunkLen]uint32
-	ev     [chunkLen]uint16
-	name   [chunkLen]opNameID
-	evBase int64 // event index of the chunk's first operation
+	*opCols
+	wide   *[chunkLen]int64 // the starts, once one is not base + a uint32
+	base   int64            // start of the chunk's first operation
+	evBase int64            // event index of the chunk's first operation
+}
+
+type opCols struct {
+	start [chunkLen]uint32 // start - base, while wide is nil
+	dur   [chunkLen]uint32
+	bytes [chunkLen]uint32
+	ev    [chunkLen]uint16
+	name  [chunkLen]opNameID
 }
 
 // opNameID indexes a graph's op names: a function name with the event
@@ -47,7 +57,7 @@ const (
 // opStore is one rank's operations.
 type opStore struct {
 	n        int
-	chunks   []*opChunk
+	chunks   []opChunk
 	bigDur   map[uint32]int64
 	bigBytes map[uint32]uint64
 	bigEv    map[uint32]int64
@@ -57,10 +67,20 @@ func (s *opStore) add(start, end int64, bytes uint64, ev int64, name opNameID) u
 	i := uint32(s.n)
 	j := i & chunkMask
 	if j == 0 {
-		s.chunks = append(s.chunks, &opChunk{evBase: ev})
+		s.chunks = append(s.chunks, opChunk{opCols: new(opCols), evBase: ev, base: start})
 	}
-	c := s.chunks[i>>chunkBits]
-	c.start[j] = start
+	c := &s.chunks[i>>chunkBits]
+	if d := start - c.base; c.wide == nil && d >= 0 && d <= maxU32 {
+		c.start[j] = uint32(d)
+	} else {
+		if c.wide == nil {
+			c.wide = new([chunkLen]int64)
+			for k := uint32(0); k < j; k++ {
+				c.wide[k] = c.base + int64(c.start[k])
+			}
+		}
+		c.wide[j] = start
+	}
 	if d := end - start; d >= 0 && d < maxU32 {
 		c.dur[j] = uint32(d)
 	} else {
@@ -114,15 +134,22 @@ func (s *opStore) truncate(n int) {
 	s.chunks = s.chunks[:(n+chunkLen-1)>>chunkBits]
 }
 
-func (s *opStore) start(i uint32) int64 { return s.chunks[i>>chunkBits].start[i&chunkMask] }
+func (s *opStore) start(i uint32) int64 { return s.chunks[i>>chunkBits].startAt(i & chunkMask) }
+
+func (c *opChunk) startAt(j uint32) int64 {
+	if c.wide != nil {
+		return c.wide[j]
+	}
+	return c.base + int64(c.start[j])
+}
 
 func (s *opStore) end(i uint32) int64 {
-	c := s.chunks[i>>chunkBits]
+	c := &s.chunks[i>>chunkBits]
 	j := i & chunkMask
 	if d := c.dur[j]; d != maxU32 {
-		return c.start[j] + int64(d)
+		return c.startAt(j) + int64(d)
 	}
-	return c.start[j] + s.bigDur[i]
+	return c.startAt(j) + s.bigDur[i]
 }
 
 func (s *opStore) bytes(i uint32) int64 {
@@ -133,7 +160,7 @@ func (s *opStore) bytes(i uint32) int64 {
 }
 
 func (s *opStore) event(i uint32) int64 {
-	c := s.chunks[i>>chunkBits]
+	c := &s.chunks[i>>chunkBits]
 	if d := c.ev[i&chunkMask]; d != maxU16 {
 		return c.evBase + int64(d)
 	}
@@ -160,9 +187,9 @@ func (s *opStore) permute(perm []uint32) {
 		order[p] = uint32(i)
 	}
 	for _, i := range order {
-		c := s.chunks[i>>chunkBits]
+		c := &s.chunks[i>>chunkBits]
 		j := i & chunkMask
-		t.add(c.start[j], s.end(i), uint64(s.bytes(i)), s.event(i), c.name[j])
+		t.add(c.startAt(j), s.end(i), uint64(s.bytes(i)), s.event(i), c.name[j])
 	}
 	*s = t
 }

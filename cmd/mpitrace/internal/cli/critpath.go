@@ -217,12 +217,17 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	if opts.JSON && (!opts.OutGiven || out == "-") {
 		out = ""
 	}
+	// critPath.out and the summary in one pass over the path.
+	var sum *critpath.Summary
 	if out != "" {
-		if err := writeOutputTo(s, out, func(w io.Writer) error { return critpath.WriteCritPathOut(w, a.path, unit) }); err != nil {
+		if err := writeOutputTo(s, out, func(w io.Writer) (err error) {
+			sum, err = critpath.WriteCritPathOutSummary(w, a.path, unit, opts.Top)
+			return err
+		}); err != nil {
 			return err
 		}
 	}
-	sum := summarize(a, opts.Top)
+	sum = summarize(a, sum, opts.Top)
 	switch {
 	case opts.JSON:
 		err = writeJSON(s.Out, struct {
@@ -244,10 +249,13 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	return reportDiagnostics(s, a.diags, &opts.traceFlags)
 }
 
-// summarize summarises the critical path of a; for a trace with loop
-// events it adds which loops the path's computation ran in.
-func summarize(a *analysis, top int) *critpath.Summary {
-	sum := critpath.Summarize(a.graph, a.path, top)
+// summarize summarises the critical path of a (unless sum, made while
+// writing critPath.out, already does); for a trace with loop events it
+// adds which loops the path's computation ran in.
+func summarize(a *analysis, sum *critpath.Summary, top int) *critpath.Summary {
+	if sum == nil {
+		sum = critpath.Summarize(a.graph, a.path, top)
+	}
 	ranks := make([]*loops.RankLoops, len(a.loopAggs))
 	for i, ag := range a.loopAggs {
 		ranks[i] = ag.Finish()
@@ -307,7 +315,12 @@ func writeUnfinished(w io.Writer, t *tracefmt.Trace) error {
 	return nil
 }
 
-// writeCritPathFile writes critPath.out to path (see writeOutput).
-func writeCritPathFile(path string, p *critpath.Path, unit critpath.Unit) error {
-	return writeOutput(path, func(w io.Writer) error { return critpath.WriteCritPathOut(w, p, unit) })
+// writeCritPathFile writes critPath.out to path (see writeOutput) and
+// returns the path's summary with its top heaviest items.
+func writeCritPathFile(path string, p *critpath.Path, unit critpath.Unit, top int) (sum *critpath.Summary, err error) {
+	err = writeOutput(path, func(w io.Writer) error {
+		sum, err = critpath.WriteCritPathOutSummary(w, p, unit, top)
+		return err
+	})
+	return sum, err
 }

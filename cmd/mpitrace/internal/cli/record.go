@@ -246,7 +246,8 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	if err != nil {
 		return err
 	}
-	if err := writeCritPathFile(filepath.Join(dir, critPathFile), a.path, critpath.Microsecond); err != nil {
+	sum, err := writeCritPathFile(filepath.Join(dir, critPathFile), a.path, critpath.Microsecond, 5)
+	if err != nil {
 		return err
 	}
 	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.modelName, CriticalOnly: a.graph.NumNodes() > bigDOTGraph}
@@ -255,7 +256,7 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	}); err != nil {
 		return err
 	}
-	sum := summarize(a, 5)
+	sum = summarize(a, sum, 5)
 	if err := writeSummary(s.Err, opts.Out, a, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond); err != nil {
 		return err
 	}
