@@ -182,7 +182,8 @@ func TestLoopsWithoutMPI(t *testing.T) {
 		t.Fatalf("dump: %d %q %q", code, out, errs)
 	}
 	code, out, errs = runCLI(t, "stats", dir)
-	if code != 0 || errs != "" {
+	if code != 0 || errs != "" || !strings.Contains(out, "A program without MPI: no MPI calls were recorded. 'mpitrace loops "+dir+"'") ||
+		strings.Contains(out, "Application time") {
 		t.Fatalf("stats: %d %q %q", code, out, errs)
 	}
 	code, _, errs = runCLI(t, "stats", dir, "--json")

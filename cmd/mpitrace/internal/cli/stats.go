@@ -98,6 +98,14 @@ func runStats(opts *statsOptions, s *Streams) error {
 		}{p, newDiagnosticsJSON(diags)})
 	} else {
 		fmt.Fprint(s.Out, dataLossLine(diags))
+		if withoutMPI(t) {
+			// Nothing to profile: say so rather than print empty tables.
+			_, err = fmt.Fprintf(s.Out, "A program without MPI: no MPI calls were recorded. 'mpitrace loops %s' shows its loops.\n", t.Dir)
+			if err != nil {
+				return err
+			}
+			return reportDiagnostics(s, diags, &opts.traceFlags)
+		}
 		err = stats.WriteText(s.Out, p, stats.TextOptions{PerRank: opts.PerRank, Top: opts.Top})
 	}
 	if err != nil {
