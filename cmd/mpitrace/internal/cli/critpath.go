@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -163,8 +164,8 @@ func analyze(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error)
 	return a, nil
 }
 
-// withoutMPI reports whether t was recorded from a program without MPI:
-// the recorder without MPI writes no mpi_library in any rank's header.
+// withoutMPI reports whether t may come from a program without MPI: the
+// recorder without MPI writes no mpi_library in any rank's header.
 func withoutMPI(t *tracefmt.Trace) bool {
 	for _, f := range t.Files {
 		if f.Header.MPILibrary != "" {
@@ -174,6 +175,13 @@ func withoutMPI(t *tracefmt.Trace) bool {
 	return len(t.Files) > 0
 }
 
+// noMPIRecorded reports whether a, analysed from t, is a program without
+// MPI rather than a damaged trace: no MPI library named, no operation in
+// the graph, and nothing lost.
+func noMPIRecorded(t *tracefmt.Trace, a *analysis) bool {
+	return withoutMPI(t) && errors.Is(a.pathErr, critpath.ErrEmpty) && a.diags.Count(tracefmt.DataLoss) == 0
+}
+
 // analyzePath is analyze for the commands that need the path: it opens dir
 // and fails, after the diagnostics that say why, when there is no path.
 func analyzePath(dir, modelPath string, s *Streams) (*analysis, error) {
@@ -181,12 +189,12 @@ func analyzePath(dir, modelPath string, s *Streams) (*analysis, error) {
 	if err != nil {
 		return nil, err
 	}
-	if withoutMPI(t) {
-		return nil, fmt.Errorf("%s: a program without MPI (no rank log names an MPI library): there is no critical path across ranks; 'mpitrace loops %s' shows its loops", t.Dir, t.Dir)
-	}
 	a, err := analyze(t, modelPath, s)
 	if err != nil {
 		return nil, err
+	}
+	if noMPIRecorded(t, a) {
+		return nil, fmt.Errorf("%s: a program without MPI (no MPI call recorded, no MPI library in the logs): there is no critical path across ranks; 'mpitrace loops %s' shows its loops", t.Dir, t.Dir)
 	}
 	if a.pathErr != nil {
 		reportDiagnostics(s, a.diags, &traceFlags{})

@@ -157,15 +157,15 @@ func runDot(opts *dotOptions, s *Streams) error {
 	if err := checkRanks("--ranks", opts.Ranks, t); err != nil {
 		return err
 	}
-	if withoutMPI(t) {
-		return fmt.Errorf("%s: a program without MPI (no rank log names an MPI library): it has no task graph of MPI calls to draw; 'mpitrace loops %s' shows its loops", t.Dir, t.Dir)
-	}
 	if opts.Model == "" && s.ErrTTY {
 		fmt.Fprintln(s.Err, "mpitrace: using the default latency model; for this machine's, run 'mpitrace calibrate -o model.json -- mpirun -np 4' and pass --model model.json")
 	}
 	a, err := analyze(t, opts.Model, s)
 	if err != nil {
 		return err
+	}
+	if noMPIRecorded(t, a) {
+		return fmt.Errorf("%s: a program without MPI (no MPI call recorded, no MPI library in the logs): it has no task graph of MPI calls to draw; 'mpitrace loops %s' shows its loops", t.Dir, t.Dir)
 	}
 	g, diags, path, pathErr, m, modelName := a.graph, a.diags, a.path, a.pathErr, a.model, a.modelName
 	if !opts.CriticalOnly && opts.Ranks == nil && opts.Window == nil && g.NumNodes() > bigDOTGraph {

@@ -98,7 +98,7 @@ func runStats(opts *statsOptions, s *Streams) error {
 		}{p, newDiagnosticsJSON(diags)})
 	} else {
 		fmt.Fprint(s.Out, dataLossLine(diags))
-		if withoutMPI(t) {
+		if withoutMPI(t) && len(p.All) == 0 && len(p.InitFinalize) == 0 && diags.Count(tracefmt.DataLoss) == 0 {
 			// Nothing to profile: say so rather than print empty tables.
 			_, err = fmt.Fprintf(s.Out, "A program without MPI: no MPI calls were recorded. 'mpitrace loops %s' shows its loops.\n", t.Dir)
 			if err != nil {
