@@ -291,10 +291,11 @@ static void written(mpit_tb *tb, size_t len, uint32_t count, uint64_t end) {
     tb->done_end = end;
 }
 
-/* tb_reset starts the buffer afresh once everything in it is written;
- * callers are its owner, holding tb->mu and G.io. */
-static void tb_reset(mpit_tb *tb) {
-    tb->seq += tb->count;
+/* tb_restart starts the buffer afresh, its stream index advanced by
+ * `advance` events; callers are its owner, holding tb->mu (but for a
+ * forked child, whose lock may be stuck) and, when a log is open, G.io. */
+static void tb_restart(mpit_tb *tb, uint32_t advance) {
+    tb->seq += advance;
     tb->base = tb->last_end;
     tb->len = 0;
     tb->count = 0;
@@ -472,7 +473,7 @@ MPIT_HIDDEN void mpit_flush_thread(mpit_tb *tb) {
         /* What could not be written (a write failure) is dropped, and
          * counted. */
         if (tb->done_count < tb->count) G.dropped += tb->count - tb->done_count;
-        tb_reset(tb);
+        tb_restart(tb, tb->count);
     }
     pthread_mutex_unlock(&G.io);
     pthread_mutex_unlock(&tb->mu);
@@ -508,13 +509,7 @@ MPIT_HIDDEN void mpit_reserve_slow(mpit_tb *tb, size_t need) {
         /* Nowhere to put more (no log can be written, or no memory): drop
          * what is not written, counted, and start the buffer afresh. */
         __atomic_fetch_add(&G.dropped, tb->count - tb->done_count, __ATOMIC_RELAXED);
-        tb->seq += tb->done_count;
-        tb->base = tb->last_end;
-        tb->len = 0;
-        tb->count = 0;
-        tb->done_len = 0;
-        tb->done_count = 0;
-        mpit_publish(tb);
+        tb_restart(tb, tb->done_count);
     }
     if (locked) pthread_mutex_unlock(&tb->mu);
 }
