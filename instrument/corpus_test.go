@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mpitrace/mpitrace/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -49,19 +51,8 @@ func TestGolden(t *testing.T) {
 				fmt.Fprintf(&got, "%s\n", n)
 			}
 			got.WriteString("*/\n")
-			golden := filepath.Join("testdata/golden", filepath.Base(f)+".golden")
-			if *update {
-				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./instrument -run TestGolden -update)", err)
-			}
-			if !bytes.Equal(got.Bytes(), want) {
-				t.Errorf("instrumented %s differs from %s (go test ./instrument -run TestGolden -update rewrites it):\n%s", f, golden, diff(string(want), got.String()))
-			}
+			goldenFile := filepath.Join("testdata/golden", filepath.Base(f)+".golden")
+			golden.Check(t, goldenFile, got.String(), *update)
 			m := expectRE.FindSubmatch(src)
 			if m == nil {
 				t.Fatalf("%s has no 'expect: loops=N notes=M' line", f)
@@ -80,23 +71,6 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
-}
-
-func diff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var a, b string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			b = g[i]
-		}
-		if a != b {
-			return fmt.Sprintf("line %d:\n- %s\n+ %s", i+1, a, b)
-		}
-	}
-	return "(same lines)"
 }
 
 // compiler returns gcc or g++ and the flags for src, or skips the test.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/mpitrace/mpitrace/internal/textdiff"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +18,9 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/analysis/render"
 	"github.com/mpitrace/mpitrace/internal/allocs"
+	"github.com/mpitrace/mpitrace/internal/golden"
 	"github.com/mpitrace/mpitrace/internal/testmodel"
+	"github.com/mpitrace/mpitrace/internal/textdiff"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -176,19 +177,7 @@ func TestGoldenDOT(t *testing.T) {
 			if one := render1(t, g1, p1, c.opts); one != got {
 				t.Errorf("the DOT depends on the number of workers:\n%s", textdiff.Lines(got, one))
 			}
-			if *update {
-				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if string(want) != got {
-				t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", file, textdiff.Lines(string(want), got))
-			}
+			golden.Check(t, file, got, *update)
 		})
 	}
 	// Every golden file belongs to a case.

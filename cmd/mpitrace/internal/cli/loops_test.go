@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mpitrace/mpitrace/internal/textdiff"
+	"github.com/mpitrace/mpitrace/internal/golden"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
@@ -66,23 +66,7 @@ func loopTrace(t *testing.T) string {
 
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	file := filepath.Join("testdata", "loops", name)
-	if *updateLoops {
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", file, textdiff.Lines(string(want), got))
-	}
+	golden.Check(t, filepath.Join("testdata", "loops", name), got, *updateLoops)
 }
 
 func TestLoopsGolden(t *testing.T) {
