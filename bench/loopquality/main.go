@@ -34,6 +34,7 @@ import (
 	"strings"
 
 	"github.com/mpitrace/mpitrace/analysis/loops"
+	"github.com/mpitrace/mpitrace/bench/internal/benchutil"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
@@ -96,9 +97,9 @@ func run(c *config) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	mpitrace := filepath.Join(work, "mpitrace")
-	if out, err := exec.Command("go", "build", "-o", mpitrace, "./cmd/mpitrace").CombinedOutput(); err != nil {
-		return fmt.Errorf("building mpitrace: %v\n%s", err, out)
+	mpitrace, err := benchutil.BuildMpitrace(work)
+	if err != nil {
+		return err
 	}
 	bin := filepath.Join(work, "loopstencil")
 	src := filepath.Join("bench", "programs", "loopstencil.c")

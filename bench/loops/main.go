@@ -24,10 +24,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/mpitrace/mpitrace/bench/internal/benchutil"
 	"github.com/mpitrace/mpitrace/recorder"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
@@ -113,12 +113,12 @@ func run(cc string, n, rounds int) error {
 			os.RemoveAll(dir)
 		}
 	}
-	base := median(times["no markers"])
+	base := benchutil.Median(times["no markers"])
 	fmt.Printf("cc=%s n=%d rounds=%d (medians, ns per iteration; 2 marker calls per iteration)\n", cc, n, rounds)
 	fmt.Printf("%-34s %8.2f ns\n", "no markers", base)
-	floor := median(times[variants[len(variants)-1].name])
+	floor := benchutil.Median(times[variants[len(variants)-1].name])
 	for _, v := range variants[1:] {
-		t := median(times[v.name])
+		t := benchutil.Median(times[v.name])
 		if v.mode == "floor" {
 			fmt.Printf("%-34s %8.2f ns: +%.2f ns per iteration\n", v.name, t, t-base)
 			continue
@@ -146,13 +146,4 @@ func headerCounters(path string) string {
 		return c
 	}
 	return "no counters"
-}
-
-func median(x []float64) float64 {
-	if len(x) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), x...)
-	sort.Float64s(s)
-	return s[len(s)/2]
 }

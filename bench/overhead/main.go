@@ -22,10 +22,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/mpitrace/mpitrace/bench/internal/benchutil"
 	"github.com/mpitrace/mpitrace/recorder"
 	"github.com/mpitrace/mpitrace/recorder/wrap"
 )
@@ -139,20 +139,20 @@ func run(mpicc, mpirun string, n, rounds int) error {
 			times[key] = append(times[key], x)
 		}
 	}
-	floor := median(times["floor/floor"])
+	floor := benchutil.Median(times["floor/floor"])
 	fmt.Printf("mpicc=%s n=%d rounds=%d (medians, ns per call)\n", mpicc, n, rounds)
 	fmt.Printf("floor (2 clock reads + 32-byte store): %.1f ns\n", floor)
 	for _, mode := range []string{"comm_rank", "test_null"} {
-		base := median(times[mode+"/no library"])
-		pt := median(times[mode+"/pass-through PMPI"])
-		rec := median(times[mode+"/mpitrace recorder"])
-		raw := median(times[mode+"/recorder, no compression"])
+		base := benchutil.Median(times[mode+"/no library"])
+		pt := benchutil.Median(times[mode+"/pass-through PMPI"])
+		rec := benchutil.Median(times[mode+"/mpitrace recorder"])
+		raw := benchutil.Median(times[mode+"/recorder, no compression"])
 		fmt.Printf("%-10s no library %.1f | pass-through %.1f (+%.1f) | recorder %.1f (+%.1f = %.2f× floor)\n",
 			mode, base, pt, pt-base, rec, rec-base, (rec-base)/floor)
 		fmt.Printf("%-10s recorder without compression %.1f (+%.1f): inline zstd costs %.1f ns per call\n",
 			mode, raw, raw-base, rec-raw)
-		noflush := median(times[mode+"/recorder, no time-based flush"])
-		flush10 := median(times[mode+"/recorder, flush every 10 ms"])
+		noflush := benchutil.Median(times[mode+"/recorder, no time-based flush"])
+		flush10 := benchutil.Median(times[mode+"/recorder, flush every 10 ms"])
 		fmt.Printf("%-10s recorder without the time-based flush %.1f: the flush (every 500 ms) costs %.1f ns per call; every 10 ms %.1f (%+.1f)\n",
 			mode, noflush, rec-noflush, flush10, flush10-noflush)
 		size := int64(0)
@@ -192,18 +192,6 @@ func buildPassThrough(ctx context.Context, mpicc, dir string) (string, error) {
 		return "", fmt.Errorf("compiling the pass-through library: %v\n%s", err, out)
 	}
 	return so, nil
-}
-
-func median(x []float64) float64 {
-	if len(x) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), x...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func dirBytes(dir string) int64 {

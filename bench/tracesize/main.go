@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/mpitrace/mpitrace/bench/internal/benchutil"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
@@ -43,9 +44,9 @@ func run(mpicc, mpirun string, np int) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	mpitrace := filepath.Join(work, "mpitrace")
-	if out, err := exec.Command("go", "build", "-o", mpitrace, "./cmd/mpitrace").CombinedOutput(); err != nil {
-		return fmt.Errorf("building mpitrace: %v\n%s", err, out)
+	mpitrace, err := benchutil.BuildMpitrace(work)
+	if err != nil {
+		return err
 	}
 	fmt.Printf("mpicc=%s np=%d\n", mpicc, np)
 	fmt.Printf("%-22s %10s %12s %10s %16s %8s %8s\n", "program", "calls", "log bytes", "B/call", "events B/call", "ratio", "best")
