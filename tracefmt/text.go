@@ -141,7 +141,7 @@ func (tw *textWriter) appendEvent(b []byte, ev *Event) []byte {
 		b = append(b, ' ')
 		b = append(b, spec.Fields[f].Name...)
 		b = append(b, '=')
-		if f == spec.Fn || f == spec.File {
+		if spec.Fields[f].Str {
 			b = append(b, tw.fnName(uint64(v))...)
 			continue
 		}
@@ -635,7 +635,7 @@ func (s *textSection) event(line string) error {
 		if f == spec.Gap {
 			haveGap = true
 		}
-		if f == spec.Fn || f == spec.File {
+		if spec.Fields[f].Str {
 			id, err := s.fnID(val)
 			if err != nil {
 				return fmt.Errorf("%s.%s: %w", kindTok, key, err)

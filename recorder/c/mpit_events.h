@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#define MPIT_FORMAT_VERSION 3
+#define MPIT_FORMAT_VERSION 4
 #define MPIT_MAGIC "mpitrace\x00"
 #define MPIT_MAGIC_LEN 9
 #define MPIT_BLOCK_SYNC 0x4b4c424du
@@ -59,6 +59,19 @@
 #define MPIT_KIND_LOOPEND 15
 #define MPIT_KIND_ITERBEGIN 16
 #define MPIT_KIND_ITEREND 17
+#define MPIT_KIND_REGIONBEGIN 18
+#define MPIT_KIND_REGIONEND 19
+#define MPIT_KIND_KERNELBEGIN 20
+#define MPIT_KIND_KERNELEND 21
+#define MPIT_KIND_COPYBEGIN 22
+#define MPIT_KIND_COPYEND 23
+#define MPIT_KIND_ALLOC 24
+#define MPIT_KIND_FREE 25
+#define MPIT_KIND_SECTIONBEGIN 26
+#define MPIT_KIND_SECTIONEND 27
+#define MPIT_KIND_MARK 28
+#define MPIT_KIND_META 29
+#define MPIT_KIND_DUALVIEW 30
 
 /* Varint primitives: each returns the advanced pointer. */
 static inline uint8_t *mpit_put_u(uint8_t *p, uint64_t v) {
@@ -88,6 +101,19 @@ static inline uint8_t *mpit_put_s(uint8_t *p, int64_t v) {
 #define MPIT_MAXSIZE_LOOPEND 40
 #define MPIT_MAXSIZE_ITERBEGIN 30
 #define MPIT_MAXSIZE_ITEREND 20
+#define MPIT_MAXSIZE_REGIONBEGIN 30
+#define MPIT_MAXSIZE_REGIONEND 30
+#define MPIT_MAXSIZE_KERNELBEGIN 50
+#define MPIT_MAXSIZE_KERNELEND 30
+#define MPIT_MAXSIZE_COPYBEGIN 70
+#define MPIT_MAXSIZE_COPYEND 30
+#define MPIT_MAXSIZE_ALLOC 50
+#define MPIT_MAXSIZE_FREE 50
+#define MPIT_MAXSIZE_SECTIONBEGIN 40
+#define MPIT_MAXSIZE_SECTIONEND 30
+#define MPIT_MAXSIZE_MARK 30
+#define MPIT_MAXSIZE_META 40
+#define MPIT_MAXSIZE_DUALVIEW 40
 
 /* Encoders: append the kind and its scalar fields in table order. The
  * caller appends the list, if the kind has one, with mpit_put_u/mpit_put_s. */
@@ -253,6 +279,97 @@ static inline uint8_t *mpit_put_iterbegin(uint8_t *p, int64_t gap, uint64_t iter
 static inline uint8_t *mpit_put_iterend(uint8_t *p, int64_t gap) {
     p = mpit_put_u(p, 17);
     p = mpit_put_s(p, gap);
+    return p;
+}
+static inline uint8_t *mpit_put_regionbegin(uint8_t *p, int64_t gap, uint64_t name) {
+    p = mpit_put_u(p, 18);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, name);
+    return p;
+}
+static inline uint8_t *mpit_put_regionend(uint8_t *p, int64_t gap, uint64_t flags) {
+    p = mpit_put_u(p, 19);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, flags);
+    return p;
+}
+static inline uint8_t *mpit_put_kernelbegin(uint8_t *p, int64_t gap, uint64_t type, uint64_t name, uint64_t dev) {
+    p = mpit_put_u(p, 20);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, type);
+    p = mpit_put_u(p, name);
+    p = mpit_put_u(p, dev);
+    return p;
+}
+static inline uint8_t *mpit_put_kernelend(uint8_t *p, int64_t gap, uint64_t flags) {
+    p = mpit_put_u(p, 21);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, flags);
+    return p;
+}
+static inline uint8_t *mpit_put_copybegin(uint8_t *p, int64_t gap, uint64_t space, uint64_t name, uint64_t srcspace, uint64_t srcname, uint64_t bytes) {
+    p = mpit_put_u(p, 22);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, space);
+    p = mpit_put_u(p, name);
+    p = mpit_put_u(p, srcspace);
+    p = mpit_put_u(p, srcname);
+    p = mpit_put_u(p, bytes);
+    return p;
+}
+static inline uint8_t *mpit_put_copyend(uint8_t *p, int64_t gap, uint64_t flags) {
+    p = mpit_put_u(p, 23);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, flags);
+    return p;
+}
+static inline uint8_t *mpit_put_alloc(uint8_t *p, int64_t gap, uint64_t space, uint64_t name, uint64_t bytes) {
+    p = mpit_put_u(p, 24);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, space);
+    p = mpit_put_u(p, name);
+    p = mpit_put_u(p, bytes);
+    return p;
+}
+static inline uint8_t *mpit_put_free(uint8_t *p, int64_t gap, uint64_t space, uint64_t name, uint64_t bytes) {
+    p = mpit_put_u(p, 25);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, space);
+    p = mpit_put_u(p, name);
+    p = mpit_put_u(p, bytes);
+    return p;
+}
+static inline uint8_t *mpit_put_sectionbegin(uint8_t *p, int64_t gap, uint64_t sec, uint64_t name) {
+    p = mpit_put_u(p, 26);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, sec);
+    p = mpit_put_u(p, name);
+    return p;
+}
+static inline uint8_t *mpit_put_sectionend(uint8_t *p, int64_t gap, uint64_t sec) {
+    p = mpit_put_u(p, 27);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, sec);
+    return p;
+}
+static inline uint8_t *mpit_put_mark(uint8_t *p, int64_t gap, uint64_t name) {
+    p = mpit_put_u(p, 28);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, name);
+    return p;
+}
+static inline uint8_t *mpit_put_meta(uint8_t *p, int64_t gap, uint64_t name, uint64_t value) {
+    p = mpit_put_u(p, 29);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, name);
+    p = mpit_put_u(p, value);
+    return p;
+}
+static inline uint8_t *mpit_put_dualview(uint8_t *p, int64_t gap, uint64_t name, uint64_t flags) {
+    p = mpit_put_u(p, 30);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, name);
+    p = mpit_put_u(p, flags);
     return p;
 }
 

@@ -116,6 +116,27 @@ const (
 	// Iter is an iteration's 1-based number within its loop execution
 	// (version 3).
 	Iter
+	// Name is the string id of a name: a region, a Kokkos kernel or fence,
+	// a profile section or event, a View's label, a metadata key (version 4).
+	Name
+	// Value is the string id of a declared metadata value (version 4).
+	Value
+	// Type is a kernel's type: KernelFor, KernelReduce, KernelScan,
+	// KernelFence (version 4).
+	Type
+	// Dev is the Kokkos device id of a kernel or fence, as Kokkos passed it:
+	// the top 8 bits are the device type, the next 7 the device, the low 17
+	// the execution space instance (version 4).
+	Dev
+	// Space is the string id of a Kokkos memory space's name (the
+	// destination's, for a deep copy) (version 4).
+	Space
+	// SrcSpace is the string id of a deep copy's source memory space (version 4).
+	SrcSpace
+	// SrcName is the string id of a deep copy's source View label (version 4).
+	SrcName
+	// Sec is a profile section's id, as the recorder gave it (version 4).
+	Sec
 
 	NumFields // not a field: the number of fields
 )
@@ -154,6 +175,32 @@ const (
 	LoopUncounted = 1 << 1
 )
 
+// Kernel types (the Type field of a KernelBegin event).
+const (
+	KernelFor    = 1 // Kokkos parallel_for
+	KernelReduce = 2 // Kokkos parallel_reduce
+	KernelScan   = 3 // Kokkos parallel_scan
+	KernelFence  = 4 // a Kokkos fence
+)
+
+// End flags of regions, kernels and deep copies (the Flags field of
+// RegionEnd, KernelEnd, CopyEnd).
+const (
+	// EndUnwound: the recorder closed the region, kernel or copy itself,
+	// at the end of its thread or of the program, at Kokkos' finalisation,
+	// or because an end further out came first.
+	EndUnwound = 1 << 0
+	// EndUnmatched (RegionEnd only): a pop without an open region; it closes
+	// nothing.
+	EndUnmatched = 1 << 1
+)
+
+// Dual view flags (the Flags field of a DualView event).
+const (
+	DualViewModify = 1 << 0 // modify (else sync)
+	DualViewDevice = 1 << 1 // on the device side (else host)
+)
+
 // Completion flags (the Flags field of a completion record).
 const (
 	// CompletionCancelled: the status says the request was cancelled.
@@ -187,6 +234,19 @@ const (
 	LoopEnd
 	IterBegin
 	IterEnd
+	RegionBegin
+	RegionEnd
+	KernelBegin
+	KernelEnd
+	CopyBegin
+	CopyEnd
+	Alloc
+	Free
+	SectionBegin
+	SectionEnd
+	Mark
+	Meta
+	DualView
 
 	NumKinds // not a kind: one more than the highest kind
 )
@@ -197,39 +257,50 @@ type FieldSpec struct {
 	Enc  Encoding
 	// Rank is true for fields holding a world rank (or a rank sentinel).
 	Rank bool
-	Doc  string
+	// Str is true for fields holding a string id: the text form shows the
+	// string.
+	Str bool
+	Doc string
 }
 
 // Fields describes every field, indexed by Field.
 var Fields = [NumFields]FieldSpec{
-	Gap:    {Name: "gap", Enc: Svarint, Doc: "ns from the previous event's end (or block base) to this event's start"},
-	Dur:    {Name: "dur", Enc: Uvarint, Doc: "duration in ns"},
-	Fn:     {Name: "fn", Enc: Uvarint, Doc: "string id of the MPI function name"},
-	Peer:   {Name: "peer", Enc: Svarint, Rank: true, Doc: "destination or requested source, world rank"},
-	Tag:    {Name: "tag", Enc: Svarint, Doc: "tag (-1: MPI_ANY_TAG)"},
-	Comm:   {Name: "comm", Enc: Uvarint, Doc: "rank-local communicator index"},
-	Bytes:  {Name: "bytes", Enc: Uvarint, Doc: "count × MPI_Type_size"},
-	Req:    {Name: "req", Enc: Uvarint, Doc: "rank-unique request id, 0 for none"},
-	Src:    {Name: "src", Enc: Svarint, Rank: true, Doc: "status source, world rank"},
-	STag:   {Name: "stag", Enc: Svarint, Doc: "status tag"},
-	SBytes: {Name: "sbytes", Enc: Uvarint, Doc: "bytes received according to the status"},
-	RPeer:  {Name: "rpeer", Enc: Svarint, Rank: true, Doc: "requested source of Sendrecv's receive, world rank"},
-	RTag:   {Name: "rtag", Enc: Svarint, Doc: "requested tag of Sendrecv's receive"},
-	RBytes: {Name: "rbytes", Enc: Uvarint, Doc: "receive capacity (Sendrecv) or bytes received (collective)"},
-	Root:   {Name: "root", Enc: Svarint, Rank: true, Doc: "root world rank, or a root sentinel"},
-	Flag:   {Name: "flag", Enc: Uvarint, Doc: "outcome of a probe or test"},
-	Parent: {Name: "parent", Enc: Uvarint, Doc: "communicator index of the parent"},
-	GID:    {Name: "gid", Enc: Uvarint, Doc: "global communicator id, equal on all members"},
-	Remote: {Name: "remote", Enc: Uvarint, Doc: "size of the remote group of an intercommunicator"},
-	Phase:  {Name: "phase", Enc: Uvarint, Doc: "0 at MPI_Init, 1 at MPI_Finalize"},
-	Offset: {Name: "offset", Enc: Svarint, Doc: "ns to add to the local clock to get rank 0's"},
-	Err:    {Name: "err", Enc: Uvarint, Doc: "uncertainty of offset in ns"},
-	Flags:  {Name: "flags", Enc: Uvarint, Doc: "kind-specific bits"},
-	Count:  {Name: "count", Enc: Uvarint, Doc: "a count"},
-	File:   {Name: "file", Enc: Uvarint, Doc: "string id of a source file's path"},
-	Line:   {Name: "line", Enc: Uvarint, Doc: "1-based source line"},
-	Col:    {Name: "col", Enc: Uvarint, Doc: "1-based source column in bytes"},
-	Iter:   {Name: "iter", Enc: Uvarint, Doc: "1-based iteration number within the loop execution"},
+	Gap:      {Name: "gap", Enc: Svarint, Doc: "ns from the previous event's end (or block base) to this event's start"},
+	Dur:      {Name: "dur", Enc: Uvarint, Doc: "duration in ns"},
+	Fn:       {Name: "fn", Enc: Uvarint, Str: true, Doc: "string id of the MPI function name"},
+	Peer:     {Name: "peer", Enc: Svarint, Rank: true, Doc: "destination or requested source, world rank"},
+	Tag:      {Name: "tag", Enc: Svarint, Doc: "tag (-1: MPI_ANY_TAG)"},
+	Comm:     {Name: "comm", Enc: Uvarint, Doc: "rank-local communicator index"},
+	Bytes:    {Name: "bytes", Enc: Uvarint, Doc: "count × MPI_Type_size"},
+	Req:      {Name: "req", Enc: Uvarint, Doc: "rank-unique request id, 0 for none"},
+	Src:      {Name: "src", Enc: Svarint, Rank: true, Doc: "status source, world rank"},
+	STag:     {Name: "stag", Enc: Svarint, Doc: "status tag"},
+	SBytes:   {Name: "sbytes", Enc: Uvarint, Doc: "bytes received according to the status"},
+	RPeer:    {Name: "rpeer", Enc: Svarint, Rank: true, Doc: "requested source of Sendrecv's receive, world rank"},
+	RTag:     {Name: "rtag", Enc: Svarint, Doc: "requested tag of Sendrecv's receive"},
+	RBytes:   {Name: "rbytes", Enc: Uvarint, Doc: "receive capacity (Sendrecv) or bytes received (collective)"},
+	Root:     {Name: "root", Enc: Svarint, Rank: true, Doc: "root world rank, or a root sentinel"},
+	Flag:     {Name: "flag", Enc: Uvarint, Doc: "outcome of a probe or test"},
+	Parent:   {Name: "parent", Enc: Uvarint, Doc: "communicator index of the parent"},
+	GID:      {Name: "gid", Enc: Uvarint, Doc: "global communicator id, equal on all members"},
+	Remote:   {Name: "remote", Enc: Uvarint, Doc: "size of the remote group of an intercommunicator"},
+	Phase:    {Name: "phase", Enc: Uvarint, Doc: "0 at MPI_Init, 1 at MPI_Finalize"},
+	Offset:   {Name: "offset", Enc: Svarint, Doc: "ns to add to the local clock to get rank 0's"},
+	Err:      {Name: "err", Enc: Uvarint, Doc: "uncertainty of offset in ns"},
+	Flags:    {Name: "flags", Enc: Uvarint, Doc: "kind-specific bits"},
+	Count:    {Name: "count", Enc: Uvarint, Doc: "a count"},
+	File:     {Name: "file", Enc: Uvarint, Str: true, Doc: "string id of a source file's path"},
+	Line:     {Name: "line", Enc: Uvarint, Doc: "1-based source line"},
+	Col:      {Name: "col", Enc: Uvarint, Doc: "1-based source column in bytes"},
+	Iter:     {Name: "iter", Enc: Uvarint, Doc: "1-based iteration number within the loop execution"},
+	Name:     {Name: "name", Enc: Uvarint, Str: true, Doc: "string id of a name (region, kernel, section, label, metadata key)"},
+	Value:    {Name: "value", Enc: Uvarint, Str: true, Doc: "string id of a metadata value"},
+	Type:     {Name: "type", Enc: Uvarint, Doc: "kernel type: 1 for, 2 reduce, 3 scan, 4 fence"},
+	Dev:      {Name: "dev", Enc: Uvarint, Doc: "Kokkos device id: type << 24 | device << 17 | instance"},
+	Space:    {Name: "space", Enc: Uvarint, Str: true, Doc: "string id of a memory space (a copy's destination)"},
+	SrcSpace: {Name: "srcspace", Enc: Uvarint, Str: true, Doc: "string id of a deep copy's source memory space"},
+	SrcName:  {Name: "srcname", Enc: Uvarint, Str: true, Doc: "string id of a deep copy's source label"},
+	Sec:      {Name: "sec", Enc: Uvarint, Doc: "profile section id"},
 }
 
 // KindSpec describes one event kind.
@@ -289,15 +360,41 @@ var Kinds = [NumKinds]KindSpec{
 		Doc: "a sampled iteration of the innermost open loop starts"},
 	IterEnd: {Name: "IterEnd", Fields: []Field{Gap}, List: ListValues, Since: 3,
 		Doc: "the sampled iteration ends; values: the counters' increments over the iteration, in the order of the header's loop_counters"},
+	RegionBegin: {Name: "RegionBegin", Fields: []Field{Gap, Name}, Since: 4,
+		Doc: "a named region starts on this thread (Kokkos push_profile_region, mpitrace_region_push)"},
+	RegionEnd: {Name: "RegionEnd", Fields: []Field{Gap, Flags}, Since: 4,
+		Doc: "the innermost open region of the thread ends; flags: EndUnwound, EndUnmatched"},
+	KernelBegin: {Name: "KernelBegin", Fields: []Field{Gap, Type, Name, Dev}, Since: 4,
+		Doc: "a Kokkos kernel (parallel_for, parallel_reduce, parallel_scan) or fence starts"},
+	KernelEnd: {Name: "KernelEnd", Fields: []Field{Gap, Flags}, Since: 4,
+		Doc: "the innermost open kernel or fence of the thread ends; flags: EndUnwound"},
+	CopyBegin: {Name: "CopyBegin", Fields: []Field{Gap, Space, Name, SrcSpace, SrcName, Bytes}, Since: 4,
+		Doc: "a Kokkos deep copy of bytes from srcname in srcspace to name in space starts"},
+	CopyEnd: {Name: "CopyEnd", Fields: []Field{Gap, Flags}, Since: 4,
+		Doc: "the innermost open deep copy of the thread ends; flags: EndUnwound"},
+	Alloc: {Name: "Alloc", Fields: []Field{Gap, Space, Name, Bytes}, Since: 4,
+		Doc: "a Kokkos allocation of bytes in a memory space for the View labelled name"},
+	Free: {Name: "Free", Fields: []Field{Gap, Space, Name, Bytes}, Since: 4,
+		Doc: "a Kokkos deallocation of bytes in a memory space of the View labelled name"},
+	SectionBegin: {Name: "SectionBegin", Fields: []Field{Gap, Sec, Name}, Since: 4,
+		Doc: "a Kokkos profile section starts (sections need not nest)"},
+	SectionEnd: {Name: "SectionEnd", Fields: []Field{Gap, Sec}, Since: 4,
+		Doc: "the profile section sec stops"},
+	Mark: {Name: "Mark", Fields: []Field{Gap, Name}, Since: 4,
+		Doc: "a Kokkos profile event: an instant with a name"},
+	Meta: {Name: "Meta", Fields: []Field{Gap, Name, Value}, Since: 4,
+		Doc: "a key/value pair the program declared (Kokkos declare_metadata) or the recorder learnt while it ran (keys kokkos.*)"},
+	DualView: {Name: "DualView", Fields: []Field{Gap, Name, Flags}, Since: 4,
+		Doc: "a Kokkos DualView labelled name was synced or marked modified; flags: DualViewModify, DualViewDevice"},
 }
 
 // Versions lists the format versions this build reads, oldest first.
 // Version v reads every kind whose Since is at most v, the block types up to
 // MaxBlockType(v), and the end record's fields of EndFields(v).
-var Versions = []uint16{1, 2, 3}
+var Versions = []uint16{1, 2, 3, 4}
 
 // Current is the version the writers produce.
-const Current uint16 = 3
+const Current uint16 = 4
 
 // MaxBlockType is the highest block type of version v: pending blocks came
 // with version 2.
