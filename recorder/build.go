@@ -18,7 +18,7 @@ import (
 	"github.com/mpitrace/mpitrace/recorder/wrap"
 )
 
-//go:embed c/mpit_core.h c/mpit_core.c c/mpit_loops.c c/mpit.h c/mpit_events.h c/mpit_runtime.c c/mpitrace.w c/mpitrace.h
+//go:embed c/mpit_core.h c/mpit_core.c c/mpit_loops.c c/mpit_kokkos.c c/mpit.h c/mpit_events.h c/mpit_runtime.c c/mpitrace.w c/mpitrace.h
 var sources embed.FS
 
 // Version is the recorder's version, written into every log header.
@@ -153,7 +153,7 @@ func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
 	args := append(append([]string{}, cc[1:]...),
 		"-O2", "-g", "-Wall", "-fPIC", "-shared", "-std=gnu11",
 		"-DMPIT_VERSION=\""+Version+"\"",
-		"-o", LibraryName, "mpit_core.c", "mpit_loops.c", "mpit_runtime.c", "mpit_wrappers.c", "-lzstd", "-lpthread", "-ldl")
+		"-o", LibraryName, "mpit_core.c", "mpit_loops.c", "mpit_kokkos.c", "mpit_runtime.c", "mpit_wrappers.c", "-lzstd", "-lpthread", "-ldl")
 	if err := compileInto(ctx, cc[0], args, tmp, lib, opts.Force); err != nil {
 		return nil, err
 	}
@@ -320,9 +320,9 @@ func Sources() map[string][]byte {
 // CoreLibraryName is the file name of the built recorder without MPI.
 const CoreLibraryName = "libmpitrace-core.so"
 
-// coreSources are the sources of the recorder without MPI: the core and
-// the loop markers.
-var coreSources = []string{"mpit_core.c", "mpit_loops.c"}
+// coreSources are the sources of the recorder without MPI: the core, the
+// loop markers, and the regions and Kokkos callbacks.
+var coreSources = []string{"mpit_core.c", "mpit_loops.c", "mpit_kokkos.c"}
 
 // BuildCore returns the recorder for programs that do not link MPI (loop
 // markers only), built with the plain C compiler cc (default $CC, else

@@ -30,8 +30,11 @@ func TestLoopRuntimeEdges(t *testing.T) {
 	}
 	src, _ := filepath.Abs(filepath.Join("testdata", "loops_unit.c"))
 	bin := filepath.Join(dir, "loops_unit")
-	cmd := exec.Command("cc", "-O1", "-g", "-std=gnu11", "-pthread", "-I", dir, "-o", bin, src,
-		filepath.Join(dir, "mpit_core.c"), filepath.Join(dir, "mpit_loops.c"), "-lzstd")
+	args := []string{"-O1", "-g", "-std=gnu11", "-pthread", "-I", dir, "-o", bin, src}
+	for _, s := range coreSources {
+		args = append(args, filepath.Join(dir, s))
+	}
+	cmd := exec.Command("cc", append(args, "-lzstd")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("compiling: %v\n%s", err, out)
 	}

@@ -368,6 +368,65 @@ MPIT_HIDDEN uint64_t mpit_intern(const char *s) {
     return id;
 }
 
+/* Names that recur (loop files, region and kernel names, memory spaces)
+ * get one string id per distinct content: a table of the interned copies,
+ * by hash. */
+typedef struct {
+    const char *s; /* owned, NUL-terminated */
+    size_t n;
+    uint64_t hash, id;
+} uname;
+static struct {
+    pthread_mutex_t mu;
+    uname *t;
+    size_t n, cap;
+} U = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+MPIT_HIDDEN uint64_t mpit_name_id(const char *s, size_t n, uint64_t h, const char **owned) {
+    pthread_mutex_lock(&U.mu);
+    uint64_t id = 0;
+    if (U.n * 2 >= U.cap) {
+        size_t cap = U.cap ? 2 * U.cap : 64;
+        uname *t = calloc(cap, sizeof *t);
+        if (!t) goto out;
+        for (size_t i = 0; i < U.cap; i++) {
+            if (!U.t[i].s) continue;
+            size_t j = U.t[i].hash & (cap - 1);
+            while (t[j].s) j = (j + 1) & (cap - 1);
+            t[j] = U.t[i];
+        }
+        free(U.t);
+        U.t = t;
+        U.cap = cap;
+    }
+    size_t j = h & (U.cap - 1);
+    while (U.t[j].s) {
+        if (U.t[j].hash == h && U.t[j].n == n && !memcmp(U.t[j].s, s, n)) {
+            id = U.t[j].id;
+            if (owned) *owned = U.t[j].s;
+            goto out;
+        }
+        j = (j + 1) & (U.cap - 1);
+    }
+    char *copy = malloc(n + 1);
+    if (!copy) goto out;
+    memcpy(copy, s, n);
+    copy[n] = 0;
+    pthread_mutex_lock(&names_mu);
+    id = queue_name(copy, 1);
+    pthread_mutex_unlock(&names_mu);
+    if (!id) {
+        free(copy);
+        goto out;
+    }
+    U.t[j] = (uname){copy, n, h, id};
+    U.n++;
+    if (owned) *owned = copy;
+out:
+    pthread_mutex_unlock(&U.mu);
+    return id;
+}
+
 /* write_names writes the queued strings as one strings block; callers hold
  * G.io. In a signal handler (`locked` false) it takes no lock and allocates
  * nothing, writing the strings one block each. */
@@ -530,7 +589,11 @@ static void tb_destroy(void *arg) {
     mpit_tb *tb = arg;
     /* The thread is exiting: write what it recorded. The buffer stays on
      * the list (the final flush skips it once empty). */
-    if (tb) mpit_loops_thread_end(); /* its open loops end with it */
+    if (tb) {
+        /* Its open loops, regions and kernels end with it. */
+        mpit_loops_thread_end();
+        mpit_kokkos_thread_end();
+    }
     if (tb && tb->count) mpit_flush_thread(tb);
 }
 
@@ -839,7 +902,10 @@ MPIT_HIDDEN void mpit_final_flush(int reason, int sig) {
         signal_flush(sig);
         return;
     }
-    __atomic_store_n(&G.flusher_stop, 1, __ATOMIC_RELEASE);
+    /* MPI_Finalize before Kokkos' finalisation: the events so far are
+     * written, the end record waits for Kokkos (or the program's exit). */
+    int defer = reason == MPIT_END_FINALIZE && G.defer_end;
+    if (!defer) __atomic_store_n(&G.flusher_stop, 1, __ATOMIC_RELEASE);
     sigset_t old;
     hold_signals(&old);
     for (mpit_tb *tb = G.threads; tb; tb = tb->next) {
@@ -859,15 +925,20 @@ MPIT_HIDDEN void mpit_final_flush(int reason, int sig) {
     uint32_t c;
     if (reason == MPIT_END_MPI_ERROR && mpit_self && !G.failed && call_under_way(mpit_self, &fn, &t0, &c))
         write_pending(mpit_self, mpit_self->seq + c, fn, t0, mpit_now(), 1); /* the call that failed */
-    if (!G.failed && !G.ended) end_block(reason, sig, mpit_why.code, mpit_why.fn, mpit_why.msg);
-    G.ended = 1;
+    if (!defer) {
+        if (!G.failed && !G.ended) end_block(reason, sig, mpit_why.code, mpit_why.fn, mpit_why.msg);
+        G.ended = 1;
+    }
     pthread_mutex_unlock(&G.io);
     release_signals(&old);
 }
 
 static void at_exit(void) {
-    /* The loops this thread left open end with the program. */
+    /* The loops, regions and kernels this thread left open end with the
+     * program; the log ends here even if Kokkos never finalized. */
     mpit_loops_thread_end();
+    mpit_kokkos_thread_end();
+    G.defer_end = 0;
     if (G.fd < 0) {
         /* MPI_Init never came (or there is no MPI): the process is one rank,
          * written now if it recorded anything. */
@@ -1052,6 +1123,7 @@ __attribute__((constructor(101))) static void mpit_core_load(void) {
         G.run_id_drawn = 1;
     }
     mpit_loops_load();
+    mpit_kokkos_load();
     v = getenv("MPITRACE_ENABLE");
     int enable = !(v && (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off") || !strcmp(v, "false")));
     if (enable) atexit(at_exit);

@@ -184,6 +184,7 @@ struct mpit_global {
     int ended;             /* an end block describes everything written */
     int opened;            /* the log was opened (or opening it failed) */
     int has_mpi;           /* the MPI layer is linked in: it opens the log at MPI_Init */
+    int defer_end;         /* Kokkos is initialised: its finalisation, not MPI's, ends the log */
     int run_id_drawn;      /* run_id was drawn here, not given by `record` */
     uint64_t events, blocks, dropped;
     uint32_t nthreads;
@@ -231,9 +232,39 @@ MPIT_HIDDEN uint8_t *mpit_reserve_list(mpit_tb *tb, size_t need);
  * string is copied); 0 when it cannot. Cold path: it takes a lock. */
 MPIT_HIDDEN uint64_t mpit_intern(const char *s);
 
+/* mpit_hash is the FNV-1a hash of n bytes. */
+static inline uint64_t mpit_hash(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    return h;
+}
+/* mpit_name_id gives the n bytes at s (hash h = mpit_hash(s, n)) the string
+ * id every equal name gets; 0 when it cannot. *owned (if not NULL) is set
+ * to the recorder's copy, which lives as long as the process. Cold path: it
+ * takes a lock. */
+MPIT_HIDDEN uint64_t mpit_name_id(const char *s, size_t n, uint64_t h, const char **owned);
+
+/* mpit_marker_tb returns the calling thread's buffer ready for an event of
+ * a marker (loop, region, Kokkos callback) with the reentry guard taken,
+ * NULL when none is to be appended (no buffer yet, recording off, inside a
+ * recorded MPI call). The event ends with mpit_commit. */
+static inline mpit_tb *mpit_marker_tb(void) {
+    mpit_tb *tb = mpit_self;
+    if (MPIT_UNLIKELY(tb == NULL) || tb->depth || !mpit_on) return NULL;
+    __atomic_store_n(&tb->depth, 1, __ATOMIC_RELAXED);
+    return tb;
+}
+
 /* The loop markers (mpit_loops.c). */
 MPIT_HIDDEN void mpit_loops_load(void);                /* reads the environment */
 MPIT_HIDDEN void mpit_loops_header(const char *kv[3][2]); /* their header keys */
 MPIT_HIDDEN void mpit_loops_thread_end(void);          /* closes the thread's open loops */
+
+/* Regions and the Kokkos Tools callbacks (mpit_kokkos.c). */
+MPIT_HIDDEN void mpit_kokkos_load(void);               /* reads the environment */
+MPIT_HIDDEN void mpit_kokkos_thread_end(void);         /* closes the thread's open regions and kernels */
+MPIT_HIDDEN void mpit_region_push(const char *name);
+MPIT_HIDDEN void mpit_region_push_n(const char *name, uintptr_t len);
+MPIT_HIDDEN void mpit_region_pop(void);
 
 #endif

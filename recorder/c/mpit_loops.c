@@ -158,65 +158,17 @@ static int ctr_read(lthread *t, uint64_t *v) {
 /* ------------------------------------------------------------------ */
 /* File names                                                          */
 
-/* The string ids of the sites' files: by site, and by file name so that
- * the loops of one file share one string. */
+/* The string ids of the sites' files, by site (the core gives the loops
+ * of one file one string). */
 typedef struct {
     const void *site;
     uint64_t id;
 } site_slot;
-typedef struct {
-    const char *name; /* owned copy */
-    uint64_t hash, id;
-} file_slot;
 static struct {
     pthread_mutex_t mu;
     site_slot *sites;
     size_t nsites, capsites;
-    file_slot *files;
-    size_t nfiles, capfiles;
 } F = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static uint64_t str_hash(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
-/* grow doubles an open-addressing table of slots of size sz whose key is
- * its first word; rehash is done by the caller. Returns the new array. */
-static void *table_alloc(size_t cap, size_t sz) { return calloc(cap, sz); }
-
-static uint64_t file_id_locked(const char *name) {
-    uint64_t h = str_hash(name);
-    if (F.nfiles * 2 >= F.capfiles) {
-        size_t cap = F.capfiles ? 2 * F.capfiles : 64;
-        file_slot *n = table_alloc(cap, sizeof *n);
-        if (!n) return 0;
-        for (size_t i = 0; i < F.capfiles; i++) {
-            if (!F.files[i].name) continue;
-            size_t j = F.files[i].hash & (cap - 1);
-            while (n[j].name) j = (j + 1) & (cap - 1);
-            n[j] = F.files[i];
-        }
-        free(F.files);
-        F.files = n;
-        F.capfiles = cap;
-    }
-    size_t j = h & (F.capfiles - 1);
-    while (F.files[j].name) {
-        if (F.files[j].hash == h && !strcmp(F.files[j].name, name)) return F.files[j].id;
-        j = (j + 1) & (F.capfiles - 1);
-    }
-    char *copy = strdup(name);
-    uint64_t id = copy ? mpit_intern(name) : 0;
-    if (!id) {
-        free(copy);
-        return 0;
-    }
-    F.files[j] = (file_slot){copy, h, id};
-    F.nfiles++;
-    return id;
-}
 
 static uint64_t site_hash(const void *p) { return mpit_mix64((uint64_t)(uintptr_t)p); }
 
@@ -228,7 +180,7 @@ static uint64_t file_id(lthread *t, const struct mpitrace_loop_site *site) {
     uint64_t id = 0;
     if (F.nsites * 2 >= F.capsites) {
         size_t cap = F.capsites ? 2 * F.capsites : 256;
-        site_slot *n = table_alloc(cap, sizeof *n);
+        site_slot *n = calloc(cap, sizeof *n);
         if (n) {
             for (size_t i = 0; i < F.capsites; i++) {
                 if (!F.sites[i].site) continue;
@@ -247,7 +199,9 @@ static uint64_t file_id(lthread *t, const struct mpitrace_loop_site *site) {
         if (F.sites[j].site) {
             id = F.sites[j].id;
         } else if (F.nsites * 2 < F.capsites) {
-            id = file_id_locked(site->file ? site->file : "");
+            const char *file = site->file ? site->file : "";
+            size_t len = strlen(file);
+            id = mpit_name_id(file, len, mpit_hash(file, len), NULL);
             if (id) {
                 F.sites[j] = (site_slot){site, id};
                 F.nsites++;
@@ -265,17 +219,8 @@ static uint64_t file_id(lthread *t, const struct mpitrace_loop_site *site) {
 /* ------------------------------------------------------------------ */
 /* Events                                                              */
 
-/* ev_tb returns the calling thread's buffer ready for an event, NULL
- * when none is to be appended (recording off, inside an MPI call). */
-static inline mpit_tb *ev_tb(void) {
-    mpit_tb *tb = mpit_self;
-    if (MPIT_UNLIKELY(tb == NULL) || tb->depth || !mpit_on) return NULL;
-    __atomic_store_n(&tb->depth, 1, __ATOMIC_RELAXED);
-    return tb;
-}
-
 static void ev_loopbegin(uint64_t t, uint64_t file, unsigned line, unsigned col) {
-    mpit_tb *tb = ev_tb();
+    mpit_tb *tb = mpit_marker_tb();
     if (!tb) return;
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_LOOPBEGIN);
     p = mpit_put_loopbegin(p, MPIT_GAP(tb, t), file, line, col);
@@ -283,7 +228,7 @@ static void ev_loopbegin(uint64_t t, uint64_t file, unsigned line, unsigned col)
 }
 
 static void ev_loopend(uint64_t t, uint64_t count, unsigned flags) {
-    mpit_tb *tb = ev_tb();
+    mpit_tb *tb = mpit_marker_tb();
     if (!tb) return;
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_LOOPEND);
     p = mpit_put_loopend(p, MPIT_GAP(tb, t), count, flags);
@@ -295,7 +240,7 @@ static void ev_loopend(uint64_t t, uint64_t count, unsigned flags) {
  * may write a block), so that only the encoding falls inside the
  * iteration's time. */
 static void ev_iterbegin(uint64_t iter) {
-    mpit_tb *tb = ev_tb();
+    mpit_tb *tb = mpit_marker_tb();
     if (!tb) return;
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_ITERBEGIN);
     uint64_t t = mpit_now();
@@ -304,7 +249,7 @@ static void ev_iterbegin(uint64_t iter) {
 }
 
 static void ev_iterend(uint64_t t, const uint64_t *v, int n) {
-    mpit_tb *tb = ev_tb();
+    mpit_tb *tb = mpit_marker_tb();
     if (!tb) return;
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_ITEREND + 10 + 10 * MAX_CTRS);
     p = mpit_put_iterend(p, MPIT_GAP(tb, t));
@@ -482,6 +427,9 @@ __attribute__((visibility("default"))) const struct mpitrace_api mpitrace_api_v1
     .loop_end = api_loop_end,
     .iter_begin = api_iter_begin,
     .iter_end = api_iter_end,
+    .region_push = mpit_region_push,
+    .region_pop = mpit_region_pop,
+    .region_push_n = mpit_region_push_n,
 };
 
 /* ------------------------------------------------------------------ */

@@ -1,4 +1,4 @@
-/* mpitrace.h: mpitrace's source-level API (loop markers; regions later).
+/* mpitrace.h: mpitrace's source-level API: loop markers and named regions.
  *
  * Code that includes this header builds and links with or without the
  * recorder: nothing else is needed at link time. At program start a
@@ -76,7 +76,15 @@ struct mpitrace_api {
     void (*loop_end)(mpitrace__uintptr loop);
     mpitrace__uintptr (*iter_begin)(mpitrace__uintptr loop, double chance);
     void (*iter_end)(mpitrace__uintptr iter);
+    /* Named regions (since mpitrace 0.2; present when size covers them). */
+    void (*region_push)(const char *name);
+    void (*region_pop)(void);
+    /* A name of len bytes, not NUL-terminated (the Fortran binding). */
+    void (*region_push_n)(const char *name, mpitrace__uintptr len);
 };
+
+/* The size of the first version of struct mpitrace_api (the loop markers). */
+#define MPITRACE__API_LOOPS_SIZE (sizeof(unsigned) * 2 + sizeof(void (*)(void)) * 4)
 
 #ifndef MPITRACE_API_ONLY /* (the recorder itself wants the types only) */
 
@@ -89,6 +97,8 @@ struct mpitrace_api {
  * program (a weak definition: every file that includes this header may
  * define it). */
 __attribute__((weak)) const struct mpitrace_api *mpitrace__api;
+/* The same when the recorder has the region functions; 0 otherwise. */
+__attribute__((weak)) const struct mpitrace_api *mpitrace__regions;
 
 /* dlsym, declared here rather than through <dlfcn.h> (which wants
  * _GNU_SOURCE for RTLD_DEFAULT), under a name of its own: <dlfcn.h>
@@ -103,8 +113,29 @@ __attribute__((weak, constructor)) void mpitrace__resolve(void) {
         return;
     /* (void *)0 is RTLD_DEFAULT in glibc and musl: search every loaded object. */
     const struct mpitrace_api *a = (const struct mpitrace_api *)mpitrace__dlsym((void *)0, "mpitrace_api_v1");
-    if (a && a->version == MPITRACE_API_VERSION && a->size >= sizeof(struct mpitrace_api))
+    if (!a || a->version != MPITRACE_API_VERSION)
+        return;
+    if (a->size >= MPITRACE__API_LOOPS_SIZE)
         mpitrace__api = a;
+    if (a->size >= sizeof(struct mpitrace_api))
+        mpitrace__regions = a;
+}
+
+/* Named regions: mpitrace_region_push("solve") ... mpitrace_region_pop().
+ * Regions nest per thread; a pop ends the innermost open region of the
+ * calling thread. They land in the log as Kokkos' profile regions do, and
+ * `mpitrace regions` shows them (with Kokkos kernels, when recorded) as a
+ * tree across ranks. Without the recorder each call is one predictable
+ * branch. */
+static inline void mpitrace_region_push(const char *name) {
+    const struct mpitrace_api *a = mpitrace__regions;
+    if (__builtin_expect(a != 0, 0))
+        a->region_push(name);
+}
+static inline void mpitrace_region_pop(void) {
+    const struct mpitrace_api *a = mpitrace__regions;
+    if (__builtin_expect(a != 0, 0))
+        a->region_pop();
 }
 
 static MPITRACE__INLINE mpitrace__uintptr mpitrace__loop_begin(const struct mpitrace_loop_site *site) {

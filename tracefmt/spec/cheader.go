@@ -39,6 +39,9 @@ func CHeader() []byte {
 		{"COMPLETION_PERSISTENT", CompletionPersistent},
 		{"COMPLETION_ERROR", CompletionError},
 		{"LOOP_UNWOUND", LoopUnwound}, {"LOOP_UNCOUNTED", LoopUncounted},
+		{"KERNEL_FOR", KernelFor}, {"KERNEL_REDUCE", KernelReduce}, {"KERNEL_SCAN", KernelScan},
+		{"KERNEL_FENCE", KernelFence}, {"END_UNWOUND", EndUnwound}, {"END_UNMATCHED", EndUnmatched},
+		{"DUALVIEW_MODIFY", DualViewModify}, {"DUALVIEW_DEVICE", DualViewDevice},
 	} {
 		if c.v < 0 {
 			p("#define MPIT_%s (%d)\n", c.name, c.v)
