@@ -5,8 +5,6 @@ package instrument
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,41 +17,6 @@ import (
 
 	"github.com/mpitrace/mpitrace/recorder"
 )
-
-// HeaderDir returns a directory holding mpitrace.h, writing the embedded
-// header into the recorder's cache (one directory per header version)
-// when it is not there yet.
-func HeaderDir() (string, error) {
-	h := recorder.Sources()["mpitrace.h"]
-	if h == nil {
-		return "", errors.New("internal error: mpitrace.h is not embedded")
-	}
-	sum := sha256.Sum256(h)
-	dir := filepath.Join(recorder.CacheDir(), "include-"+hex.EncodeToString(sum[:])[:16])
-	path := filepath.Join(dir, "mpitrace.h")
-	if b, err := os.ReadFile(path); err == nil && bytes.Equal(b, h) {
-		return dir, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("creating %s: %w (set MPITRACE_CACHE to a writable directory)", dir, err)
-	}
-	tmp, err := os.CreateTemp(dir, "mpitrace.h.tmp")
-	if err != nil {
-		return "", fmt.Errorf("writing mpitrace.h: %w (set MPITRACE_CACHE to a writable directory)", err)
-	}
-	_, err = tmp.Write(h)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("writing mpitrace.h: %w", err)
-	}
-	return dir, nil
-}
 
 // CCOptions control `mpitrace cc`.
 type CCOptions struct {
@@ -167,7 +130,7 @@ func CC(ctx context.Context, args []string, opt CCOptions) (int, error) {
 	if plan.PassThrough {
 		return runCompiler(ctx, args, opt)
 	}
-	hdr, err := HeaderDir()
+	hdr, err := recorder.IncludeDir()
 	if err != nil {
 		return 1, err
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/mpitrace/mpitrace/recorder/wrap"
 )
 
-//go:embed c/mpit_core.h c/mpit_core.c c/mpit_loops.c c/mpit_kokkos.c c/mpit.h c/mpit_events.h c/mpit_runtime.c c/mpitrace.w c/mpitrace.h
+//go:embed c/mpit_core.h c/mpit_core.c c/mpit_loops.c c/mpit_kokkos.c c/mpit.h c/mpit_events.h c/mpit_runtime.c c/mpitrace.w c/mpitrace.h c/mpitrace.f90
 var sources embed.FS
 
 // Version is the recorder's version, written into every log header.
@@ -371,4 +371,60 @@ func BuildCore(ctx context.Context, cc string, opts BuildOptions) (*Library, err
 		return nil, err
 	}
 	return lib, nil
+}
+
+// includeFiles are the sources a program includes or compiles to use the
+// source-level API: the C header and the Fortran module.
+var includeFiles = []string{"mpitrace.h", "mpitrace.f90"}
+
+// IncludeDir returns a directory holding mpitrace.h (loop markers and named
+// regions for C and C++) and mpitrace.f90 (the regions' Fortran module),
+// writing the embedded files into the recorder's cache (one directory per
+// version of them) when they are not there yet.
+func IncludeDir() (string, error) {
+	h := sha256.New()
+	for _, n := range includeFiles {
+		b, err := sources.ReadFile("c/" + n)
+		if err != nil {
+			return "", fmt.Errorf("internal error: %s is not embedded", n)
+		}
+		fmt.Fprintf(h, "%s %d\n", n, len(b))
+		h.Write(b)
+	}
+	dir := filepath.Join(CacheDir(), "include-"+hex.EncodeToString(h.Sum(nil))[:16])
+	for _, n := range includeFiles {
+		b, _ := sources.ReadFile("c/" + n)
+		if err := writeIfChanged(dir, n, b); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// writeIfChanged writes b to dir/name through a temporary file renamed into
+// place, unless the file already holds b.
+func writeIfChanged(dir, name string, b []byte) error {
+	path := filepath.Join(dir, name)
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w (set MPITRACE_CACHE to a writable directory)", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, name+".tmp")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w (set MPITRACE_CACHE to a writable directory)", path, err)
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }

@@ -11,14 +11,14 @@ import (
 func newRecorderCmd(s *Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "recorder",
-		Short: "Build the recorder library",
+		Short: "Build the recorder library; find the source-level API's files",
 		Long: `The recorder is a shared library of PMPI wrappers for every function of an
 MPI's mpi.h, generated and compiled with that MPI's compiler wrapper.
 'mpitrace record' builds it on first use; these commands do it explicitly.`,
 		Example: `  mpitrace recorder build
   mpirun.mpich -genv LD_PRELOAD $(mpitrace recorder build --mpicc mpicc.mpich) -np 2 ./app`,
 	}
-	cmd.AddCommand(handlesSignals(newRecorderBuildCmd(s)))
+	cmd.AddCommand(handlesSignals(newRecorderBuildCmd(s)), newRecorderIncludeCmd(s))
 	return commandGroup(cmd)
 }
 
@@ -58,4 +58,28 @@ The library can be preloaded by hand:
 	cmd.Flags().StringVar(&opts.MPICC, "mpicc", "mpicc", "MPI C compiler `wrapper`, possibly with flags")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "rebuild even if the cache has the library")
 	return cmd
+}
+
+func newRecorderIncludeCmd(s *Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "include",
+		Short: "Print the directory of mpitrace.h and mpitrace.f90 (regions and loop markers)",
+		Long: `Print a directory holding mpitrace.h, the C and C++ header of mpitrace's
+source-level API (named regions: mpitrace_region_push/pop; loop markers),
+and mpitrace.f90, the Fortran module of the regions. A program built with
+them needs nothing more at link time and runs unchanged without the
+recorder; under 'mpitrace record' its regions are recorded
+(docs/regions.md).`,
+		Example: `  mpicc -I$(mpitrace recorder include) -o app app.c
+  mpif90 -o app $(mpitrace recorder include)/mpitrace.f90 app.f90`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := recorder.IncludeDir()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(s.Out, dir)
+			return nil
+		},
+	}
 }
