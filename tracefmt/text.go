@@ -68,8 +68,13 @@ func WriteText(w io.Writer, src Source) error {
 	}
 	fnNames := make(map[uint64]string, strs.Len())
 	for _, id := range strs.IDs() {
-		if s := strs.Name(id); uses[s] == 1 && isToken(s) {
+		switch s := strs.Name(id); {
+		case uses[s] != 1:
+		case isToken(s):
 			fnNames[id] = s
+		case s != "":
+			// A region's or kernel's name with blanks, quoted.
+			fnNames[id] = strconv.Quote(s)
 		}
 	}
 	tw := textWriter{fnNames: fnNames, prevEnd: make(map[int]int64)}
@@ -678,7 +683,13 @@ func (s *textSection) fnID(val string) (uint64, error) {
 		}
 		return id, nil
 	}
-	if !isToken(val) {
+	if strings.HasPrefix(val, `"`) {
+		u, err := strconv.Unquote(val)
+		if err != nil || u == "" {
+			return 0, fmt.Errorf("%s: not a quoted name", val)
+		}
+		val = u
+	} else if !isToken(val) {
 		return 0, fmt.Errorf("%q: not a name", val)
 	}
 	if id, ok := s.names[val]; ok {

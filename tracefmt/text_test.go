@@ -107,7 +107,7 @@ func TestTextRoundTripOddHeaderAndStrings(t *testing.T) {
 	txt := textRoundTrip(t, buf.Bytes(), nil)
 	for _, want := range []string{
 		`meta run_id="run \"x\"\n"`, `meta "key with spaces="="v"`, `meta ""=""`, `meta bin="\xff\x00é"`,
-		`fn=#1 `, `fn=has`, `fn=#3`, `fn=#4`, `fn=12`, `fn=max`, `fn=#9`, `fn=#77`,
+		`fn=#1 `, `fn=has`, `fn="has space"`, `fn="#7"`, `fn=12`, `fn=max`, `fn=#9`, `fn=#77`,
 		"end reason=42 signal=9 events=1 blocks=2 time=18446744073709551615 dropped=18446744073709551615",
 	} {
 		if want == "fn=has" {

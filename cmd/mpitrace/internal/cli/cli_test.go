@@ -197,7 +197,7 @@ func TestUnknownCommand(t *testing.T) {
 		{[]string{"frobnicate"}, `mpitrace: unknown command "frobnicate": the commands are calibrate, cc, critpath, dot, dump, instrument, loops, record, recorder, stats, wrap ('mpitrace --help' says more)`},
 		{[]string{"frobnicate", "traces"}, `mpitrace: unknown command "frobnicate": the commands are`},
 		{[]string{"critpth", "traces"}, `mpitrace: unknown command "critpth": did you mean critpath? ('mpitrace --help' lists the commands)`},
-		{[]string{"recorder", "frob"}, `mpitrace: unknown command "frob" for "mpitrace recorder": the commands are build ('mpitrace recorder --help' says more)`},
+		{[]string{"recorder", "frob"}, `mpitrace: unknown command "frob" for "mpitrace recorder": the commands are build, include ('mpitrace recorder --help' says more)`},
 		{[]string{"help", "frobnicate"}, `mpitrace: unknown command "frobnicate": the commands are`},
 	} {
 		code, out, errs := runCLI(t, c.args...)
