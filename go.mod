@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/emicklei/dot v1.6.2
+	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 	github.com/klauspost/compress v1.20.3
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
