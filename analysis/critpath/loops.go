@@ -7,6 +7,7 @@ import (
 	"slices"
 	"text/tabwriter"
 
+	"github.com/mpitrace/mpitrace/analysis/internal/textout"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -144,7 +145,7 @@ func AttributeLoops(p *Path, sum *Summary, spans LoopSpans) *LoopSummary {
 // holds most of the path, then one line per loop.
 func (ls *LoopSummary) WriteText(w io.Writer, unit Unit) error {
 	t := func(ns float64) string { return fmt.Sprintf("%.3f %s", ns/float64(unit), unit) }
-	ew := &errWriter{w: w}
+	ew := &textout.ErrWriter{W: w}
 	fmt.Fprintf(ew, "\nin instrumented loops: %s, %.1f%% of the path (%.1f%% of its computation)\n",
 		t(ls.InLoops), 100*ls.Share, 100*ls.ComputationShare)
 	if len(ls.Loops) > 0 {
@@ -184,5 +185,5 @@ func (ls *LoopSummary) WriteText(w io.Writer, unit Unit) error {
 	if ls.Partial {
 		fmt.Fprintf(ew, "(nested loops are recorded only inside sampled iterations of their parent: their times are lower bounds)\n")
 	}
-	return ew.err
+	return ew.Err
 }
