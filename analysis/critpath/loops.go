@@ -56,21 +56,101 @@ func (p *Path) Segments(yield func(Segment) bool) (unplaced float64) {
 	return unplaced
 }
 
-// LoopSpans are where a trace's instrumented loops ran: the loops
-// package's Spans.
-type LoopSpans interface {
-	// Overlap calls add, for every loop that ran on rank during
-	// [start, end), with the time of the interval it covered (each loop
+// Spans are where some things ran on each rank's clock, by key: the
+// loops package's Spans (a key is a loop), the regions package's (a key
+// is a region, kernel, deep copy or section in its calling context).
+type Spans interface {
+	// Overlap calls add, for every key that ran on rank during
+	// [start, end), with the time of the interval it covered (each key
 	// counted once however many of its executions, threads or nested
-	// copies cover the same instant), and with loop "" for the time
-	// covered by any loop.
-	Overlap(rank int, start, end int64, add func(loop string, ns int64))
-	// Describe says how deep a loop is (the least depth it was seen at)
-	// and names its parent ("" for a top-level loop or more than one).
-	Describe(loop string) (depth int, parent string)
-	// Partial reports whether some loops were recorded only in part
+	// copies cover the same instant), and with key "" for the time
+	// covered by any key.
+	Overlap(rank int, start, end int64, add func(key string, ns int64))
+	// Describe says how deep a key is (the least depth it was seen at)
+	// and names its parent ("" at the top, or for more than one).
+	Describe(key string) (depth int, parent string)
+	// Partial reports whether some keys were recorded only in part
 	// (nested loops, seen only under sampled parent iterations).
 	Partial() bool
+}
+
+// attribution is the path's computation inside the spans of some keys.
+type attribution struct {
+	in       int64            // inside any key
+	byKey    map[string]int64 // inside each key (inclusive of the keys nested in it)
+	unplaced float64          // computation that could not be placed in time
+}
+
+// attribute intersects the path's computation with spans.
+func attribute(p *Path, spans Spans) attribution {
+	a := attribution{byKey: map[string]int64{}}
+	a.unplaced = p.Segments(func(s Segment) bool {
+		spans.Overlap(s.Rank, s.Start, s.End, func(key string, ns int64) {
+			if key == "" {
+				a.in += ns
+			} else {
+				a.byKey[key] += ns
+			}
+		})
+		return true
+	})
+	return a
+}
+
+// shares are ns as fractions of the path's length and of its computation.
+func (sum *Summary) shares(ns float64) (share, computation float64) {
+	if sum.Length > 0 {
+		share = ns / sum.Length
+	}
+	if sum.Computation > 0 {
+		computation = ns / sum.Computation
+	}
+	return share, computation
+}
+
+// headline picks, of n items (most time first), the one that holds the
+// most of the path, the outermost of equals, then goes down its nest
+// while one nested item holds at least half of its parent's time: the
+// innermost such item is the code to look at. item describes item i.
+func headline(n int, item func(i int) (key, parent string, depth int, ns float64)) []int {
+	if n == 0 {
+		return nil
+	}
+	top := 0
+	_, _, topDepth, topNs := item(0)
+	for i := 1; i < n; i++ {
+		if _, _, d, ns := item(i); ns == topNs && d < topDepth {
+			top, topDepth = i, d
+		}
+	}
+	chain := []int{top}
+	for cur := top; ; {
+		curKey, _, _, curNs := item(cur)
+		in, inNs := -1, 0.0
+		for i := range n {
+			if key, parent, _, ns := item(i); parent == curKey && key != curKey && (in < 0 || ns > inNs) {
+				in, inNs = i, ns
+			}
+		}
+		if in < 0 || inNs < curNs/2 {
+			return chain
+		}
+		chain = append(chain, in)
+		cur = in
+	}
+}
+
+// writeInLine writes the first line of an attribution: the path's time
+// inside what.
+func writeInLine(w io.Writer, what string, ns, share, computation float64, t func(float64) string) {
+	fmt.Fprintf(w, "\nin %s: %s, %.1f%% of the path (%.1f%% of its computation)\n", what, t(ns), 100*share, 100*computation)
+}
+
+// writeUnplaced says what computation counts in nothing.
+func writeUnplaced(w io.Writer, unplaced float64, what string, t func(float64) string) {
+	if unplaced > 0 {
+		fmt.Fprintf(w, "(%s of computation between collectives could not be placed in time and counts in no %s)\n", t(unplaced), what)
+	}
 }
 
 // LoopSummary is how much of the path's computation ran inside
@@ -103,36 +183,14 @@ type LoopShare struct {
 
 // AttributeLoops intersects the path's computation with the loops' spans.
 // Loops are listed by time on the path, most first (then by name).
-func AttributeLoops(p *Path, sum *Summary, spans LoopSpans) *LoopSummary {
-	ls := &LoopSummary{Partial: spans.Partial(), Loops: []LoopShare{}}
-	byLoop := map[string]int64{}
-	var any int64
-	ls.Unplaced = p.Segments(func(s Segment) bool {
-		spans.Overlap(s.Rank, s.Start, s.End, func(loop string, ns int64) {
-			if loop == "" {
-				any += ns
-			} else {
-				byLoop[loop] += ns
-			}
-		})
-		return true
-	})
-	ls.InLoops = float64(any)
-	share := func(ns float64) (float64, float64) {
-		var a, b float64
-		if sum.Length > 0 {
-			a = ns / sum.Length
-		}
-		if sum.Computation > 0 {
-			b = ns / sum.Computation
-		}
-		return a, b
-	}
-	ls.Share, ls.ComputationShare = share(ls.InLoops)
-	for loop, ns := range byLoop {
+func AttributeLoops(p *Path, sum *Summary, spans Spans) *LoopSummary {
+	a := attribute(p, spans)
+	ls := &LoopSummary{Partial: spans.Partial(), Loops: []LoopShare{}, InLoops: float64(a.in), Unplaced: a.unplaced}
+	ls.Share, ls.ComputationShare = sum.shares(ls.InLoops)
+	for loop, ns := range a.byKey {
 		x := LoopShare{Loop: loop, Ns: float64(ns)}
 		x.Depth, x.Parent = spans.Describe(loop)
-		x.Share, x.ComputationShare = share(x.Ns)
+		x.Share, x.ComputationShare = sum.shares(x.Ns)
 		ls.Loops = append(ls.Loops, x)
 	}
 	slices.SortFunc(ls.Loops, func(a, b LoopShare) int {
@@ -146,30 +204,19 @@ func AttributeLoops(p *Path, sum *Summary, spans LoopSpans) *LoopSummary {
 func (ls *LoopSummary) WriteText(w io.Writer, unit Unit) error {
 	t := func(ns float64) string { return fmt.Sprintf("%.3f %s", ns/float64(unit), unit) }
 	ew := &textout.ErrWriter{W: w}
-	fmt.Fprintf(ew, "\nin instrumented loops: %s, %.1f%% of the path (%.1f%% of its computation)\n",
-		t(ls.InLoops), 100*ls.Share, 100*ls.ComputationShare)
+	writeInLine(ew, "instrumented loops", ls.InLoops, ls.Share, ls.ComputationShare, t)
 	if len(ls.Loops) > 0 {
-		top := ls.Loops[0]
-		for _, x := range ls.Loops { // the outermost of the loops that hold the most
-			if x.Ns == top.Ns && x.Depth < top.Depth {
-				top = x
+		chain := headline(len(ls.Loops), func(i int) (string, string, int, float64) {
+			x := &ls.Loops[i]
+			return x.Loop, x.Parent, x.Depth, x.Ns
+		})
+		for i, c := range chain {
+			x := &ls.Loops[c]
+			if i == 0 {
+				fmt.Fprintf(ew, "%.0f%% of the path is in %s", 100*x.Share, x.Loop)
+			} else {
+				fmt.Fprintf(ew, ", %.0f%% in its nested loop %s", 100*x.Share, x.Loop)
 			}
-		}
-		// Then down the nest, while one nested loop holds most of it: the
-		// innermost such loop is the code to look at.
-		fmt.Fprintf(ew, "%.0f%% of the path is in %s", 100*top.Share, top.Loop)
-		for cur := top; ; {
-			var in *LoopShare
-			for i := range ls.Loops {
-				if x := &ls.Loops[i]; x.Parent == cur.Loop && x.Loop != cur.Loop && (in == nil || x.Ns > in.Ns) {
-					in = x
-				}
-			}
-			if in == nil || in.Ns < cur.Ns/2 {
-				break
-			}
-			fmt.Fprintf(ew, ", %.0f%% in its nested loop %s", 100*in.Share, in.Loop)
-			cur = *in
 		}
 		fmt.Fprintln(ew)
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -179,9 +226,7 @@ func (ls *LoopSummary) WriteText(w io.Writer, unit Unit) error {
 		}
 		tw.Flush()
 	}
-	if ls.Unplaced > 0 {
-		fmt.Fprintf(ew, "(%s of computation between collectives could not be placed in time and counts in no loop)\n", t(ls.Unplaced))
-	}
+	writeUnplaced(ew, ls.Unplaced, "loop", t)
 	if ls.Partial {
 		fmt.Fprintf(ew, "(nested loops are recorded only inside sampled iterations of their parent: their times are lower bounds)\n")
 	}

@@ -40,6 +40,10 @@ type Summary struct {
 	// Loops is the path's computation inside instrumented loops, set
 	// (AttributeLoops) only for a trace with loop events.
 	Loops *LoopSummary `json:"loops,omitempty"`
+	// Regions is the path's computation inside regions, kernels, deep
+	// copies and sections, set (AttributeRegions) only for a trace with
+	// region events.
+	Regions *RegionSummary `json:"regions,omitempty"`
 }
 
 // RankShare is the part of the path on one rank: its computation edges and
@@ -384,7 +388,10 @@ func (s *Summary) WriteText(w io.Writer, unit Unit) error {
 		}
 	}
 	if s.Loops != nil && ew.Err == nil {
-		return s.Loops.WriteText(ew, unit)
+		ew.Err = s.Loops.WriteText(ew, unit)
+	}
+	if s.Regions != nil && ew.Err == nil {
+		ew.Err = s.Regions.WriteText(ew, unit)
 	}
 	return ew.Err
 }
