@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -318,4 +319,36 @@ func childrenNs(nodes []pathNode, prefix string) float64 {
 		}
 	}
 	return ns
+}
+
+// A damaged trace: what the logs kept is analysed, the loss is said on
+// stderr and in the output, --strict exits 3; a file that is no trace at
+// all is one line.
+func TestRegionsDamaged(t *testing.T) {
+	dir := kokkosTrace(t)
+	file := filepath.Join(dir, tracefmt.RankFileName(1))
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, data[:len(data)*2/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "regions", dir)
+	if code != 0 || !strings.Contains(errs, "data loss") || !strings.Contains(out, "Data lost:") || !strings.Contains(out, "main") {
+		t.Errorf("regions on a truncated log: %d\n%s\n%s", code, out, errs)
+	}
+	if code, _, _ := runCLI(t, "regions", "--strict", dir); code != ExitDataLoss {
+		t.Errorf("--strict: %d", code)
+	}
+	if err := os.WriteFile(file, []byte("not a trace"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, tracefmt.RankFileName(0)), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = runCLI(t, "regions", dir)
+	if code != ExitError || lines(errs) != 1 {
+		t.Errorf("regions on no usable log: %d %q", code, errs)
+	}
 }
