@@ -125,6 +125,10 @@ func runRegions(opts *regionsOptions, s *Streams) error {
 			return nil, err
 		}
 		if rep.Empty() {
+			// A damaged trace may have lost them: say what was lost first.
+			if diags.Count(tracefmt.DataLoss)+diags.Count(tracefmt.Error) > 0 {
+				reportDiagnostics(s, diags, &opts.traceFlags)
+			}
 			return nil, noRegionsError(t.Dir)
 		}
 		return &report{
