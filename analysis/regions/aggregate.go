@@ -134,6 +134,9 @@ type Aggregator struct {
 	counts  Counts
 	// lastClosed is the node close closed last.
 	lastClosed int32
+	// open counts the nodes open in every thread: while it is 0, MPI calls
+	// are not followed.
+	open int
 }
 
 // Counts are the region events that did not nest, and how many calls
@@ -184,6 +187,11 @@ func (a *Aggregator) Event(ev *tracefmt.Event) {
 		return
 	}
 	if spec.Kinds[ev.Kind].IsCall {
+		if a.open == 0 {
+			// An MPI call's time matters only inside a node: a trace
+			// without region events costs this test per call.
+			return
+		}
 		th := a.thread(ev.Thread)
 		th.mpi += max(ev.End-ev.Start, 0)
 		th.last = max(th.last, ev.End)
@@ -217,6 +225,7 @@ func (a *Aggregator) Event(ev *tracefmt.Event) {
 		}
 		sec := ev.F[spec.Sec]
 		th.secs[sec] = append(th.secs[sec], openSection{node: n, start: ev.Start, mpi0: th.mpi})
+		a.open++
 	case spec.SectionEnd:
 		sec := ev.F[spec.Sec]
 		open := th.secs[sec]
@@ -225,6 +234,7 @@ func (a *Aggregator) Event(ev *tracefmt.Event) {
 			return
 		}
 		s := open[len(open)-1]
+		a.open--
 		if len(open) == 1 {
 			delete(th.secs, sec)
 		} else {
@@ -291,6 +301,7 @@ func (a *Aggregator) push(th *thread, ev *tracefmt.Event, k nodeKey) {
 		k.parent = th.stack[len(th.stack)-1].node
 	}
 	th.stack = append(th.stack, frame{node: a.nodeOf(k), begin: ev.Kind, start: ev.Start, mpi0: th.mpi})
+	a.open++
 }
 
 // end closes the innermost open node of the end's kind, and any begun
@@ -322,6 +333,7 @@ func (a *Aggregator) popTo(th *thread, i int, t int64) {
 	for len(th.stack) > i {
 		f := th.stack[len(th.stack)-1]
 		th.stack = th.stack[:len(th.stack)-1]
+		a.open--
 		incl := a.close(f.node, f.start, t, f.child, th.mpi-f.mpi0)
 		if len(th.stack) > 0 {
 			th.stack[len(th.stack)-1].child += incl
