@@ -287,27 +287,15 @@ func NestedBegin(end spec.Kind) spec.Kind {
 	return spec.KindNone
 }
 
-// NestedWhat names a region, kernel or copy of begin kind k (and kernel
-// type typ) for people: "region", "parallel_for", "parallel_reduce",
-// "parallel_scan", "fence", "kernel" (an unknown type), "deep copy".
-func NestedWhat(k spec.Kind, typ int64) string {
+// nestedWhat names a region, kernel or copy of begin kind k for people.
+func nestedWhat(k spec.Kind) string {
 	switch k {
-	case spec.RegionBegin, spec.RegionEnd:
-		return "region"
-	case spec.CopyBegin, spec.CopyEnd:
+	case spec.KernelBegin:
+		return "kernel"
+	case spec.CopyBegin:
 		return "deep copy"
 	}
-	switch typ {
-	case spec.KernelFor:
-		return "parallel_for"
-	case spec.KernelReduce:
-		return "parallel_reduce"
-	case spec.KernelScan:
-		return "parallel_scan"
-	case spec.KernelFence:
-		return "fence"
-	}
-	return "kernel"
+	return "region"
 }
 
 func (v *Validator) strName(id int64) string {
@@ -318,14 +306,10 @@ func (v *Validator) strName(id int64) string {
 }
 
 func (v *Validator) frameName(f nestFrame) string {
-	what := "region"
-	switch f.kind {
-	case spec.KernelBegin:
-		what = "kernel"
-	case spec.CopyBegin:
-		what = "deep copy to"
+	if f.kind == spec.CopyBegin {
+		return "deep copy to " + v.strName(f.name)
 	}
-	return what + " " + v.strName(f.name)
+	return nestedWhat(f.kind) + " " + v.strName(f.name)
 }
 
 // regionEvent checks a region, kernel, copy or section event against the
@@ -351,7 +335,7 @@ func (v *Validator) regionEvent(ev *Event) {
 			i--
 		}
 		if i < 0 {
-			v.report(Error, CodeRegionEndUnopened, ev, "no %s is open in thread %d", NestedWhat(begin, 0), ev.Thread)
+			v.report(Error, CodeRegionEndUnopened, ev, "no %s is open in thread %d", nestedWhat(begin), ev.Thread)
 			return
 		}
 		if ev.Flags()&spec.EndUnwound != 0 {
