@@ -48,6 +48,8 @@
 // of every thread in the order of their start times (the reader's order
 // between equal times). Over ranks: the largest mark, the lowest rank
 // with it, and the mean over every rank (0 where a rank never allocated).
+// An Aggregator keeps 16 bytes per allocation and deallocation until
+// Finish, to take them in time order.
 //
 // # The critical path
 //
