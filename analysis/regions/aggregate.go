@@ -2,6 +2,7 @@ package regions
 
 import (
 	"cmp"
+	"reflect"
 	"slices"
 	"strconv"
 
@@ -50,16 +51,6 @@ type Figures struct {
 	// at the end of their thread.
 	Unwound  uint64 `json:"unwound,omitempty"`
 	Unclosed uint64 `json:"unclosed,omitempty"`
-}
-
-func (f *Figures) add(o *Figures) {
-	f.Calls += o.Calls
-	f.TotalNs += o.TotalNs
-	f.SelfNs += o.SelfNs
-	f.MPINs += o.MPINs
-	f.Bytes += o.Bytes
-	f.Unwound += o.Unwound
-	f.Unclosed += o.Unclosed
 }
 
 // node is a node of a rank's tree.
@@ -154,14 +145,6 @@ type Counts struct {
 	// Unclosed: nodes still open at the end of their thread, closed at its
 	// last event.
 	Unclosed uint64 `json:"unclosed"`
-}
-
-func (c *Counts) add(o *Counts) {
-	c.Unwound += o.Unwound
-	c.Unmatched += o.Unmatched
-	c.Skipped += o.Skipped
-	c.Crossed += o.Crossed
-	c.Unclosed += o.Unclosed
 }
 
 // NewAggregator returns an aggregator for a rank with the given header and
@@ -451,7 +434,7 @@ func (a *Aggregator) Finish() *RankRegions {
 			r.nodes[keys[i]] = rn
 			r.order = append(r.order, keys[i])
 		}
-		rn.add(&n.Figures)
+		addCounts(&rn.Figures, &n.Figures)
 		if r.spans != nil {
 			r.spans.Add(keys[i], parent, depth, n.spans)
 		}
@@ -466,7 +449,7 @@ func (a *Aggregator) Finish() *RankRegions {
 			rm = &rankMem{}
 			r.mem[name] = rm
 		}
-		rm.add(&m.MemCounts)
+		addCounts(&rm.MemCounts, &m.MemCounts)
 	}
 	a.highWater(r)
 	for id, n := range a.marks {
@@ -485,7 +468,7 @@ func (a *Aggregator) Finish() *RankRegions {
 			x = &DualViewCount{Name: name}
 			r.dvs[name] = x
 		}
-		x.add(d)
+		addCounts(x, d)
 	}
 	for t, n := range a.devices {
 		r.devices[DeviceType(t)] += n
@@ -540,4 +523,19 @@ func RankOf(src tracefmt.Source) (*RankRegions, error) {
 		a.Event(src.Event())
 	}
 	return a.Finish(), src.Err()
+}
+
+// addCounts adds every integer field of *src to *dst: Figures, Counts,
+// MemCounts and DualViewCount are structs of counters (a DualViewCount's
+// name is left alone).
+func addCounts[T any](dst, src *T) {
+	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
+	for i := range d.NumField() {
+		switch f := d.Field(i); f.Kind() {
+		case reflect.Int64:
+			f.SetInt(f.Int() + s.Field(i).Int())
+		case reflect.Uint64:
+			f.SetUint(f.Uint() + s.Field(i).Uint())
+		}
+	}
 }

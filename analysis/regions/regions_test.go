@@ -356,6 +356,25 @@ t=200 RegionEnd
 	}
 }
 
+// addCounts adds every counter, whatever its type, and no name.
+func TestAddCounts(t *testing.T) {
+	f := Figures{Calls: 1, TotalNs: 2, SelfNs: 3, MPINs: 4, Bytes: 5, Unwound: 6, Unclosed: 7}
+	addCounts(&f, &f)
+	if f != (Figures{Calls: 2, TotalNs: 4, SelfNs: 6, MPINs: 8, Bytes: 10, Unwound: 12, Unclosed: 14}) {
+		t.Errorf("figures %+v", f)
+	}
+	d := DualViewCount{Name: "a", SyncHost: 1, ModifyDevice: 3}
+	addCounts(&d, &DualViewCount{Name: "b", SyncHost: 1, SyncDevice: 2, ModifyHost: 4, ModifyDevice: 5})
+	if d != (DualViewCount{Name: "a", SyncHost: 2, SyncDevice: 2, ModifyHost: 4, ModifyDevice: 8}) {
+		t.Errorf("dual view %+v", d)
+	}
+	c := Counts{Unwound: 1, Unclosed: 9}
+	addCounts(&c, &Counts{Unwound: 1, Unmatched: 2, Skipped: 3, Crossed: 4, Unclosed: 5})
+	if c != (Counts{Unwound: 2, Unmatched: 2, Skipped: 3, Crossed: 4, Unclosed: 14}) {
+		t.Errorf("counts %+v", c)
+	}
+}
+
 func mustJSON(t testing.TB, v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {

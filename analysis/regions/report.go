@@ -105,12 +105,6 @@ type MemCounts struct {
 	Allocated   uint64 `json:"bytes_allocated"`
 }
 
-func (m *MemCounts) add(o *MemCounts) {
-	m.Allocations += o.Allocations
-	m.Frees += o.Frees
-	m.Allocated += o.Allocated
-}
-
 // MetaKey is a metadata key with its distinct values.
 type MetaKey struct {
 	Key    string       `json:"key"`
@@ -140,13 +134,6 @@ type DualViewCount struct {
 	ModifyDevice uint64 `json:"modify_device"`
 }
 
-func (d *DualViewCount) add(o *DualViewCount) {
-	d.SyncHost += o.SyncHost
-	d.SyncDevice += o.SyncDevice
-	d.ModifyHost += o.ModifyHost
-	d.ModifyDevice += o.ModifyDevice
-}
-
 // CriticalPath says whether, and how, the nodes were matched with the
 // critical path.
 type CriticalPath struct {
@@ -171,7 +158,7 @@ func Merge(ranks []*RankRegions) *Report {
 	marks, devices := map[string]uint64{}, map[string]uint64{}
 	dvs := map[string]*DualViewCount{}
 	for _, r := range ranks {
-		rep.Counts.add(&r.Counts)
+		addCounts(&rep.Counts, &r.Counts)
 		for _, k := range r.order {
 			rn := r.nodes[k]
 			n := rep.byKey[k]
@@ -180,7 +167,7 @@ func Merge(ranks []*RankRegions) *Report {
 				rep.byKey[k] = n
 				order = append(order, k)
 			}
-			n.add(&rn.Figures)
+			addCounts(&n.Figures, &rn.Figures)
 			n.PerRank = append(n.PerRank, RankFigures{Rank: r.Rank, Figures: rn.Figures})
 			if rn.parent == "" {
 				continue
@@ -195,7 +182,7 @@ func Merge(ranks []*RankRegions) *Report {
 				s = &Space{Space: name}
 				spaces[name] = s
 			}
-			s.add(&m.MemCounts)
+			addCounts(&s.MemCounts, &m.MemCounts)
 			s.PerRank = append(s.PerRank, RankMemory{Rank: r.Rank, MemCounts: m.MemCounts, HighWater: m.high, LiveAtEnd: m.live})
 		}
 		for _, kv := range r.meta {
@@ -223,7 +210,7 @@ func Merge(ranks []*RankRegions) *Report {
 				x = &DualViewCount{Name: name}
 				dvs[name] = x
 			}
-			x.add(d)
+			addCounts(x, d)
 		}
 	}
 	for _, k := range order {
