@@ -71,21 +71,29 @@ const (
 	CodeManifestMissing = "manifest_missing" // no manifest.json
 
 	// Validation (Validate).
-	CodeUndefinedComm     = "undefined_comm"      // a communicator index used before a CommNew defines it
-	CodeCommRedefined     = "comm_redefined"      // a CommNew for an index that is in use
-	CodeUnknownRequest    = "unknown_request"     // a request completed, started or freed that was never created
-	CodeRequestReused     = "request_reused"      // a request id created twice while live
-	CodeUnknownFn         = "unknown_fn"          // a function name id not in the string table
-	CodeNegativeDuration  = "negative_duration"   // a duration above math.MaxInt64
-	CodeNonMonotonicStart = "non_monotonic_start" // a thread's event starts before the previous one
-	CodeBadRank           = "bad_rank"            // a rank value outside -5..size-1
-	CodeUnknownFile       = "unknown_file"        // a loop's file id not in the string table
-	CodeLoopEndUnopened   = "loop_end_unopened"   // a LoopEnd with no open loop in its thread
-	CodeIterOutsideLoop   = "iter_outside_loop"   // an IterBegin with no open loop in its thread
-	CodeIterEndUnopened   = "iter_end_unopened"   // an IterEnd with no open iteration in the innermost loop
-	CodeIterUnclosed      = "iter_unclosed"       // an iteration begun, or its loop ended, while an iteration is open
-	CodeLoopCount         = "loop_count"          // iteration numbers out of order or above the loop's count
-	CodeLoopUnclosed      = "loop_unclosed"       // loops still open when the thread's events end
+	CodeUndefinedComm      = "undefined_comm"       // a communicator index used before a CommNew defines it
+	CodeCommRedefined      = "comm_redefined"       // a CommNew for an index that is in use
+	CodeUnknownRequest     = "unknown_request"      // a request completed, started or freed that was never created
+	CodeRequestReused      = "request_reused"       // a request id created twice while live
+	CodeUnknownFn          = "unknown_fn"           // a function name id not in the string table
+	CodeNegativeDuration   = "negative_duration"    // a duration above math.MaxInt64
+	CodeNonMonotonicStart  = "non_monotonic_start"  // a thread's event starts before the previous one
+	CodeBadRank            = "bad_rank"             // a rank value outside -5..size-1
+	CodeUnknownFile        = "unknown_file"         // a loop's file id not in the string table
+	CodeLoopEndUnopened    = "loop_end_unopened"    // a LoopEnd with no open loop in its thread
+	CodeIterOutsideLoop    = "iter_outside_loop"    // an IterBegin with no open loop in its thread
+	CodeIterEndUnopened    = "iter_end_unopened"    // an IterEnd with no open iteration in the innermost loop
+	CodeIterUnclosed       = "iter_unclosed"        // an iteration begun, or its loop ended, while an iteration is open
+	CodeLoopCount          = "loop_count"           // iteration numbers out of order or above the loop's count
+	CodeLoopUnclosed       = "loop_unclosed"        // loops still open when the thread's events end
+	CodeUnknownString      = "unknown_string"       // a name, value, space or label id (version 4) not in the string table
+	CodeBadKernelType      = "bad_kernel_type"      // a KernelBegin whose type is not 1..4
+	CodeRegionEndUnopened  = "region_end_unopened"  // a RegionEnd, KernelEnd or CopyEnd with nothing of its kind open in its thread
+	CodeRegionEndCrossed   = "region_end_crossed"   // an end that closes a region, kernel or copy while one begun inside it is open
+	CodeRegionUnmatched    = "region_unmatched"     // the program popped a region it had not pushed (RegionEnd flag EndUnmatched)
+	CodeRegionUnwound      = "region_unwound"       // the recorder closed a region, kernel or copy itself (flag EndUnwound)
+	CodeRegionUnclosed     = "region_unclosed"      // regions, kernels, copies or sections still open when the thread's events end
+	CodeSectionEndUnopened = "section_end_unopened" // a SectionEnd for a section id not started in its thread
 )
 
 // Diagnostic is one problem found while reading or validating a trace.

@@ -3,6 +3,7 @@ package tracefmt
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
@@ -32,7 +33,19 @@ import (
 //     iteration numbers that do not increase or exceed the loop's count
 //     (loop_count, error), loops still open when the thread's events end
 //     (loop_unclosed, warning, one per thread, from Finish), a file id not
-//     in the string table (unknown_file, error).
+//     in the string table (unknown_file, error);
+//   - the region events of each thread (version 4): a name, value, space
+//     or label id not in the string table (unknown_string, error), a
+//     kernel type other than 1..4 (bad_kernel_type, error), a RegionEnd,
+//     KernelEnd or CopyEnd with nothing of its kind open in the thread
+//     (region_end_unopened, error; a RegionEnd flagged EndUnmatched is the
+//     recorder saying so and is region_unmatched, warning), an end that
+//     closes a region, kernel or copy while one begun inside it is still
+//     open (region_end_crossed, warning: those are closed with it), an end
+//     flagged EndUnwound (region_unwound, info), a SectionEnd for a section
+//     id not started in the thread (section_end_unopened, warning), and
+//     regions, kernels, copies or sections still open when the thread's
+//     events end (region_unclosed, warning, one per thread, from Finish).
 //
 // It is a single-pass consumer: call Event for every event of the rank in
 // order, then Finish. Messages start with "invalid:".
@@ -41,11 +54,13 @@ type Validator struct {
 	file  string
 	size  int
 	strs  *Strings
-	comms map[uint64]bool     // live communicator indices defined by CommNew
-	reqs  map[uint64]bool     // live requests; true for persistent ones
-	last  map[int]int64       // per thread: start of the previous event
-	loops map[int][]loopFrame // per thread: the open loops, innermost last
-	n     uint64              // events seen
+	comms map[uint64]bool       // live communicator indices defined by CommNew
+	reqs  map[uint64]bool       // live requests; true for persistent ones
+	last  map[int]int64         // per thread: start of the previous event
+	loops map[int][]loopFrame   // per thread: the open loops, innermost last
+	nest  map[int][]nestFrame   // per thread: the open regions, kernels and copies, innermost last
+	secs  map[int]map[int64]int // per thread: the open sections by id, and how many times each is open
+	n     uint64                // events seen
 	diags Diagnostics
 }
 
@@ -54,7 +69,7 @@ type Validator struct {
 func NewValidator(h *Header, strs *Strings, file string) *Validator {
 	return &Validator{rank: h.Rank, file: file, size: h.Size, strs: strs,
 		comms: make(map[uint64]bool), reqs: make(map[uint64]bool), last: make(map[int]int64),
-		loops: make(map[int][]loopFrame)}
+		loops: make(map[int][]loopFrame), nest: make(map[int][]nestFrame), secs: make(map[int]map[int64]int)}
 }
 
 // Validate reads the rest of src and returns the problems found.
@@ -103,6 +118,10 @@ func (v *Validator) Event(ev *Event) {
 		switch {
 		case spec.Fields[f].Rank:
 			v.checkRank(ev, spec.Fields[f].Name, val)
+		case spec.Fields[f].Str && f != spec.Fn && f != spec.File: // fn and file have codes of their own
+			if _, ok := v.strs.Lookup(uint64(val)); !ok {
+				v.report(Error, CodeUnknownString, ev, "%s id %d is not in the string table", spec.Fields[f].Name, uint64(val))
+			}
 		case f == spec.Parent || (f == spec.Comm && ev.Kind != spec.CommNew):
 			c := uint64(val)
 			if !commBuiltin(c) && !v.comms[c] {
@@ -119,6 +138,9 @@ func (v *Validator) Event(ev *Event) {
 
 	if ev.Kind >= spec.LoopBegin && ev.Kind <= spec.IterEnd {
 		v.loopEvent(ev)
+	}
+	if ev.Kind >= spec.RegionBegin && ev.Kind <= spec.SectionEnd {
+		v.regionEvent(ev)
 	}
 
 	switch ev.Kind {
@@ -248,8 +270,106 @@ func (v *Validator) loopEvent(ev *Event) {
 	v.loops[ev.Thread] = stack
 }
 
-// Finish reports the loops left open and returns the diagnostics.
+// nestFrame is an open region, kernel or copy of a thread.
+type nestFrame struct {
+	kind spec.Kind // its begin kind
+	name int64     // its name's string id
+}
+
+// NestedBegin returns the begin kind that an end of kind end closes:
+// RegionBegin for RegionEnd, KernelBegin for KernelEnd, CopyBegin for
+// CopyEnd; KindNone for any other kind.
+func NestedBegin(end spec.Kind) spec.Kind {
+	switch end {
+	case spec.RegionEnd, spec.KernelEnd, spec.CopyEnd:
+		return end - 1
+	}
+	return spec.KindNone
+}
+
+// nestedWhat names a region, kernel or copy of begin kind k for people.
+func nestedWhat(k spec.Kind) string {
+	switch k {
+	case spec.KernelBegin:
+		return "kernel"
+	case spec.CopyBegin:
+		return "deep copy"
+	}
+	return "region"
+}
+
+func (v *Validator) strName(id int64) string {
+	if name, ok := v.strs.Lookup(uint64(id)); ok {
+		return strconv.Quote(name)
+	}
+	return "#" + strconv.FormatUint(uint64(id), 10)
+}
+
+func (v *Validator) frameName(f nestFrame) string {
+	if f.kind == spec.CopyBegin {
+		return "deep copy to " + v.strName(f.name)
+	}
+	return nestedWhat(f.kind) + " " + v.strName(f.name)
+}
+
+// regionEvent checks a region, kernel, copy or section event against the
+// thread's open ones.
+func (v *Validator) regionEvent(ev *Event) {
+	stack := v.nest[ev.Thread]
+	switch ev.Kind {
+	case spec.KernelBegin:
+		if t := ev.F[spec.Type]; t < spec.KernelFor || t > spec.KernelFence {
+			v.report(Error, CodeBadKernelType, ev, "kernel type %d is none of 1 (for), 2 (reduce), 3 (scan), 4 (fence)", uint64(t))
+		}
+		fallthrough
+	case spec.RegionBegin, spec.CopyBegin:
+		v.nest[ev.Thread] = append(stack, nestFrame{kind: ev.Kind, name: ev.F[spec.Name]})
+	case spec.RegionEnd, spec.KernelEnd, spec.CopyEnd:
+		begin := NestedBegin(ev.Kind)
+		if ev.Kind == spec.RegionEnd && ev.Flags()&spec.EndUnmatched != 0 {
+			v.report(Warning, CodeRegionUnmatched, ev, "the program popped a region in thread %d with none open", ev.Thread)
+			return
+		}
+		i := len(stack) - 1
+		for i >= 0 && stack[i].kind != begin {
+			i--
+		}
+		if i < 0 {
+			v.report(Error, CodeRegionEndUnopened, ev, "no %s is open in thread %d", nestedWhat(begin), ev.Thread)
+			return
+		}
+		if ev.Flags()&spec.EndUnwound != 0 {
+			v.report(Info, CodeRegionUnwound, ev, "the recorder closed %s", v.frameName(stack[i]))
+		}
+		if i < len(stack)-1 {
+			v.report(Warning, CodeRegionEndCrossed, ev, "closes %s while %s, begun inside it, is open (closed with it)",
+				v.frameName(stack[i]), v.frameName(stack[len(stack)-1]))
+		}
+		v.nest[ev.Thread] = stack[:i]
+	case spec.SectionBegin:
+		open := v.secs[ev.Thread]
+		if open == nil {
+			open = make(map[int64]int)
+			v.secs[ev.Thread] = open
+		}
+		open[ev.F[spec.Sec]]++
+	case spec.SectionEnd:
+		open := v.secs[ev.Thread]
+		sec := ev.F[spec.Sec]
+		if open[sec] == 0 {
+			v.report(Warning, CodeSectionEndUnopened, ev, "section %d is not started in thread %d", uint64(sec), ev.Thread)
+			return
+		}
+		if open[sec]--; open[sec] == 0 {
+			delete(open, sec)
+		}
+	}
+}
+
+// Finish reports the loops, regions, kernels, copies and sections left
+// open and returns the diagnostics.
 func (v *Validator) Finish() *Diagnostics {
+	v.finishRegions()
 	threads := make([]int, 0, len(v.loops))
 	for t, stack := range v.loops {
 		if len(stack) > 0 {
@@ -265,4 +385,32 @@ func (v *Validator) Finish() *Diagnostics {
 		delete(v.loops, t)
 	}
 	return &v.diags
+}
+
+func (v *Validator) finishRegions() {
+	threads := make([]int, 0, len(v.nest)+len(v.secs))
+	for t, stack := range v.nest {
+		if len(stack) > 0 {
+			threads = append(threads, t)
+		}
+	}
+	for t, open := range v.secs {
+		if len(open) > 0 && len(v.nest[t]) == 0 {
+			threads = append(threads, t)
+		}
+	}
+	slices.Sort(threads)
+	for _, t := range threads {
+		stack, secs := v.nest[t], 0
+		for _, n := range v.secs[t] {
+			secs += n
+		}
+		msg := fmt.Sprintf("invalid: thread %d: %d regions, kernels or copies and %d sections still open at the end of its events", t, len(stack), secs)
+		if len(stack) > 0 {
+			msg += fmt.Sprintf(" (outermost %s, innermost %s)", v.frameName(stack[0]), v.frameName(stack[len(stack)-1]))
+		}
+		v.diags.Add(Diagnostic{Severity: Warning, Code: CodeRegionUnclosed, Rank: v.rank, File: v.file, Block: -1, Offset: -1, Message: msg})
+		delete(v.nest, t)
+		delete(v.secs, t)
+	}
 }

@@ -102,6 +102,41 @@ LoopBegin file=a.c line=9 col=1
 thr=3 LoopBegin file=a.c line=1 col=1
 `, map[string]int{CodeLoopEndUnopened: 1, CodeIterOutsideLoop: 1, CodeIterEndUnopened: 2, CodeIterUnclosed: 2,
 			CodeLoopCount: 2, CodeUnknownFile: 1, CodeLoopUnclosed: 2}},
+		{"regions clean", `
+RegionBegin name=timestep
+KernelBegin type=1 name=axpy dev=16777216
+KernelEnd
+KernelBegin type=4 name=fence dev=0
+KernelEnd
+CopyBegin space=HostSpace name=h srcspace=CudaSpace srcname=d bytes=64
+CopyEnd
+SectionBegin sec=3 name=io
+thr=1 SectionBegin sec=3 name=io
+Alloc space=HostSpace name=h bytes=64
+Free space=HostSpace name=h bytes=64
+Mark name=step
+Meta name=kokkos.version value=4.0
+DualView name=dv flags=3
+SectionEnd sec=3
+thr=1 SectionEnd sec=3
+RegionEnd flags=1
+`, map[string]int{CodeRegionUnwound: 1}},
+		{"regions unbalanced", `
+RegionEnd
+RegionEnd flags=2
+KernelEnd
+RegionBegin name=a
+KernelBegin type=7 name=k
+RegionEnd
+CopyEnd
+SectionEnd sec=1
+Mark name=#99
+CopyBegin space=#98 name=x srcspace=HostSpace srcname=#97
+thr=2 SectionBegin sec=5 name=s
+thr=2 SectionBegin sec=5 name=s
+thr=2 SectionEnd sec=5
+`, map[string]int{CodeRegionEndUnopened: 3, CodeRegionUnmatched: 1, CodeBadKernelType: 1, CodeRegionEndCrossed: 1,
+			CodeSectionEndUnopened: 1, CodeUnknownString: 3, CodeRegionUnclosed: 2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ranks, err := ParseText(strings.NewReader(pre + c.text))

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"text/tabwriter"
 
+	"github.com/mpitrace/mpitrace/analysis/internal/textout"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -55,23 +56,6 @@ func (p *Path) Segments(yield func(Segment) bool) (unplaced float64) {
 	return unplaced
 }
 
-// LoopSpans are where a trace's instrumented loops ran: the loops
-// package's Spans.
-type LoopSpans interface {
-	// Overlap calls add, for every loop that ran on rank during
-	// [start, end), with the time of the interval it covered (each loop
-	// counted once however many of its executions, threads or nested
-	// copies cover the same instant), and with loop "" for the time
-	// covered by any loop.
-	Overlap(rank int, start, end int64, add func(loop string, ns int64))
-	// Describe says how deep a loop is (the least depth it was seen at)
-	// and names its parent ("" for a top-level loop or more than one).
-	Describe(loop string) (depth int, parent string)
-	// Partial reports whether some loops were recorded only in part
-	// (nested loops, seen only under sampled parent iterations).
-	Partial() bool
-}
-
 // LoopSummary is how much of the path's computation ran inside
 // instrumented loops.
 type LoopSummary struct {
@@ -102,36 +86,14 @@ type LoopShare struct {
 
 // AttributeLoops intersects the path's computation with the loops' spans.
 // Loops are listed by time on the path, most first (then by name).
-func AttributeLoops(p *Path, sum *Summary, spans LoopSpans) *LoopSummary {
-	ls := &LoopSummary{Partial: spans.Partial(), Loops: []LoopShare{}}
-	byLoop := map[string]int64{}
-	var any int64
-	ls.Unplaced = p.Segments(func(s Segment) bool {
-		spans.Overlap(s.Rank, s.Start, s.End, func(loop string, ns int64) {
-			if loop == "" {
-				any += ns
-			} else {
-				byLoop[loop] += ns
-			}
-		})
-		return true
-	})
-	ls.InLoops = float64(any)
-	share := func(ns float64) (float64, float64) {
-		var a, b float64
-		if sum.Length > 0 {
-			a = ns / sum.Length
-		}
-		if sum.Computation > 0 {
-			b = ns / sum.Computation
-		}
-		return a, b
-	}
-	ls.Share, ls.ComputationShare = share(ls.InLoops)
-	for loop, ns := range byLoop {
+func AttributeLoops(p *Path, sum *Summary, spans Spans) *LoopSummary {
+	a := attribute(p, spans)
+	ls := &LoopSummary{Partial: spans.Partial(), Loops: []LoopShare{}, InLoops: float64(a.in), Unplaced: a.unplaced}
+	ls.Share, ls.ComputationShare = sum.shares(ls.InLoops)
+	for loop, ns := range a.byKey {
 		x := LoopShare{Loop: loop, Ns: float64(ns)}
 		x.Depth, x.Parent = spans.Describe(loop)
-		x.Share, x.ComputationShare = share(x.Ns)
+		x.Share, x.ComputationShare = sum.shares(x.Ns)
 		ls.Loops = append(ls.Loops, x)
 	}
 	slices.SortFunc(ls.Loops, func(a, b LoopShare) int {
@@ -144,31 +106,20 @@ func AttributeLoops(p *Path, sum *Summary, spans LoopSpans) *LoopSummary {
 // holds most of the path, then one line per loop.
 func (ls *LoopSummary) WriteText(w io.Writer, unit Unit) error {
 	t := func(ns float64) string { return fmt.Sprintf("%.3f %s", ns/float64(unit), unit) }
-	ew := &errWriter{w: w}
-	fmt.Fprintf(ew, "\nin instrumented loops: %s, %.1f%% of the path (%.1f%% of its computation)\n",
-		t(ls.InLoops), 100*ls.Share, 100*ls.ComputationShare)
+	ew := &textout.ErrWriter{W: w}
+	writeInLine(ew, "instrumented loops", ls.InLoops, ls.Share, ls.ComputationShare, t)
 	if len(ls.Loops) > 0 {
-		top := ls.Loops[0]
-		for _, x := range ls.Loops { // the outermost of the loops that hold the most
-			if x.Ns == top.Ns && x.Depth < top.Depth {
-				top = x
+		chain := headline(len(ls.Loops), func(i int) (string, string, int, float64) {
+			x := &ls.Loops[i]
+			return x.Loop, x.Parent, x.Depth, x.Ns
+		})
+		for i, c := range chain {
+			x := &ls.Loops[c]
+			if i == 0 {
+				fmt.Fprintf(ew, "%.0f%% of the path is in %s", 100*x.Share, x.Loop)
+			} else {
+				fmt.Fprintf(ew, ", %.0f%% in its nested loop %s", 100*x.Share, x.Loop)
 			}
-		}
-		// Then down the nest, while one nested loop holds most of it: the
-		// innermost such loop is the code to look at.
-		fmt.Fprintf(ew, "%.0f%% of the path is in %s", 100*top.Share, top.Loop)
-		for cur := top; ; {
-			var in *LoopShare
-			for i := range ls.Loops {
-				if x := &ls.Loops[i]; x.Parent == cur.Loop && x.Loop != cur.Loop && (in == nil || x.Ns > in.Ns) {
-					in = x
-				}
-			}
-			if in == nil || in.Ns < cur.Ns/2 {
-				break
-			}
-			fmt.Fprintf(ew, ", %.0f%% in its nested loop %s", 100*in.Share, in.Loop)
-			cur = *in
 		}
 		fmt.Fprintln(ew)
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -178,11 +129,9 @@ func (ls *LoopSummary) WriteText(w io.Writer, unit Unit) error {
 		}
 		tw.Flush()
 	}
-	if ls.Unplaced > 0 {
-		fmt.Fprintf(ew, "(%s of computation between collectives could not be placed in time and counts in no loop)\n", t(ls.Unplaced))
-	}
+	writeUnplaced(ew, ls.Unplaced, "loop", t)
 	if ls.Partial {
 		fmt.Fprintf(ew, "(nested loops are recorded only inside sampled iterations of their parent: their times are lower bounds)\n")
 	}
-	return ew.err
+	return ew.Err
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/mpitrace/mpitrace/analysis/internal/textout"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -39,6 +40,10 @@ type Summary struct {
 	// Loops is the path's computation inside instrumented loops, set
 	// (AttributeLoops) only for a trace with loop events.
 	Loops *LoopSummary `json:"loops,omitempty"`
+	// Regions is the path's computation inside regions, kernels, deep
+	// copies and sections, set (AttributeRegions) only for a trace with
+	// region events.
+	Regions *RegionSummary `json:"regions,omitempty"`
 }
 
 // RankShare is the part of the path on one rank: its computation edges and
@@ -340,7 +345,7 @@ func (t *heaviest) sorted() []candidate {
 func (s *Summary) WriteText(w io.Writer, unit Unit) error {
 	t := func(ns float64) string { return fmt.Sprintf("%.3f %s", ns/float64(unit), unit) }
 	pct := func(f float64) string { return fmt.Sprintf("%5.1f%%", 100*f) }
-	ew := &errWriter{w: w}
+	ew := &textout.ErrWriter{W: w}
 	fmt.Fprintf(ew, "critical path: %s", t(s.Length))
 	if s.Measured > 0 {
 		fmt.Fprintf(ew, " (measured run: %s, ratio %.3f)", t(float64(s.Measured)), s.Ratio)
@@ -382,22 +387,11 @@ func (s *Summary) WriteText(w io.Writer, unit Unit) error {
 			}
 		}
 	}
-	if s.Loops != nil && ew.err == nil {
-		return s.Loops.WriteText(ew, unit)
+	if s.Loops != nil && ew.Err == nil {
+		ew.Err = s.Loops.WriteText(ew, unit)
 	}
-	return ew.err
-}
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
+	if s.Regions != nil && ew.Err == nil {
+		ew.Err = s.Regions.WriteText(ew, unit)
 	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
+	return ew.Err
 }

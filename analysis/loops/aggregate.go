@@ -3,6 +3,8 @@ package loops
 import (
 	"strconv"
 
+	"github.com/mpitrace/mpitrace/analysis/internal/spanset"
+
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
@@ -82,7 +84,7 @@ type node struct {
 	file   uint64
 	line   int64
 	col    int64
-	spans  []span // its executions, with KeepSpans
+	spans  []spanset.Span // its executions, with KeepSpans
 	tally
 }
 
@@ -176,7 +178,7 @@ func (a *Aggregator) Event(ev *tracefmt.Event) {
 		n.execs++
 		n.iters += p.iters
 		if a.KeepSpans {
-			n.spans = append(n.spans, span{f.begin, f.begin + p.time})
+			n.spans = append(n.spans, spanset.Span{Start: f.begin, End: f.begin + p.time})
 		}
 		n.measured += p.time
 		if ev.Flags()&spec.LoopUnwound != 0 {
@@ -261,7 +263,8 @@ type RankLoops struct {
 	Skipped, Open uint64
 	loops         map[string]*rankLoop
 	order         []string
-	spans         *rankSpans // with KeepSpans
+	spans         *spanset.Rank // with KeepSpans
+	nested        bool          // some loop is nested in another
 }
 
 type rankLoop struct {
@@ -292,6 +295,7 @@ func (a *Aggregator) Finish() *RankLoops {
 		s := Site{File: name, Line: uint64(n.line), Col: uint64(n.col)}
 		parent := ""
 		if n.parent >= 0 { // parents are created before their children
+			r.nested = true
 			parent = keys[n.parent]
 			depth[i] = depth[n.parent] + 1
 		}

@@ -455,15 +455,6 @@ func FuzzAggregate(f *testing.F) {
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
 func TestSpans(t *testing.T) {
-	u := union([]span{{50, 60}, {0, 10}, {5, 20}, {30, 30}, {20, 25}, {55, 58}})
-	if !slices.Equal(u, []span{{0, 25}, {50, 60}}) {
-		t.Fatalf("union %v", u)
-	}
-	for _, c := range []struct{ a, b, want int64 }{{-5, 100, 35}, {10, 52, 17}, {25, 50, 0}, {59, 61, 1}, {3, 4, 1}} {
-		if got := overlap(u, c.a, c.b); got != c.want {
-			t.Errorf("overlap [%d,%d): %d, want %d", c.a, c.b, got, c.want)
-		}
-	}
 	// Two threads run the same loop at once: counted once.
 	rl := fromText(t, `rank 0
 t=100 LoopBegin file=a.c line=1 col=1

@@ -88,6 +88,27 @@ func funcTable(tw *tabwriter.Writer, fs []*Func, top int) {
 	}
 }
 
+// Ranks formats sorted ranks with runs of consecutive ones as ranges,
+// separated by sep: "0-3,5" (sep ",").
+func Ranks(ranks []int, sep string) string {
+	var b strings.Builder
+	for i := 0; i < len(ranks); {
+		j := i
+		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteString(sep)
+		}
+		fmt.Fprint(&b, ranks[i])
+		if j > i {
+			fmt.Fprintf(&b, "-%d", ranks[j])
+		}
+		i = j + 1
+	}
+	return b.String()
+}
+
 // Duration formats nanoseconds with a unit chosen for readability.
 func Duration(ns int64) string {
 	switch a := abs(ns); {

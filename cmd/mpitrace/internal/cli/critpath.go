@@ -14,6 +14,7 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/analysis/loops"
+	"github.com/mpitrace/mpitrace/analysis/regions"
 	"github.com/mpitrace/mpitrace/analysis/stats"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
@@ -124,13 +125,26 @@ type analysis struct {
 	// pathErr says why there is no path (no operations, or inconsistent
 	// data making a cycle); the graph is still there.
 	pathErr error
-	// loopAggs saw each rank's loop events during the reconstruction.
-	loopAggs []*loops.Aggregator
+	// loopAggs and regionAggs saw each rank's loop and region events
+	// during the reconstruction.
+	loopAggs    []*loops.Aggregator
+	regionAggs  []*regions.Aggregator
+	regionRanks []*regions.RankRegions // the aggregators' Finish (regions)
 }
+
+// observer is what else an analysis wants to see of each rank's events:
+// it is given the rank's header, strings and file, and returns what sees
+// the events.
+type observer func(h *tracefmt.Header, strs *tracefmt.Strings, file string) func(*tracefmt.Event)
 
 // analyze rebuilds the task graph of an opened trace and looks for its
 // critical path with the latency model of modelPath (or the default).
 func analyze(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error) {
+	return analyzeWith(t, modelPath, s, nil)
+}
+
+// analyzeWith is analyze with another observer of each rank's events.
+func analyzeWith(t *tracefmt.Trace, modelPath string, s *Streams, extra observer) (*analysis, error) {
 	a := &analysis{trace: t}
 	var err error
 	if a.model, a.modelName, err = loadModel(modelPath); err != nil {
@@ -141,14 +155,31 @@ func analyze(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error)
 	}
 	var mu sync.Mutex
 	observe := func(h *tracefmt.Header, strs *tracefmt.Strings) func(*tracefmt.Event) {
-		// Where the loops ran, for the critical path's share in loops:
-		// nothing but a switch per event in a trace without loops.
+		// Where the loops and regions ran, for the critical path's share
+		// in them: little more than a switch per event in a trace without.
 		ag := loops.NewAggregator(h, strs)
 		ag.KeepSpans = true
+		rg := regions.NewAggregator(h, strs)
+		rg.KeepSpans = true
+		var more func(*tracefmt.Event)
+		if extra != nil {
+			file := ""
+			if f, ok := t.Rank(h.Rank); ok {
+				file = f.Path
+			}
+			more = extra(h, strs, file)
+		}
 		mu.Lock()
 		a.loopAggs = append(a.loopAggs, ag)
+		a.regionAggs = append(a.regionAggs, rg)
 		mu.Unlock()
-		return ag.Event
+		return func(ev *tracefmt.Event) {
+			ag.Event(ev)
+			rg.Event(ev)
+			if more != nil {
+				more(ev)
+			}
+		}
 	}
 	a.graph, a.diags, err = reconstruct.Build(t, reconstruct.Options{Filtered: recordFilter(t) != "", Observe: observe})
 	if s.ErrTTY {
@@ -271,7 +302,22 @@ func summarize(a *analysis, sum *critpath.Summary, top int) *critpath.Summary {
 	if spans := loops.NewSpans(ranks); !spans.Empty() {
 		sum.Loops = critpath.AttributeLoops(a.path, sum, spans)
 	}
+	if spans := regions.NewSpans(a.regions()); !spans.Empty() {
+		sum.Regions = critpath.AttributeRegions(a.path, sum, spans)
+	}
 	return sum
+}
+
+// regions returns each rank's regions, as the reconstruction saw them.
+// Finish runs once per aggregator: later calls return the same.
+func (a *analysis) regions() []*regions.RankRegions {
+	if a.regionRanks == nil {
+		a.regionRanks = make([]*regions.RankRegions, len(a.regionAggs))
+		for i, ag := range a.regionAggs {
+			a.regionRanks[i] = ag.Finish()
+		}
+	}
+	return a.regionRanks
 }
 
 // writeJSON writes v as indented JSON: the --json output of the commands.

@@ -13,17 +13,11 @@ import (
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
-type loopsOptions struct {
-	Dir  string
-	JSON bool
-	Out  string
-	By   string
-	traceFlags
-}
+type loopsOptions struct{ reportOptions }
 
 func newLoopsCmd(s *Streams, runF func(context.Context, *loopsOptions) error) *cobra.Command {
 	opts := &loopsOptions{}
-	cmd := &cobra.Command{
+	return reportCmd(&cobra.Command{
 		Use:   "loops [TRACEDIR] [--json] [--by rank] [-o FILE]",
 		Short: "Instrumented loops: iterations, sampled iteration times, estimated against measured time",
 		Long: `Analyse the loop events of a trace recorded from a program with loop markers
@@ -52,21 +46,7 @@ data.`,
 		Example: `  mpitrace loops traces/
   mpitrace loops traces/ --by rank
   mpitrace loops traces/ --json | jq '.loops[] | {location, quality}'`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Dir = traceDirArg(args)
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return runLoops(opts, s)
-		},
-	}
-	f := cmd.Flags()
-	f.BoolVar(&opts.JSON, "json", false, "print the loops as JSON")
-	f.StringVarP(&opts.Out, "output", "o", "-", "write to `file` instead of stdout ('-')")
-	f.StringVar(&opts.By, "by", "", "add a breakdown: rank (a table per rank; JSON has per_rank always)")
-	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
-	return cmd
+	}, opts, &opts.reportOptions, "loops", "a table per rank", runF, func(o *loopsOptions) error { return runLoops(o, s) })
 }
 
 // loopCodes are the validation codes of loop nesting: the loops command
@@ -122,35 +102,21 @@ func readLoops(t *tracefmt.Trace, s *Streams) (*loops.Report, *tracefmt.Diagnost
 }
 
 func runLoops(opts *loopsOptions, s *Streams) error {
-	switch opts.By {
-	case "", "rank":
-	default:
-		return flagErrorf("--by %q: the only breakdown is by rank (--by rank)", opts.By)
-	}
-	if err := checkOutputFlag(opts.Out); err != nil {
-		return err
-	}
-	t, err := openTrace(opts.Dir)
-	if err != nil {
-		return err
-	}
-	rep, diags, err := readLoops(t, s)
-	if err != nil {
-		return err
-	}
-	err = writeOutputTo(s, opts.Out, func(w io.Writer) error {
-		if opts.JSON {
-			return writeJSON(w, struct {
+	return runReport(&opts.reportOptions, s, func(t *tracefmt.Trace) (*report, error) {
+		rep, diags, err := readLoops(t, s)
+		if err != nil {
+			return nil, err
+		}
+		return &report{
+			json: struct {
 				Trace string `json:"trace"`
 				*loops.Report
 				Diagnostics *diagnosticsJSON `json:"diagnostics"`
-			}{opts.Dir, rep, newDiagnosticsJSON(diags)})
-		}
-		fmt.Fprint(w, dataLossLine(diags))
-		return loops.WriteText(w, rep, loops.TextOptions{ByRank: opts.By == "rank"})
+			}{opts.Dir, rep, newDiagnosticsJSON(diags)},
+			text: func(w io.Writer, byRank bool) error {
+				return loops.WriteText(w, rep, loops.TextOptions{ByRank: byRank})
+			},
+			diags: diags,
+		}, nil
 	})
-	if err != nil {
-		return err
-	}
-	return reportDiagnostics(s, diags, &opts.traceFlags)
 }

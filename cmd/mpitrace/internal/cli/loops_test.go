@@ -14,7 +14,7 @@ import (
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
-var updateLoops = flag.Bool("update", false, "rewrite testdata/loops/*")
+var updateLoops = flag.Bool("update", false, "rewrite the golden files under testdata/ (loops, regions, critpath)")
 
 // loopTrace writes a 2-rank trace whose ranks exchange a message per
 // execution of an outer loop (stencil.c:41:5, 40 iterations, every fourth
@@ -69,38 +69,47 @@ func checkGolden(t *testing.T, name, got string) {
 	golden.Check(t, filepath.Join("testdata", "loops", name), got, *updateLoops)
 }
 
+// goldenCase is a run of a command and the golden file of its stdout.
+type goldenCase struct {
+	golden string
+	args   []string
+}
+
+// checkGoldens runs 'mpitrace command dir ARGS' for every case: it must
+// succeed without a word on stderr, print what the golden file under
+// testdata/sub holds (dir written TRACEDIR), the same again when run
+// again, and the same into a file with -o FILE (and nothing on stdout).
+// It returns the last case's output.
+func checkGoldens(t *testing.T, sub, command, dir string, cases []goldenCase) string {
+	t.Helper()
+	var out string
+	for _, c := range cases {
+		args := append([]string{command, dir}, c.args...)
+		code, o, errs := runCLI(t, args...)
+		if code != 0 || errs != "" {
+			t.Fatalf("%v: %d %s", args, code, errs)
+		}
+		out = o
+		golden.Check(t, filepath.Join("testdata", sub, c.golden), strings.ReplaceAll(out, dir, "TRACEDIR"), *updateLoops)
+		if _, again, _ := runCLI(t, args...); again != out {
+			t.Errorf("%v: two runs differ", args)
+		}
+		file := filepath.Join(t.TempDir(), c.golden)
+		code, o, errs = runCLI(t, append(args, "-o", file)...)
+		if data, err := os.ReadFile(file); code != 0 || o != "" || errs != "" || err != nil || string(data) != out {
+			t.Errorf("%v -o %s: %d %q %q %v; the file differs from stdout: %v", args, file, code, o, errs, err, string(data) != out)
+		}
+	}
+	return out
+}
+
 func TestLoopsGolden(t *testing.T) {
 	dir := loopTrace(t)
-	for _, c := range []struct {
-		golden string
-		args   []string
-	}{
+	data := []byte(checkGoldens(t, "loops", "loops", dir, []goldenCase{
 		{"stencil2.loops.txt", nil},
 		{"stencil2.loops-by-rank.txt", []string{"--by", "rank"}},
 		{"stencil2.loops.json", []string{"--json"}},
-	} {
-		code, out, errs := runCLI(t, append([]string{"loops", dir}, c.args...)...)
-		if code != 0 || errs != "" {
-			t.Fatalf("loops %v: %d %s", c.args, code, errs)
-		}
-		checkGolden(t, c.golden, strings.ReplaceAll(out, dir, "TRACEDIR"))
-		if c.args == nil {
-			_, again, _ := runCLI(t, "loops", dir)
-			if again != out {
-				t.Error("two runs differ")
-			}
-		}
-	}
-	// -o writes the same to a file.
-	file := filepath.Join(t.TempDir(), "loops.json")
-	code, out, errs := runCLI(t, "loops", dir, "--json", "-o", file)
-	if code != 0 || out != "" || errs != "" {
-		t.Fatalf("loops -o: %d %q %q", code, out, errs)
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	}))
 	var doc struct {
 		Loops []struct {
 			File       string                           `json:"file"`

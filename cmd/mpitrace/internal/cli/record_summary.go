@@ -3,10 +3,10 @@ package cli
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/mpitrace/mpitrace/analysis/stats"
 	"github.com/mpitrace/mpitrace/recorder"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
@@ -107,25 +107,10 @@ func (rec *recording) lost() string {
 
 // ranksPhrase says "rank 3" or "ranks 0, 2-5".
 func ranksPhrase(ranks []int) string {
-	var b strings.Builder
-	for i := 0; i < len(ranks); {
-		j := i
-		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Itoa(ranks[i]))
-		if j > i {
-			fmt.Fprintf(&b, "-%d", ranks[j])
-		}
-		i = j + 1
-	}
 	if len(ranks) == 1 {
-		return "rank " + b.String()
+		return "rank " + stats.Ranks(ranks, ", ")
 	}
-	return "ranks " + b.String()
+	return "ranks " + stats.Ranks(ranks, ", ")
 }
 
 // closingLine is record's last line, printed whatever happened: where the

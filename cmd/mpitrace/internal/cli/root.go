@@ -110,6 +110,7 @@ that decides the run time.
   mpitrace calibrate -- mpirun -np 4         this machine's latency model
   mpitrace stats traces/                     per-function time and bytes (mpiP-like)
   mpitrace loops traces/                     instrumented loops: sampled iterations, estimates
+  mpitrace regions traces/                   regions and Kokkos kernels across ranks: time, imbalance
   mpitrace dump traces/ --rank 0             the events, one per line
 
 Commands that read traces take the trace directory as their argument and
@@ -136,6 +137,7 @@ default to traces/.`,
 		newDotCmd(s, nil),
 		newCritpathCmd(s, nil),
 		newLoopsCmd(s, nil),
+		newRegionsCmd(s, nil),
 		newWrapCmd(s, nil),
 		newInstrumentCmd(s, nil),
 		newCCCmd(s, nil),
