@@ -20,9 +20,9 @@ type Segment struct {
 
 // Segments calls yield for every computation hop of p with a positive
 // measured time, in path order, with its interval on its rank's clock.
-// It returns the time of the computation hops whose interval it cannot
-// place (between two collectives, whose per-rank times the graph does
-// not keep): they are not yielded.
+// A hop that starts or ends at a collective is placed by the rank's own
+// call of it. It returns the time of the computation hops whose interval it
+// cannot place: they are not yielded.
 func (p *Path) Segments(yield func(Segment) bool) (unplaced float64) {
 	g := p.g
 	for i := 0; i+1 < p.NumVertices(); i++ {
@@ -45,6 +45,10 @@ func (p *Path) Segments(yield func(Segment) bool) (unplaced float64) {
 		case to == taskgraph.Finalize:
 			_, s.End, _ = g.RankSpan(e.Rank)
 			s.Start = s.End - e.Weight
+		case placeAtPart(g, to, e.Rank, &s.End, false):
+			s.Start = s.End - e.Weight
+		case placeAtPart(g, from, e.Rank, &s.Start, true):
+			s.End = s.Start + e.Weight
 		default:
 			unplaced += float64(e.Weight)
 			continue
@@ -56,6 +60,22 @@ func (p *Path) Segments(yield func(Segment) bool) (unplaced float64) {
 	return unplaced
 }
 
+// placeAtPart sets *t to when rank r's call of collective v started (end
+// false) or ended (end true); false when v is not a collective r takes
+// part in.
+func placeAtPart(g *taskgraph.Graph, v taskgraph.NodeID, r int, t *int64, end bool) bool {
+	start, stop, ok := g.PartTimes(v, r)
+	if !ok {
+		return false
+	}
+	if end {
+		*t = stop
+	} else {
+		*t = start
+	}
+	return true
+}
+
 // LoopSummary is how much of the path's computation ran inside
 // instrumented loops.
 type LoopSummary struct {
@@ -64,8 +84,8 @@ type LoopSummary struct {
 	InLoops          float64 `json:"in_loops_ns"`
 	Share            float64 `json:"share"`
 	ComputationShare float64 `json:"computation_share"`
-	// Unplaced is computation time the analysis could not place in time
-	// (between two collectives): counted in no loop.
+	// Unplaced is computation time the analysis could not place in time:
+	// counted in no loop.
 	Unplaced float64 `json:"unplaced_ns,omitempty"`
 	// Partial: nested loops are recorded only inside sampled iterations
 	// of their parent, so their figures are lower bounds.

@@ -30,8 +30,8 @@ type RegionSummary struct {
 	InRegions        float64 `json:"in_regions_ns"`
 	Share            float64 `json:"share"`
 	ComputationShare float64 `json:"computation_share"`
-	// Unplaced is computation time the analysis could not place in time
-	// (between two collectives): counted in no node.
+	// Unplaced is computation time the analysis could not place in time:
+	// counted in no node.
 	Unplaced float64 `json:"unplaced_ns,omitempty"`
 	// Nodes are by time on the path, most first, then outer before inner,
 	// then by key.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/mpitrace/mpitrace/analysis/internal/spanset"
+	"github.com/mpitrace/mpitrace/internal/cxxname"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
@@ -417,8 +418,14 @@ func (a *Aggregator) Finish() *RankRegions {
 	for i := range a.nodes {
 		n := &a.nodes[i]
 		name := a.nameOf(n.ids[0])
-		if n.kind == KindCopy {
+		switch n.kind {
+		case KindCopy:
 			name = copyName(name, a.nameOf(n.ids[1]), a.nameOf(n.ids[2]), a.nameOf(n.ids[3]))
+		case KindRegion, KindSection:
+		default:
+			// A kernel launched without a label is named by its
+			// functor's mangled type.
+			name = cxxname.Readable(name)
 		}
 		parent, depth := "", 0
 		if n.parent >= 0 { // parents are created before their children

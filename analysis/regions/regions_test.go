@@ -423,3 +423,22 @@ func FuzzRegions(f *testing.F) {
 		}
 	})
 }
+
+// TestMangledKernelNames: Kokkos names a kernel without a label by its
+// functor's type as typeid spells it; the tree shows it demangled, and
+// leaves region names and labels as they are.
+func TestMangledKernelNames(t *testing.T) {
+	rep := Merge(fromText(t, `rank 0
+t=0 RegionBegin name=4KinE
+t=10 KernelBegin type=1 name=4KinE dev=0
+t=20 KernelEnd
+t=30 KernelBegin type=2 name=Z4mainEUliE_ dev=0
+t=40 KernelEnd
+t=50 KernelBegin type=1 name=ForceLJNeigh::compute dev=0
+t=60 KernelEnd
+t=70 RegionEnd
+`, false))
+	check(t, rep, "4KinE/KinE", want{KindFor, 1, 10, 10, 0, 0, 1, 1})
+	check(t, rep, "4KinE/main::{lambda(int)#1}", want{KindReduce, 1, 10, 10, 0, 0, 1, 1})
+	check(t, rep, "4KinE/ForceLJNeigh::compute", want{KindFor, 1, 10, 10, 0, 0, 1, 1})
+}

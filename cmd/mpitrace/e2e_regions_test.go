@@ -5,6 +5,7 @@ package main_test
 // recorder/c/mpitrace.f90) in MPI programs, with both MPIs.
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -91,6 +92,47 @@ func recordSameOutput(t *testing.T, flags []string, argv ...string) string {
 	return dir
 }
 
+// regionNode is a node of `mpitrace regions --json`.
+type regionNode struct {
+	Name     string        `json:"name"`
+	Kind     string        `json:"kind"`
+	Calls    uint64        `json:"calls"`
+	Ranks    int           `json:"ranks"`
+	MPINs    int64         `json:"mpi_ns"`
+	Children []*regionNode `json:"children"`
+}
+
+// regionTree is `mpitrace regions --json` of a trace: its nodes by path
+// of names ("main/step").
+type regionTree struct {
+	nodes     map[string]*regionNode
+	unmatched int
+}
+
+func regionsTree(t *testing.T, dir string) regionTree {
+	t.Helper()
+	res := run(t, dir, mpitraceBin, "regions", dir, "--json")
+	var doc struct {
+		Nodes      []*regionNode `json:"nodes"`
+		Unbalanced struct {
+			Unmatched int `json:"unmatched"`
+		} `json:"unbalanced"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &doc); res.code != 0 || err != nil {
+		t.Fatalf("mpitrace regions --json: exit %d, %v\n%s", res.code, err, res.stderr)
+	}
+	tr := regionTree{nodes: map[string]*regionNode{}, unmatched: doc.Unbalanced.Unmatched}
+	var walk func(prefix string, ns []*regionNode)
+	walk = func(prefix string, ns []*regionNode) {
+		for _, n := range ns {
+			tr.nodes[prefix+n.Name] = n
+			walk(prefix+n.Name+"/", n.Children)
+		}
+	}
+	walk("", doc.Nodes)
+	return tr
+}
+
 // regionsOrColl keeps the region events and the MPI_Allreduce calls'
 // kind (Coll).
 func regionsOrColl(k spec.Kind) bool {
@@ -131,6 +173,18 @@ func TestRegionsAPI(t *testing.T) {
 				if got := threads[1]; !slices.Equal(got, want1) {
 					t.Errorf("rank %d helper thread: %q, want %q", rank, got, want1)
 				}
+			}
+			// mpitrace regions: the tree over both ranks, the MPI time in
+			// "exchange" only, the pops too many counted.
+			tree := regionsTree(t, dir)
+			for path, calls := range map[string]uint64{"main loop": 2, "main loop/step": 8, "main loop/step/compute": 8,
+				"main loop/step/exchange": 8, "helper": 6} {
+				if n, ok := tree.nodes[path]; !ok || n.Calls != calls || n.Ranks != 2 || n.Kind != "region" {
+					t.Errorf("regions: %s: %+v (present %v), want %d calls on 2 ranks", path, n, ok, calls)
+				}
+			}
+			if tree.nodes["main loop/step/exchange"].MPINs <= 0 || tree.nodes["main loop/step/compute"].MPINs != 0 || tree.unmatched != 2 || len(tree.nodes) != 5 {
+				t.Errorf("regions: %+v, %d unmatched pops", tree.nodes, tree.unmatched)
 			}
 		})
 		t.Run(m.name+"/fortran", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"sync"
 
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
@@ -483,6 +484,26 @@ func (g *Graph) Participants(v NodeID) []int {
 		out[i] = g.index.rank(int(g.parts[c.first+uint32(i)].ri))
 	}
 	return out
+}
+
+// PartTimes returns when rank r's call of collective v started and ended
+// (on r's clock); ok is false when v is not a collective or r does not
+// take part in it.
+func (g *Graph) PartTimes(v NodeID, r int) (start, end int64, ok bool) {
+	if g.Kind(v) != KindCollective {
+		return 0, 0, false
+	}
+	c := &g.colls[v-g.collBase]
+	// The parts are in rank order.
+	i := sort.Search(int(c.n), func(i int) bool { return g.index.rank(int(g.parts[c.first+uint32(i)].ri)) >= r })
+	if i == int(c.n) {
+		return 0, 0, false
+	}
+	p := &g.parts[c.first+uint32(i)]
+	if g.index.rank(int(p.ri)) != r {
+		return 0, 0, false
+	}
+	return p.start, p.end, true
 }
 
 // clamp returns max(d, 0).

@@ -352,3 +352,45 @@ func TestRegionsDamaged(t *testing.T) {
 		t.Errorf("regions on no usable log: %d %q", code, errs)
 	}
 }
+
+// TestCritpathRegionsBetweenCollectives: a path that runs from one
+// collective to the next through the slower rank's kernel is placed by
+// that rank's calls of the collectives, so the kernel's whole time counts
+// in its region and none is left unplaced.
+func TestCritpathRegionsBetweenCollectives(t *testing.T) {
+	b := testgen.New(2)
+	for r := 0; r < 2; r++ {
+		rk := b.Rank(r)
+		rk.Call("MPI_Init")
+		for step := 0; step < 4; step++ {
+			rk.Compute(100).RegionBegin("solve")
+			rk.Compute(200).Kernel(spec.KernelFor, "work", int64(10_000*(1+2*r)))
+			rk.Compute(300).RegionEnd(0)
+			rk.Compute(400).Allreduce(8)
+		}
+		rk.Compute(100).Call("MPI_Finalize")
+	}
+	dir := saveTrace(t, b)
+	code, js, errs := runCLI(t, "critpath", dir, "--json")
+	var doc struct {
+		Summary struct {
+			Regions *struct {
+				Unplaced float64    `json:"unplaced_ns"`
+				Nodes    []pathNode `json:"nodes"`
+			} `json:"regions"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); code != 0 || err != nil || doc.Summary.Regions == nil {
+		t.Fatalf("critpath --json: %d %v %q", code, err, errs)
+	}
+	r := doc.Summary.Regions
+	got := map[string]float64{}
+	for _, n := range r.Nodes {
+		got[strings.Join(n.Path, "/")] = n.Ns
+	}
+	// Rank 1's steps: its kernel (30 us) and the 500 ns around it in the
+	// region, 4 times, all on the path.
+	if r.Unplaced != 0 || got["solve/work"] != 4*30_000 || got["solve"] != 4*30_500 {
+		t.Errorf("unplaced %v, nodes %v", r.Unplaced, got)
+	}
+}
