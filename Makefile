@@ -8,7 +8,7 @@
 
 GO ?= go
 NP ?= 4
-DEB_PACKAGES := openmpi-bin libopenmpi-dev mpich libmpich-dev libzstd-dev graphviz gfortran cmake
+DEB_PACKAGES := openmpi-bin libopenmpi-dev mpich libmpich-dev libzstd-dev graphviz gfortran cmake g++ libtrilinos-kokkos-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Open MPI refuses to run as root unless told; CI machines run as root.
