@@ -68,6 +68,7 @@ test: lint
 bench: build
 	$(GO) run ./bench/overhead -n 5000000 -rounds 7
 	$(GO) run ./bench/loops -n 20000000 -rounds 7
+	$(GO) run ./bench/kokkos -n 2000000 -rounds 7
 	$(GO) run ./bench/tracesize
 	$(GO) test -run '^$$' -bench BenchmarkReader -benchtime 3x ./tracefmt
 	$(GO) test -run '^$$' -bench ReconstructCritpath -benchtime 1x -cpu 1,2 ./reconstruct

@@ -61,6 +61,11 @@ a command that is not a launcher (a singleton MPI program, a shell script)
 gets the recorder through its environment, and a script is read (never run)
 to find the MPI of the launcher it calls.
 
+A program that links Kokkos gets the recorder as its Kokkos tool too
+(--kokkos; on by itself, said in one line, when a program of the command
+line links Kokkos): its kernels, regions, deep copies and allocations go
+into the same logs (docs/kokkos.md). A program without MPI is one rank.
+
 record ends with one line on stderr saying where the logs are, how many,
 their size and what was lost. It exits with the launcher's exit status (1
 when the output directory cannot be written and the run succeeded), passes
