@@ -80,7 +80,8 @@ type kokkosLog struct {
 	mpi   []string // MPI calls, in order
 	flags []uint64 // the end flags of regions, kernels and copies that were not 0
 	end   *tracefmt.End
-	kokko int // Kokkos and region events
+	kokko int      // Kokkos and region events
+	diags []string // the reader's diagnostics: none in a clean log
 }
 
 // readKokkos reads every rank of dir. Begin and end events must nest on
@@ -101,6 +102,7 @@ func readKokkos(t *testing.T, dir string) []*kokkosLog {
 		}
 		l := &kokkosLog{rank: f.Rank, size: r.Header().Size, tree: map[string]int{}, bytes: map[string]int64{}}
 		stacks := map[int][]string{}
+		events := 0
 		str := func(ev *tracefmt.Event, fd spec.Field) string {
 			s, ok := r.Strings().Lookup(uint64(ev.Get(fd)))
 			if !ok {
@@ -113,6 +115,7 @@ func readKokkos(t *testing.T, dir string) []*kokkosLog {
 		}
 		for r.Next() {
 			ev := r.Event()
+			events++
 			st := stacks[ev.Thread]
 			key := func(k string) string {
 				return strings.Join(append(st[:len(st):len(st)], k), "/")
@@ -174,6 +177,10 @@ func readKokkos(t *testing.T, dir string) []*kokkosLog {
 			}
 		}
 		l.end = r.End()
+		l.diags = diagCodes(r.Diagnostics())
+		if l.end != nil && l.end.Events != uint64(events) {
+			l.diags = append(l.diags, fmt.Sprintf("end record counts %d events, the log holds %d", l.end.Events, events))
+		}
 		r.Close()
 		logs = append(logs, l)
 	}
@@ -281,6 +288,7 @@ func TestKokkosMPI(t *testing.T) {
 					t.Errorf("rank %d: deep copies of a into b: %d bytes, want 3 × 8000", l.rank, l.bytes["C:b<-a"])
 				}
 				checkAllocs(t, l)
+				checkClean(t, l)
 			}
 
 			// Kokkos found by itself: the same tree, said in one line.
@@ -329,6 +337,7 @@ func TestKokkosMPI(t *testing.T) {
 					t.Errorf("late-finalize: rank %d ends with %v; want MPI_Finalize, then c's allocation, kernels and free", l.rank, l.seq[max(0, n-5):])
 				}
 				checkAllocs(t, l)
+				checkClean(t, l)
 			}
 		})
 	}
@@ -366,4 +375,14 @@ func TestKokkosSerial(t *testing.T) {
 		t.Errorf("MPI calls %v, end flags %v, end %+v; want none, none, reason exit", l.mpi, l.flags, l.end)
 	}
 	checkAllocs(t, l)
+	checkClean(t, l)
+}
+
+// checkClean: the log reads without a diagnostic, and its end record
+// counts every event in it.
+func checkClean(t *testing.T, l *kokkosLog) {
+	t.Helper()
+	if len(l.diags) != 0 {
+		t.Errorf("rank %d: %v", l.rank, l.diags)
+	}
 }
