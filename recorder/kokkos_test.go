@@ -145,5 +145,8 @@ func kokkosEvents(t *testing.T, path string) ([][]string, *tracefmt.End) {
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}
+	for _, d := range r.Diagnostics().All() {
+		t.Errorf("diagnostic %s: %s", d.Code, d.Message)
+	}
 	return threads, r.End()
 }
