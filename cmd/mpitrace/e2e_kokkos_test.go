@@ -251,9 +251,9 @@ func diffTree(got, want map[string]int) string {
 // program nests them, with the MPI calls where they ran (the Allreduce
 // inside region "reduce"); the output is the program's own. Without the
 // flag the program's Kokkos is found and recorded, saying so; with
-// --kokkos=false nothing Kokkos is recorded. When MPI_Finalize comes before
-// Kokkos' finalisation, the events between are recorded and the log ends
-// cleanly.
+// --kokkos=false nothing Kokkos is recorded. Kokkos initialized before
+// MPI_Init is recorded the same. When MPI_Finalize comes before Kokkos'
+// finalisation, the events between are recorded and the log ends cleanly.
 func TestKokkosMPI(t *testing.T) {
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
@@ -313,6 +313,23 @@ func TestKokkosMPI(t *testing.T) {
 				if l.kokko != 0 || len(l.mpi) != 6 {
 					t.Errorf("--kokkos=false: rank %d: %d Kokkos events, MPI calls %v", l.rank, l.kokko, l.mpi)
 				}
+			}
+
+			// Kokkos initialized before MPI_Init, finalized after
+			// MPI_Finalize: its initialisation's events wait for the log.
+			out = filepath.Join(dir, "first")
+			res = record(t, out, []string{"--kokkos"}, m.launch(2, bin, "kokkos-first")...)
+			if res.code != 0 || res.stdout != plain.stdout {
+				t.Fatalf("kokkos-first: exit %d, stdout %q, want %q\n%s", res.code, res.stdout, plain.stdout, res.stderr)
+			}
+			for _, l := range readKokkos(t, out) {
+				if d := diffTree(l.tree, kokkosMPITree()); d != "" {
+					t.Errorf("kokkos-first: rank %d:%s", l.rank, d)
+				}
+				if l.end == nil || l.end.Reason != spec.EndFinalize || len(l.flags) != 0 {
+					t.Errorf("kokkos-first: rank %d: end %+v, end flags %v; want reason finalize, no flags", l.rank, l.end, l.flags)
+				}
+				checkClean(t, l)
 			}
 
 			// Kokkos finalized after MPI_Finalize (a ScopeGuard).
