@@ -393,6 +393,21 @@ func TestKokkosSerial(t *testing.T) {
 	}
 	checkAllocs(t, l)
 	checkClean(t, l)
+
+	// Another Kokkos tool in the environment: replaced, in one line.
+	out = filepath.Join(dir, "replaced")
+	other := "/nonexistent/libkp_kernel_timer.so"
+	res = runEnv(t, dir, []string{"KOKKOS_PROFILE_LIBRARY=" + other, "KOKKOS_TOOLS_LIBS=" + other},
+		mpitraceBin, "record", "-o", out, "--", bin)
+	warn := "mpitrace: warning: --kokkos: the recorder replaces the Kokkos tool of your environment (KOKKOS_TOOLS_LIBS=" + other + ", KOKKOS_PROFILE_LIBRARY=" + other + ") for this run\n"
+	if res.code != 0 || res.stdout != plain.stdout || !strings.Contains(res.stderr, warn) {
+		t.Fatalf("record with another tool: exit %d, stdout %q\n%s", res.code, res.stdout, res.stderr)
+	}
+	if logs := readKokkos(t, out); len(logs) != 1 {
+		t.Errorf("record with another tool: %d logs, want 1", len(logs))
+	} else if d := diffTree(logs[0].tree, want); d != "" {
+		t.Errorf("record with another tool:%s", d)
+	}
 }
 
 // checkClean: the log reads without a diagnostic, and its end record
