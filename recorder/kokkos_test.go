@@ -40,7 +40,7 @@ func TestKokkosCallbacks(t *testing.T) {
 			}
 			out, err := run.CombinedOutput()
 			// kokkosp_print_help says what the tool is, on stdout as Kokkos' own help.
-			if err != nil || !strings.HasPrefix(string(out), "mpitrace records Kokkos") || !strings.HasSuffix(string(out), "\nids 1031\nok\n") {
+			if err != nil || !strings.HasPrefix(string(out), "mpitrace records Kokkos") || !strings.HasSuffix(string(out), "\nids 1032\nok\n") {
 				t.Fatalf("kokkos_unit: %v\n%s", err, out)
 			}
 			threads, end := kokkosEvents(t, filepath.Join(trace, "rank-00000.mpit"))
@@ -51,7 +51,7 @@ func TestKokkosCallbacks(t *testing.T) {
 			cuda := "CudaSpace-with-a-name-that-fills-all-sixty-four-bytes-of-the-handle-and-more"[:64]
 			main := []string{
 				"M kokkos.interface_version=20210225", "M kokkos.load_sequence=0", "M kokkos.device_info_count=1",
-				"M kokkos.global_fencing=" + fencing, "M kokkos.tool_args=--tool-arg x=1",
+				"M kokkos.global_fencing=" + fencing, "M kokkos.tool_args=--tool-arg x=1", "K+1:first:0", "K-0",
 				"R+outer", "R+inner", "R-0", "R-0", "R-2",
 				"R+solve", "K+1:pf:" + dev, "K-0", "K+2:pr:0", "K-0", "K+3:ps:0", "K-0", "K+4:fence:0", "K-0", "R-0",
 				"K+1:outerk:0", "K+2:innerk:0", "K-1", "K-0",

@@ -61,6 +61,10 @@ typedef struct {
 } kthread;
 
 static MPIT_TLS kthread *kt_self;
+/* The thread's last generation, kept when its state is freed (at Kokkos'
+ * finalisation), so that a kernel after it does not get an id given
+ * before. */
+static MPIT_TLS uint64_t kt_gen;
 
 /* Process-wide state. */
 static struct {
@@ -108,7 +112,10 @@ static inline kthread *kt(void) {
     if (!mpit_on) return NULL;
     if (!mpit_self && !mpit_tb_create()) return NULL;
     t = calloc(1, sizeof *t);
-    if (t && mpit_self) t->tid = mpit_self->thread;
+    if (t) {
+        if (mpit_self) t->tid = mpit_self->thread;
+        t->gen = kt_gen;
+    }
     kt_self = t;
     return t;
 }
@@ -179,6 +186,7 @@ MPIT_HIDDEN void mpit_kokkos_thread_end(void) {
         uint64_t now = mpit_now();
         while (t->n > 0) close_top(t, MPIT_END_UNWOUND, now);
     }
+    kt_gen = t->gen;
     kt_self = NULL;
     free(t);
 }
