@@ -361,7 +361,8 @@ func TestKokkosMPI(t *testing.T) {
 }
 
 // A Kokkos program without MPI is recorded as one rank by the recorder
-// without MPI; its output is its own.
+// without MPI; its output is its own. Another Kokkos tool named in the
+// environment gives way to the recorder, in one warning line.
 func TestKokkosSerial(t *testing.T) {
 	bin := compileKokkos(t, "g++", "kokkos_serial")
 	dir := t.TempDir()
