@@ -125,7 +125,6 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 	if launch.Warning != "" {
 		fmt.Fprintf(s.Err, "mpitrace: warning: %s\n", launch.Warning)
 	}
-	opts.Kokkos = recordKokkos(opts, launch, s)
 	policy := chooseSignalPolicy(launch.Prefixes)
 	outDir, err := filepath.Abs(opts.Out)
 	if err != nil {
@@ -150,6 +149,7 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 		}
 		return runErr
 	}
+	opts.Kokkos = recordKokkos(opts, launch, s)
 	var log *os.File
 	if s.ErrTTY {
 		log = os.Stderr
