@@ -15,7 +15,8 @@ import (
 // TestKokkosCallbacks builds the core recorder, has testdata/kokkos_unit.c
 // load it with dlopen and find every kokkosp_* callback with dlsym as
 // Kokkos does, drive each one (those Kokkos 3.4 never calls too), and
-// compares the log with the events each call must write, thread by thread.
+// compares the log with the events each call must write, thread by thread
+// (four of them at once, interning names side by side).
 func TestKokkosCallbacks(t *testing.T) {
 	needCC(t)
 	lib, err := BuildCore(context.Background(), "cc", BuildOptions{CacheDir: t.TempDir()})
@@ -77,10 +78,14 @@ func TestKokkosCallbacks(t *testing.T) {
 				worker = append(worker, "K+3:top:0", "K-0")
 			}
 			worker = append(worker, "R+worker", "K+1:wk:0", "K-0", "K+1:wk:0", "K-0", "R-0", "R+left open", "R-1")
-			if len(threads) != 2 {
-				t.Fatalf("events on %d threads, want 2", len(threads))
+			var stress []string
+			for i := 0; i < 2000; i++ {
+				stress = append(stress, fmt.Sprintf("R+n%d", i%50), "K+1:k:0", "K-0", "R-0")
 			}
-			for i, want := range [][]string{main, worker} {
+			if len(threads) != 6 {
+				t.Fatalf("events on %d threads, want 6", len(threads))
+			}
+			for i, want := range [][]string{main, worker, stress, stress, stress, stress} {
 				if g, w := strings.Join(threads[i], " | "), strings.Join(want, " | "); g != w {
 					t.Errorf("thread %d:\n got %s\nwant %s", i, g, w)
 				}

@@ -130,6 +130,24 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+/* Threads 2 to 5, together: regions of 50 names each interns at the same
+ * time as the others, around a kernel. */
+static char stress_names[50][8];
+static pthread_barrier_t stress_start;
+
+static void *stress(void *arg) {
+    (void)arg;
+    pthread_barrier_wait(&stress_start);
+    for (int i = 0; i < 2000; i++) {
+        K.push(stress_names[i % 50]);
+        uint64_t id = 0;
+        K.begin_for("k", 0, &id);
+        K.end_for(id);
+        K.pop();
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         printf("usage: kokkos_unit LIBRARY default|fences\n");
@@ -261,6 +279,12 @@ int main(int argc, char **argv) {
     pthread_t th;
     CHECK(pthread_create(&th, NULL, worker, NULL) == 0);
     CHECK(pthread_join(th, NULL) == 0);
+
+    for (int i = 0; i < 50; i++) snprintf(stress_names[i], sizeof stress_names[i], "n%d", i);
+    pthread_t st[4];
+    CHECK(pthread_barrier_init(&stress_start, NULL, 4) == 0);
+    for (int i = 0; i < 4; i++) CHECK(pthread_create(&st[i], NULL, stress, NULL) == 0);
+    for (int i = 0; i < 4; i++) CHECK(pthread_join(st[i], NULL) == 0);
 
     /* The mpitrace.h region API lands in the same events. */
     struct api {
