@@ -8,7 +8,7 @@
 
 GO ?= go
 NP ?= 4
-DEB_PACKAGES := openmpi-bin libopenmpi-dev mpich libmpich-dev libzstd-dev graphviz gfortran cmake
+DEB_PACKAGES := openmpi-bin libopenmpi-dev mpich libmpich-dev libzstd-dev graphviz gfortran cmake g++ libtrilinos-kokkos-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Open MPI refuses to run as root unless told; CI machines run as root.
@@ -68,6 +68,7 @@ test: lint
 bench: build
 	$(GO) run ./bench/overhead -n 5000000 -rounds 7
 	$(GO) run ./bench/loops -n 20000000 -rounds 7
+	$(GO) run ./bench/kokkos -n 2000000 -rounds 7
 	$(GO) run ./bench/tracesize
 	$(GO) test -run '^$$' -bench BenchmarkReader -benchtime 3x ./tracefmt
 	$(GO) test -run '^$$' -bench ReconstructCritpath -benchtime 1x -cpu 1,2 ./reconstruct

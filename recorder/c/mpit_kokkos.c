@@ -48,6 +48,7 @@ typedef struct {
 
 typedef struct {
     int n;         /* open frames */
+    uint32_t tid;  /* the thread's recorder index (in its kernel ids) */
     uint64_t gen;  /* last generation given */
     uint64_t over; /* frames opened past KSTACK, not kept */
     struct {
@@ -60,6 +61,10 @@ typedef struct {
 } kthread;
 
 static MPIT_TLS kthread *kt_self;
+/* The thread's last generation, kept when its state is freed (at Kokkos'
+ * finalisation), so that a kernel after it does not get an id given
+ * before. */
+static MPIT_TLS uint64_t kt_gen;
 
 /* Process-wide state. */
 static struct {
@@ -107,6 +112,10 @@ static inline kthread *kt(void) {
     if (!mpit_on) return NULL;
     if (!mpit_self && !mpit_tb_create()) return NULL;
     t = calloc(1, sizeof *t);
+    if (t) {
+        if (mpit_self) t->tid = mpit_self->thread;
+        t->gen = kt_gen;
+    }
     kt_self = t;
     return t;
 }
@@ -153,15 +162,20 @@ static int pop_kind(kthread *t, int kind, uint64_t now) {
     return 1;
 }
 
-/* Kernel and fence ids: the frame's index + 1 in the low 8 bits, its
- * generation above; 0 for a frame past KSTACK. */
+/* Kernel and fence ids, unique in the process (Kokkos hands them to the
+ * tool only, but a kernel may end on another thread than it began on):
+ * the frame's index + 1 in the low 8 bits, the low 32 bits of its
+ * generation above them, the thread's recorder index in the top 24; 0 for
+ * a frame past KSTACK. */
+#define KID_GEN(g) ((uint64_t)(g) & 0xffffffffu)
 static uint64_t kid_make(const kthread *t, int idx) {
-    return idx < 0 ? 0 : (t->st[idx].gen << 8) | (uint64_t)(idx + 1);
+    if (idx < 0) return 0;
+    return (uint64_t)(t->tid & 0xffffff) << 40 | KID_GEN(t->st[idx].gen) << 8 | (uint64_t)(idx + 1);
 }
 
 static int kid_find(const kthread *t, uint64_t kid) {
     int idx = (int)(kid & 0xff) - 1;
-    if (idx < 0 || idx >= t->n || t->st[idx].kind != FR_KERNEL || t->st[idx].gen != kid >> 8) return -1;
+    if (idx < 0 || idx >= t->n || t->st[idx].kind != FR_KERNEL || kid != kid_make(t, idx)) return -1;
     return idx;
 }
 
@@ -172,6 +186,7 @@ MPIT_HIDDEN void mpit_kokkos_thread_end(void) {
         uint64_t now = mpit_now();
         while (t->n > 0) close_top(t, MPIT_END_UNWOUND, now);
     }
+    kt_gen = t->gen;
     kt_self = NULL;
     free(t);
 }

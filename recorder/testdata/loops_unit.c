@@ -14,13 +14,7 @@
 extern const struct mpitrace_api mpitrace_api_v1;
 static const struct mpitrace_api *A = &mpitrace_api_v1;
 
-#define CHECK(c)                                                   \
-    do {                                                           \
-        if (!(c)) {                                                \
-            printf("line %d: check failed: %s\n", __LINE__, #c);  \
-            exit(1);                                               \
-        }                                                          \
-    } while (0)
+#include "unit_check.h"
 
 static struct mpitrace_loop_site site[100];
 static struct mpitrace_loop_site uncounted = {"u.c", 99, 1, MPITRACE_SITE_UNCOUNTED};

@@ -34,6 +34,11 @@ type recordOptions struct {
 	Critpath  bool
 	Model     string
 	Argv      []string
+	// Kokkos: record Kokkos' kernels and regions (the recorder as the
+	// Kokkos tool); KokkosSet: the flag was given, else the program
+	// decides (it links Kokkos or not).
+	Kokkos, KokkosSet bool
+	KokkosFences      bool
 }
 
 func newRecordCmd(s *Streams, runF func(context.Context, *recordOptions) error) *cobra.Command {
@@ -56,6 +61,11 @@ a command that is not a launcher (a singleton MPI program, a shell script)
 gets the recorder through its environment, and a script is read (never run)
 to find the MPI of the launcher it calls.
 
+A program that links Kokkos gets the recorder as its Kokkos tool too
+(--kokkos; on by itself, said in one line, when a program of the command
+line links Kokkos): its kernels, regions, deep copies and allocations go
+into the same logs (docs/kokkos.md). A program without MPI is one rank.
+
 record ends with one line on stderr saying where the logs are, how many,
 their size and what was lost. It exits with the launcher's exit status (1
 when the output directory cannot be written and the run succeeded), passes
@@ -66,7 +76,8 @@ earlier recording.`,
   mpitrace record -- env OMP_NUM_THREADS=2 mpirun -np 1 ./a : -np 3 ./b
   mpitrace record -- ./run.sh
   mpitrace record --exclude 'MPI_Wtime,MPI_Comm_rank' -- mpirun -np 64 ./app
-  mpitrace record --critpath -- mpirun -np 4 ./app && xdot traces/taskgraph.dot`,
+  mpitrace record --critpath -- mpirun -np 4 ./app && xdot traces/taskgraph.dot
+  mpitrace record --kokkos -- mpirun -np 2 ./kokkos_app`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return flagErrorf("record needs the command to run after --, e.g. mpitrace record -- mpirun -np 4 ./app")
@@ -78,6 +89,7 @@ earlier recording.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Argv = args
+			opts.KokkosSet = cmd.Flags().Changed("kokkos")
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -94,6 +106,8 @@ earlier recording.`,
 	f.IntVar(&opts.ClockSync, "clocksync", -1, "ping-pong rounds per rank for the clock offsets at MPI_Init and MPI_Finalize (0 disables)")
 	f.BoolVar(&opts.Critpath, "critpath", false, "after the run, find the critical path: write critPath.out and taskgraph.dot next to the logs, summary on stderr")
 	f.StringVar(&opts.Model, "model", "", "latency model `file` for --critpath (default: the embedded model)")
+	f.BoolVar(&opts.Kokkos, "kokkos", false, "record Kokkos kernels, regions, copies and allocations: the recorder is the program's Kokkos tool (default: when the program links Kokkos)")
+	f.BoolVar(&opts.KokkosFences, "kokkos-fences", false, "let Kokkos fence after every kernel, so that asynchronous kernels' times are their own (implies --kokkos)")
 	return cmd
 }
 
@@ -102,6 +116,9 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 		if _, err := parseSize(opts.Buffer); err != nil {
 			return flagErrorf("--buffer %q: %v", opts.Buffer, err)
 		}
+	}
+	if opts.KokkosFences && opts.KokkosSet && !opts.Kokkos {
+		return flagErrorf("--kokkos-fences asks Kokkos to fence for the recorder, which --kokkos=false does not load: drop one of them")
 	}
 	start := time.Now()
 	launch := recorder.DetectLaunch(ctx, opts.Argv, opts.MPICC)
@@ -132,6 +149,7 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 		}
 		return runErr
 	}
+	opts.Kokkos = recordKokkos(opts, launch, s)
 	var log *os.File
 	if s.ErrTTY {
 		log = os.Stderr
@@ -160,6 +178,9 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 	}
 	defer os.RemoveAll(stateDir)
 	runID := newRunID()
+	if opts.Kokkos {
+		warnKokkosTool(s, lib.Path)
+	}
 	env := recordEnv(opts, lib.Path, outDir, runID, stateDir)
 	argv, childEnv := launch.Command(opts.Argv, env)
 	runErr := runChild(argv, childEnv, s, policy)
@@ -197,6 +218,9 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 	closing := closingLine(outDir, opts.Out, launch, stateDir)
 	if noMPI && ranks == 0 {
 		closing = fmt.Sprintf("no rank logs in %s: nothing was recorded (%s links no MPI and made no loop marker call; see docs/loops.md)", opts.Out, filepath.Base(launch.App))
+		if opts.Kokkos {
+			closing = fmt.Sprintf("no rank logs in %s: nothing was recorded (%s links no MPI and made no loop marker, region or Kokkos call; see docs/kokkos.md)", opts.Out, filepath.Base(launch.App))
+		}
 	}
 	fmt.Fprintf(s.Err, "mpitrace: %s\n", closing)
 	if ranks > 0 && opts.Critpath {
@@ -269,6 +293,39 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	return reportDiagnostics(s, a.diags, &traceFlags{})
 }
 
+// recordKokkos decides whether the recorder is the program's Kokkos tool:
+// as --kokkos says, else (--kokkos-fences implies it) when an application
+// of the command line links Kokkos, which it says in one line.
+func recordKokkos(opts *recordOptions, launch recorder.Launch, s *Streams) bool {
+	if opts.KokkosSet {
+		return opts.Kokkos
+	}
+	if opts.KokkosFences {
+		return true
+	}
+	for _, app := range launch.Apps {
+		if recorder.LinksKokkos(app) {
+			fmt.Fprintf(s.Err, "mpitrace: %s links Kokkos: its kernels and regions are recorded too (--kokkos=false turns this off)\n", filepath.Base(app))
+			return true
+		}
+	}
+	return false
+}
+
+// warnKokkosTool says in one line which Kokkos tool of the user's
+// environment the recorder lib replaces for the run.
+func warnKokkosTool(s *Streams, lib string) {
+	var old []string
+	for _, k := range []string{recorder.KokkosToolsLibs, recorder.KokkosProfileLibrary} {
+		if v := os.Getenv(k); v != "" && v != lib {
+			old = append(old, k+"="+v)
+		}
+	}
+	if len(old) > 0 {
+		fmt.Fprintf(s.Err, "mpitrace: warning: --kokkos: the recorder replaces the Kokkos tool of your environment (%s) for this run\n", strings.Join(old, ", "))
+	}
+}
+
 // recordEnv is the environment every rank gets.
 func recordEnv(opts *recordOptions, lib, outDir, runID, stateDir string) []string {
 	preload := lib
@@ -298,6 +355,11 @@ func recordEnv(opts *recordOptions, lib, outDir, runID, stateDir string) []strin
 	}
 	if opts.ClockSync >= 0 {
 		vars["MPITRACE_CLOCKSYNC"] = strconv.Itoa(opts.ClockSync)
+	}
+	if opts.Kokkos {
+		for k, v := range recorder.KokkosEnv(lib, opts.KokkosFences) {
+			vars[k] = v
+		}
 	}
 	env := []string{"LD_PRELOAD=" + preload}
 	keys := make([]string, 0, len(vars))
