@@ -290,6 +290,7 @@ func TestKokkosMPI(t *testing.T) {
 				checkAllocs(t, l)
 				checkClean(t, l)
 			}
+			checkKokkosRegions(t, out)
 
 			// Kokkos found by itself: the same tree, said in one line.
 			out = filepath.Join(dir, "auto")
@@ -394,6 +395,14 @@ func TestKokkosSerial(t *testing.T) {
 	}
 	checkAllocs(t, l)
 	checkClean(t, l)
+	// regions: the tree of the one rank; no critical path without MPI.
+	tree := regionsTree(t, out)
+	if n := tree.nodes["step/reduce/sum"]; n == nil || n.Kind != "reduce" || n.Calls != 3 || len(tree.nodes) != 7 {
+		t.Errorf("regions: %v", tree.nodes)
+	}
+	if res := run(t, dir, mpitraceBin, "regions", out); res.code != 0 || !strings.Contains(res.stdout, "No critical path") {
+		t.Errorf("regions without MPI: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
 
 	// Another Kokkos tool in the environment: replaced, in one line.
 	out = filepath.Join(dir, "replaced")
@@ -417,5 +426,34 @@ func checkClean(t *testing.T, l *kokkosLog) {
 	t.Helper()
 	if len(l.diags) != 0 {
 		t.Errorf("rank %d: %v", l.rank, l.diags)
+	}
+}
+
+// checkKokkosRegions: mpitrace regions shows kokkos_mpi's tree over its 2
+// ranks (Kokkos 3.4 names the host space "Host"), the unlabelled functor
+// by its type's readable name, the Allreduce's time inside region
+// "reduce"; critpath attributes the path's computation to region "iteration".
+func checkKokkosRegions(t *testing.T, dir string) {
+	t.Helper()
+	tree := regionsTree(t, dir)
+	for path, w := range map[string]struct {
+		kind  string
+		calls uint64
+	}{
+		"iteration": {"region", 6}, "iteration/init": {"for", 6}, "iteration/Square": {"for", 6},
+		"iteration/reduce": {"region", 6}, "iteration/reduce/norm": {"reduce", 6},
+		"iteration/prefix": {"scan", 6}, "iteration/deep_copy Host:b <- Host:a": {"copy", 6},
+	} {
+		n, ok := tree.nodes[path]
+		if !ok || n.Kind != w.kind || n.Calls != w.calls || n.Ranks != 2 {
+			t.Errorf("regions: %s: %+v (present %v), want %s with %d calls on 2 ranks", path, n, ok, w.kind, w.calls)
+		}
+	}
+	if n := tree.nodes["iteration/reduce"]; n == nil || n.MPINs <= 0 || tree.nodes["iteration/init"].MPINs != 0 {
+		t.Errorf("regions: MPI time in reduce %+v, in init %+v", n, tree.nodes["iteration/init"])
+	}
+	res := run(t, dir, mpitraceBin, "critpath", dir, "-o", filepath.Join(t.TempDir(), "critPath.out"))
+	if res.code != 0 || !strings.Contains(res.stdout, `of the path is in region "iteration"`) {
+		t.Errorf("critpath: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 }
