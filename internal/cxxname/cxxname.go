@@ -37,11 +37,19 @@ func demangleType(s string) (string, bool) {
 	if len(s) < 2 || !mangledStart(s[0]) {
 		return "", false
 	}
+	letters := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_':
+			letters = true
+		case c >= '0' && c <= '9':
+		default:
 			return "", false
 		}
+	}
+	if !letters {
+		return "", false // a number ("12" would read as the name "2")
 	}
 	d, err := demangle.ToString("_ZTS"+s, demangle.NoParams)
 	if err != nil || !strings.HasPrefix(d, typeinfoPrefix) {

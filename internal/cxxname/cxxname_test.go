@@ -23,6 +23,8 @@ func TestReadable(t *testing.T) {
 		{"", ""},
 		{"N", "N"},
 		{"9", "9"},
+		{"12", "12"},
+		{"1220", "1220"},
 	} {
 		if got := Readable(c.in); got != c.want {
 			t.Errorf("Readable(%q) = %q, want %q", c.in, got, c.want)
