@@ -71,7 +71,9 @@ func TestKokkosCallbacks(t *testing.T) {
 				main = append(main, "K+1:many:0", "K-0")
 			}
 			main = append(main, "R+api", "R+api-n", "R-0", "R-0",
-				"R+open region", "K+1:open kernel:0", "K-1", "R-1", // Kokkos' finalisation closes them
+				"R+open region", "K+1:open kernel:0",
+				"M mpitrace.regions_too_deep=2", // the 2 regions past the 128 kept, said at Kokkos' finalisation
+				"K-1", "R-1",                    // which closes them
 				"K+1:late:0", "K-1") // and the program's end closes this one
 			var worker []string
 			for i := 0; i < 20; i++ {

@@ -35,7 +35,16 @@ type nodeKey struct {
 	parent int32 // -1 at the top
 	kind   string
 	ids    [4]uint64
+	deep   bool // the node of everything nested deeper than MaxDepth
 }
+
+// MaxDepth is the deepest nesting the tree keeps (the recorder keeps 128
+// per thread): what a crafted trace nests deeper lands in one node,
+// DeepName, under the node at that depth.
+const MaxDepth = 200
+
+// DeepName names the node of what is nested deeper than MaxDepth.
+const DeepName = "(nested deeper than 200)"
 
 // Figures are what a node did, on a rank or summed over ranks.
 type Figures struct {
@@ -284,6 +293,9 @@ func (a *Aggregator) push(th *thread, ev *tracefmt.Event, k nodeKey) {
 	if len(th.stack) > 0 {
 		k.parent = th.stack[len(th.stack)-1].node
 	}
+	if len(th.stack) >= MaxDepth {
+		k = nodeKey{parent: th.stack[MaxDepth-1].node, kind: KindRegion, deep: true}
+	}
 	th.stack = append(th.stack, frame{node: a.nodeOf(k), begin: ev.Kind, start: ev.Start, mpi0: th.mpi})
 	a.open++
 }
@@ -418,10 +430,12 @@ func (a *Aggregator) Finish() *RankRegions {
 	for i := range a.nodes {
 		n := &a.nodes[i]
 		name := a.nameOf(n.ids[0])
-		switch n.kind {
-		case KindCopy:
+		switch {
+		case n.deep:
+			name = DeepName
+		case n.kind == KindCopy:
 			name = copyName(name, a.nameOf(n.ids[1]), a.nameOf(n.ids[2]), a.nameOf(n.ids[3]))
-		case KindRegion, KindSection:
+		case n.kind == KindRegion || n.kind == KindSection:
 		default:
 			// A kernel launched without a label is named by its
 			// functor's mangled type.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
@@ -441,4 +442,61 @@ t=70 RegionEnd
 	check(t, rep, "4KinE/KinE", want{KindFor, 1, 10, 10, 0, 0, 1, 1})
 	check(t, rep, "4KinE/main::{lambda(int)#1}", want{KindReduce, 1, 10, 10, 0, 0, 1, 1})
 	check(t, rep, "4KinE/ForceLJNeigh::compute", want{KindFor, 1, 10, 10, 0, 0, 1, 1})
+}
+
+// TestShownNames: the tables print a name with a newline escaped and a
+// long name cut, and align names of several-byte characters.
+func TestShownNames(t *testing.T) {
+	long := strings.Repeat("x", 200)
+	rep := Merge(fromText(t, `rank 0
+string 1 "a\nb"
+string 2 "`+long+`"
+string 3 "größe"
+t=0 RegionBegin name=#1
+t=10 RegionEnd
+t=20 RegionBegin name=#2
+t=30 RegionEnd
+t=40 RegionBegin name=#3
+t=50 RegionEnd
+`, false))
+	out := dump(rep)
+	if !strings.Contains(out, `a\nb`) || strings.Contains(out, long) || !strings.Contains(out, strings.Repeat("x", maxShown-1)+"…") {
+		t.Errorf("names not escaped or cut:\n%s", out)
+	}
+	var rows []int
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, " region ") {
+			rows = append(rows, strings.Index(l, " region ")-len(l)+utf8.RuneCountInString(l))
+		}
+	}
+	if len(rows) != 3 || rows[0] != rows[1] || rows[1] != rows[2] {
+		t.Errorf("kind column at %v, want three equal:\n%s", rows, out)
+	}
+}
+
+// TestDeepNesting: a crafted trace nesting 5,000 regions keeps MaxDepth
+// levels and one node for the rest, in bounded time and memory.
+func TestDeepNesting(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("rank 0\n")
+	const n = 5000
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "t=%d RegionBegin name=r%d\n", i, i)
+	}
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "t=%d RegionEnd\n", n+i)
+	}
+	rep := Merge(fromText(t, b.String(), false))
+	count, deepest := 0, 0
+	var deep *Node
+	rep.Walk(func(x *Node) {
+		count++
+		deepest = max(deepest, x.Depth)
+		if x.Name == DeepName {
+			deep = x
+		}
+	})
+	if count != MaxDepth+1 || deepest != MaxDepth || deep == nil || deep.Calls != n-MaxDepth {
+		t.Errorf("%d nodes, deepest at %d, deep node %+v; want %d, %d, %d calls", count, deepest, deep, MaxDepth+1, MaxDepth, n-MaxDepth)
+	}
 }

@@ -5,8 +5,10 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/mpitrace/mpitrace/analysis/internal/textout"
 	"github.com/mpitrace/mpitrace/analysis/stats"
@@ -73,10 +75,10 @@ func WriteText(w io.Writer, rep *Report, o TextOptions) error {
 	}
 	if len(rep.Memory) > 0 {
 		fmt.Fprintln(ew, "\nMemory (high water: the most bytes live at once on a rank, allocations less deallocations):")
-		col := leftColumn("space", len(rep.Memory), func(i int) string { return rep.Memory[i].Space })
+		col := leftColumn("space", len(rep.Memory), func(i int) string { return shown(rep.Memory[i].Space) })
 		fmt.Fprintf(tw, "  %s\tallocations\tfrees\tallocated\tmax high water\tmax rank\tmean high water\t\n", col("space"))
 		for _, s := range rep.Memory {
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\t%d\t%s\t\n", col(s.Space), s.Allocations, s.Frees, stats.Bytes(s.Allocated),
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\t%d\t%s\t\n", col(shown(s.Space)), s.Allocations, s.Frees, stats.Bytes(s.Allocated),
 				byteCount(float64(s.HighWaterMax)), s.MaxRank, byteCount(s.HighWaterMean))
 		}
 		tw.Flush()
@@ -85,7 +87,7 @@ func WriteText(w io.Writer, rep *Report, o TextOptions) error {
 		fmt.Fprintln(ew, "\nMetadata:")
 		for _, mk := range rep.Meta {
 			for _, v := range mk.Values {
-				fmt.Fprintf(ew, "  %s = %s", mk.Key, v.Value)
+				fmt.Fprintf(ew, "  %s = %s", shown(mk.Key), shown(v.Value))
 				if len(mk.Values) > 1 || len(v.ranks) != rep.Ranks {
 					fmt.Fprintf(ew, " (ranks %s)", v.Ranks)
 				}
@@ -95,18 +97,18 @@ func WriteText(w io.Writer, rep *Report, o TextOptions) error {
 	}
 	if len(rep.Marks) > 0 {
 		fmt.Fprintln(ew, "\nProfile events:")
-		col := leftColumn("", len(rep.Marks), func(i int) string { return rep.Marks[i].Name })
+		col := leftColumn("", len(rep.Marks), func(i int) string { return shown(rep.Marks[i].Name) })
 		for _, m := range rep.Marks {
-			fmt.Fprintf(tw, "  %s\t%d\t\n", col(m.Name), m.Count)
+			fmt.Fprintf(tw, "  %s\t%d\t\n", col(shown(m.Name)), m.Count)
 		}
 		tw.Flush()
 	}
 	if len(rep.DualViews) > 0 {
 		fmt.Fprintln(ew, "\nDual views:")
-		col := leftColumn("view", len(rep.DualViews), func(i int) string { return rep.DualViews[i].Name })
+		col := leftColumn("view", len(rep.DualViews), func(i int) string { return shown(rep.DualViews[i].Name) })
 		fmt.Fprintf(tw, "  %s\tsync host\tsync device\tmodify host\tmodify device\t\n", col("view"))
 		for _, d := range rep.DualViews {
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t\n", col(d.Name), d.SyncHost, d.SyncDevice, d.ModifyHost, d.ModifyDevice)
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t\n", col(shown(d.Name)), d.SyncHost, d.SyncDevice, d.ModifyHost, d.ModifyDevice)
 		}
 		tw.Flush()
 	}
@@ -165,18 +167,38 @@ func ranksOf(rep *Report) []int {
 	return ranks
 }
 
-func indent(n *Node) string { return strings.Repeat("  ", n.Depth) + n.Name }
+func indent(n *Node) string { return strings.Repeat("  ", n.Depth) + shown(n.Name) }
 
-// pad pads s to width (the table aligns right; the node column reads left).
-func pad(s string, width int) string { return s + strings.Repeat(" ", max(width-len(s), 0)) }
+// maxShown is the most characters of a name the tables print.
+const maxShown = 80
+
+// shown is a name as the tables print it: a control character escaped (a
+// newline would split the row), and a name longer than maxShown characters
+// cut with "…" (--json has every name whole).
+func shown(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0 {
+		q := strconv.Quote(s)
+		s = q[1 : len(q)-1]
+	}
+	if utf8.RuneCountInString(s) > maxShown {
+		s = string([]rune(s)[:maxShown-1]) + "…"
+	}
+	return s
+}
+
+// pad pads s to width characters (the table aligns right; the node column
+// reads left).
+func pad(s string, width int) string {
+	return s + strings.Repeat(" ", max(width-utf8.RuneCountInString(s), 0))
+}
 
 // leftColumn returns a function padding a cell to the width of the
 // widest of head and the n cells cell(i) (the tables align right; a
 // column of names reads left).
 func leftColumn(head string, n int, cell func(i int) string) func(string) string {
-	w := len(head)
+	w := utf8.RuneCountInString(head)
 	for i := range n {
-		w = max(w, len(cell(i)))
+		w = max(w, utf8.RuneCountInString(cell(i)))
 	}
 	return func(s string) string { return pad(s, w) }
 }
@@ -184,7 +206,7 @@ func leftColumn(head string, n int, cell func(i int) string) func(string) string
 // setWidths returns the width of the node column.
 func setWidths(rep *Report) int {
 	w := len("node")
-	rep.Walk(func(n *Node) { w = max(w, len(indent(n))) })
+	rep.Walk(func(n *Node) { w = max(w, utf8.RuneCountInString(indent(n))) })
 	return w
 }
 

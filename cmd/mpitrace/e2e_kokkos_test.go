@@ -404,6 +404,23 @@ func TestKokkosSerial(t *testing.T) {
 		t.Errorf("regions without MPI: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 
+	// A tool named on the program's command line: Kokkos refuses a second
+	// one, so record leaves Kokkos alone, in one line, and --kokkos is a
+	// usage error.
+	tool := filepath.Join(dir, "null_tool.so")
+	src, _ := filepath.Abs(filepath.Join("..", "..", "bench", "programs", "kokkos_null_tool.c"))
+	if b, err := exec.Command("cc", "-shared", "-fPIC", "-o", tool, src).CombinedOutput(); err != nil {
+		t.Fatalf("compiling the null tool: %v\n%s", err, b)
+	}
+	res = record(t, filepath.Join(dir, "own"), nil, bin, "--kokkos-tools-library="+tool)
+	if res.code != 0 || res.stdout != plain.stdout || !strings.Contains(res.stderr, "names its own Kokkos tool (--kokkos-tools-library="+tool+"): its kernels are not recorded") {
+		t.Errorf("record with the program's own tool: exit %d, stdout %q\n%s", res.code, res.stdout, res.stderr)
+	}
+	res = record(t, filepath.Join(dir, "own2"), []string{"--kokkos"}, bin, "--kokkos-tools-library="+tool)
+	if res.code != 2 || !strings.Contains(res.stderr, "--kokkos: the command line names its own Kokkos tool") {
+		t.Errorf("record --kokkos with the program's own tool: exit %d\n%s", res.code, res.stderr)
+	}
+
 	// Another Kokkos tool in the environment: replaced, in one line.
 	out = filepath.Join(dir, "replaced")
 	other := "/nonexistent/libkp_kernel_timer.so"

@@ -5,6 +5,7 @@ package main_test
 // recorder/c/mpitrace.f90) in MPI programs, with both MPIs.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
@@ -21,7 +23,8 @@ import (
 // readSequences reads every rank of a trace directory into one line per
 // event and thread: the event's kind and its string-valued fields by name
 // (a call as "MPI_Allreduce", a region as "RegionBegin step"), its other
-// fields as name=value; clock synchronisations are left out. keep chooses
+// fields as name=value; clock synchronisations are left out. The logs must
+// read without a diagnostic and end with an end record of a normal end. keep chooses
 // the kinds to list (nil: all).
 func readSequences(t *testing.T, dir string, keep func(spec.Kind) bool) map[int]map[int][]string {
 	t.Helper()
@@ -68,6 +71,9 @@ func readSequences(t *testing.T, dir string, keep func(spec.Kind) bool) map[int]
 		}
 		if d := r.Diagnostics(); d.Len() > 0 {
 			t.Errorf("rank %d: diagnostics %v", f.Rank, diagCodes(d))
+		}
+		if e := r.End(); e == nil || e.Reason != spec.EndFinalize && e.Reason != spec.EndExit {
+			t.Errorf("rank %d: end record %+v, want one for a normal end", f.Rank, e)
 		}
 		r.Close()
 		out[f.Rank] = threads
@@ -183,6 +189,17 @@ func TestRegionsAPI(t *testing.T) {
 					t.Errorf("regions: %s: %+v (present %v), want %d calls on 2 ranks", path, n, ok, calls)
 				}
 			}
+			// A region around MPI_Init ... MPI_Finalize, and one after: the
+			// log's end record waits for them (readSequences fails on data
+			// after the end record).
+			dir = recordSameOutput(t, nil, m.launch(2, bin, "around")...)
+			wantAround := append([]string{"RegionBegin whole run"}, want0[:len(want0)-1]...) // no pop too many
+			wantAround = append(wantAround, "RegionEnd flags=0", "RegionBegin after", "RegionEnd flags=0")
+			for rank, threads := range readSequences(t, dir, regionsOrColl) {
+				if got := threads[0]; !slices.Equal(got, wantAround) {
+					t.Errorf("around: rank %d main thread:\n%s\nwant\n%s", rank, strings.Join(got, "\n"), strings.Join(wantAround, "\n"))
+				}
+			}
 			if tree.nodes["main loop/step/exchange"].MPINs <= 0 || tree.nodes["main loop/step/compute"].MPINs != 0 || tree.unmatched != 2 || len(tree.nodes) != 5 {
 				t.Errorf("regions: %+v, %d unmatched pops", tree.nodes, tree.unmatched)
 			}
@@ -233,5 +250,38 @@ func TestRecorderInclude(t *testing.T) {
 		if string(got) != string(want) {
 			t.Errorf("%s in %s differs from recorder/c/%s", n, dir, n)
 		}
+	}
+}
+
+// TestRegionsSignalHandler: regions pushed by a profiling timer's signal
+// handler, while the program pushes 200,000 regions of distinct names
+// (each name's first use takes the recorder's lock of names, and the
+// buffer is written many times): the program neither hangs nor changes,
+// and every region nests.
+func TestRegionsSignalHandler(t *testing.T) {
+	bin := compileWith(t, "cc", "regions_signal")
+	dir := filepath.Join(t.TempDir(), "trace")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mpitraceBin, "record", "-o", dir, "--", bin)
+	out, err := cmd.Output()
+	if ctx.Err() != nil {
+		t.Fatal("the recorded program hung (2 minutes)")
+	}
+	if err != nil || string(out) != "done: 200000 regions\n" {
+		t.Fatalf("record: %v, output %q", err, out)
+	}
+	tree := regionsTree(t, dir)
+	top, handler := 0, 0
+	for path, n := range tree.nodes {
+		switch {
+		case !strings.Contains(path, "/") && strings.HasPrefix(path, "r"):
+			top++
+		case strings.HasSuffix(path, "in handler"):
+			handler += int(n.Calls)
+		}
+	}
+	if top != 200000 || tree.unmatched != 0 {
+		t.Errorf("%d top-level regions r*, want 200000; %d unmatched pops; %d pushed by the handler", top, tree.unmatched, handler)
 	}
 }

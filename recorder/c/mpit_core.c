@@ -523,6 +523,9 @@ static void write_events(mpit_tb *tb, size_t len, uint32_t count, uint64_t end, 
 /* mpit_flush_thread writes its own thread's buffer and starts it afresh. */
 MPIT_HIDDEN void mpit_flush_thread(mpit_tb *tb) {
     if (tb->count == 0 || G.fd < 0 || G.signalled || getpid() != G.pid) return;
+    /* The thread records nothing while it writes (a marker in a signal
+     * handler would wait for tb->mu, held here). */
+    int depth = __atomic_exchange_n(&tb->depth, 1, __ATOMIC_RELAXED);
     sigset_t old;
     hold_signals(&old);
     pthread_mutex_lock(&tb->mu);
@@ -537,6 +540,7 @@ MPIT_HIDDEN void mpit_flush_thread(mpit_tb *tb) {
     pthread_mutex_unlock(&G.io);
     pthread_mutex_unlock(&tb->mu);
     release_signals(&old);
+    __atomic_store_n(&tb->depth, depth, __ATOMIC_RELAXED);
 }
 
 MPIT_HIDDEN void mpit_reserve_slow(mpit_tb *tb, size_t need) {
@@ -902,9 +906,11 @@ MPIT_HIDDEN void mpit_final_flush(int reason, int sig) {
         signal_flush(sig);
         return;
     }
-    /* MPI_Finalize before Kokkos' finalisation: the events so far are
-     * written, the end record waits for Kokkos (or the program's exit). */
-    int defer = reason == MPIT_END_FINALIZE && G.defer_end;
+    /* MPI_Finalize before Kokkos' finalisation, or inside a region or an
+     * instrumented loop of this thread (push("main"); MPI_Init ...
+     * MPI_Finalize; pop()): the events so far are written, the end record
+     * waits for Kokkos or the program's exit, which close what is open. */
+    int defer = reason == MPIT_END_FINALIZE && (G.defer_end || mpit_kokkos_open() || mpit_loops_open());
     if (!defer) __atomic_store_n(&G.flusher_stop, 1, __ATOMIC_RELEASE);
     sigset_t old;
     hold_signals(&old);
@@ -928,6 +934,11 @@ MPIT_HIDDEN void mpit_final_flush(int reason, int sig) {
     if (!defer) {
         if (!G.failed && !G.ended) end_block(reason, sig, mpit_why.code, mpit_why.fn, mpit_why.msg);
         G.ended = 1;
+        /* Recording ends with the end record: what happens after it (a
+         * region another thread ends later, a call after MPI_Finalize) is
+         * not recorded, rather than written after the record that says
+         * the log is complete. */
+        mpit_on = 0;
     }
     pthread_mutex_unlock(&G.io);
     release_signals(&old);

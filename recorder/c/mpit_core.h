@@ -144,8 +144,11 @@ static inline void mpit_commit(mpit_tb *tb, uint8_t *p, uint64_t end) {
     tb->len = (size_t)(p - (tb->buf + MPIT_BLOCK_PREFIX));
     tb->count++;
     mpit_publish(tb);
-    __atomic_store_n(&tb->depth, 0, __ATOMIC_RELAXED);
+    /* The guard is held while the buffer is written: a marker recorded by
+     * a signal handler meanwhile would wait for the buffer's lock this
+     * thread holds. */
     if (MPIT_UNLIKELY(tb->len >= tb->limit)) mpit_flush_thread(tb);
+    __atomic_store_n(&tb->depth, 0, __ATOMIC_RELAXED);
 }
 
 /* mpit_abandon leaves a call whose event could not be built. */
@@ -259,10 +262,12 @@ static inline mpit_tb *mpit_marker_tb(void) {
 MPIT_HIDDEN void mpit_loops_load(void);                /* reads the environment */
 MPIT_HIDDEN void mpit_loops_header(const char *kv[3][2]); /* their header keys */
 MPIT_HIDDEN void mpit_loops_thread_end(void);          /* closes the thread's open loops */
+MPIT_HIDDEN int mpit_loops_open(void);                 /* the thread has loops open */
 
 /* Regions and the Kokkos Tools callbacks (mpit_kokkos.c). */
 MPIT_HIDDEN void mpit_kokkos_load(void);               /* reads the environment */
 MPIT_HIDDEN void mpit_kokkos_thread_end(void);         /* closes the thread's open regions and kernels */
+MPIT_HIDDEN int mpit_kokkos_open(void);                /* the thread has regions or kernels open */
 MPIT_HIDDEN void mpit_region_push(const char *name);
 MPIT_HIDDEN void mpit_region_push_n(const char *name, uintptr_t len);
 MPIT_HIDDEN void mpit_region_pop(void);

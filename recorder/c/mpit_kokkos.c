@@ -51,6 +51,7 @@ typedef struct {
     uint32_t tid;  /* the thread's recorder index (in its kernel ids) */
     uint64_t gen;  /* last generation given */
     uint64_t over; /* frames opened past KSTACK, not kept */
+    uint64_t too_deep; /* all the frames ever opened past KSTACK */
     struct {
         uint64_t h;
         const char *s; /* the core's copy */
@@ -100,6 +101,23 @@ static uint64_t name_id(kthread *t, const char *s, size_t n) {
     return id;
 }
 
+/* named_tb takes the calling thread's buffer for an event (with the
+ * reentry guard: a marker recorded meanwhile by a signal handler on this
+ * thread records nothing, and never waits for the names' lock this thread
+ * may hold) and sets id[i] to the string ids of the event's n names (len
+ * SIZE_MAX: up to the NUL). NULL when no event is to be appended. */
+static mpit_tb *named_tb(kthread *t, int n, const char *const s[], const size_t len[], uint64_t id[]) {
+    mpit_tb *tb = mpit_marker_tb();
+    if (!tb) return NULL;
+    for (int i = 0; i < n; i++) {
+        if (!(id[i] = name_id(t, s[i], len[i]))) {
+            mpit_abandon(tb);
+            return NULL;
+        }
+    }
+    return tb;
+}
+
 /* ------------------------------------------------------------------ */
 /* The thread's stack                                                  */
 
@@ -142,6 +160,7 @@ static void close_top(kthread *t, unsigned flags, uint64_t now) {
 static int push(kthread *t, int kind, int rec) {
     if (t->n == KSTACK) {
         t->over++;
+        t->too_deep++;
         return -1;
     }
     kframe *f = &t->st[t->n];
@@ -162,8 +181,9 @@ static int pop_kind(kthread *t, int kind, uint64_t now) {
     return 1;
 }
 
-/* Kernel and fence ids, unique in the process (Kokkos hands them to the
- * tool only, but a kernel may end on another thread than it began on):
+/* Kernel and fence ids, unique in the process (a kernel that ends on
+ * another thread than it began on is not closed there, but its id names no
+ * kernel of that thread):
  * the frame's index + 1 in the low 8 bits, the low 32 bits of its
  * generation above them, the thread's recorder index in the top 24; 0 for
  * a frame past KSTACK. */
@@ -179,9 +199,19 @@ static int kid_find(const kthread *t, uint64_t kid) {
     return idx;
 }
 
+MPIT_HIDDEN int mpit_kokkos_open(void) { return kt_self && (kt_self->n > 0 || kt_self->over > 0); }
+
+static void ev_meta(kthread *t, const char *key, const char *value);
+
 MPIT_HIDDEN void mpit_kokkos_thread_end(void) {
     kthread *t = kt_self;
     if (!t) return;
+    if (t->too_deep) {
+        /* Said in the log, not lost silently. */
+        char v[32];
+        snprintf(v, sizeof v, "%llu", (unsigned long long)t->too_deep);
+        ev_meta(t, "mpitrace.regions_too_deep", v);
+    }
     if (t->n > 0) {
         uint64_t now = mpit_now();
         while (t->n > 0) close_top(t, MPIT_END_UNWOUND, now);
@@ -197,8 +227,8 @@ MPIT_HIDDEN void mpit_kokkos_thread_end(void) {
 static void region_push(const char *name, size_t n) {
     kthread *t = kt();
     if (!t) return;
-    uint64_t id = name_id(t, name, n);
-    mpit_tb *tb = id ? mpit_marker_tb() : NULL;
+    uint64_t id;
+    mpit_tb *tb = named_tb(t, 1, &name, &n, &id);
     if (push(t, FR_REGION, tb != NULL) < 0) {
         if (tb) mpit_abandon(tb);
         return;
@@ -247,18 +277,18 @@ struct Kokkos_Tools_ToolSettings {
 };
 
 static void ev_meta(kthread *t, const char *key, const char *value) {
-    uint64_t k = name_id(t, key, SIZE_MAX), v = name_id(t, value, SIZE_MAX);
-    mpit_tb *tb = k && v ? mpit_marker_tb() : NULL;
+    uint64_t id[2];
+    mpit_tb *tb = named_tb(t, 2, (const char *const[]){key, value}, (const size_t[]){SIZE_MAX, SIZE_MAX}, id);
     if (!tb) return;
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_META);
     uint64_t now = mpit_now();
-    p = mpit_put_meta(p, MPIT_GAP(tb, now), k, v);
+    p = mpit_put_meta(p, MPIT_GAP(tb, now), id[0], id[1]);
     mpit_commit(tb, p, now);
 }
 
 static void ev_named(kthread *t, int kind, const char *name, uint64_t a) {
-    uint64_t id = name_id(t, name, SIZE_MAX);
-    mpit_tb *tb = id ? mpit_marker_tb() : NULL;
+    uint64_t id;
+    mpit_tb *tb = named_tb(t, 1, &name, (const size_t[]){SIZE_MAX}, &id);
     if (!tb) return;
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_SECTIONBEGIN);
     uint64_t now = mpit_now();
@@ -330,8 +360,8 @@ static void kernel_begin(int type, const char *name, uint32_t dev, uint64_t *kid
         if (kid) *kid = 0;
         return;
     }
-    uint64_t id = name_id(t, name, SIZE_MAX);
-    mpit_tb *tb = id ? mpit_marker_tb() : NULL;
+    uint64_t id;
+    mpit_tb *tb = named_tb(t, 1, &name, (const size_t[]){SIZE_MAX}, &id);
     int idx = push(t, FR_KERNEL, tb != NULL);
     if (kid) *kid = kid_make(t, idx);
     if (!tb) return;
@@ -384,13 +414,13 @@ static size_t space_len(const struct Kokkos_Profiling_SpaceHandle *h) { return s
 static void alloc_event(int kind, const struct Kokkos_Profiling_SpaceHandle *space, const char *label, uint64_t size) {
     kthread *t = kt();
     if (!t) return;
-    uint64_t sp = name_id(t, space->name, space_len(space)), lb = name_id(t, label, SIZE_MAX);
-    mpit_tb *tb = sp && lb ? mpit_marker_tb() : NULL;
+    uint64_t id[2];
+    mpit_tb *tb = named_tb(t, 2, (const char *const[]){space->name, label}, (const size_t[]){space_len(space), SIZE_MAX}, id);
     if (!tb) return;
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_ALLOC);
     uint64_t now = mpit_now();
-    if (kind == MPIT_KIND_ALLOC) p = mpit_put_alloc(p, MPIT_GAP(tb, now), sp, lb, size);
-    else p = mpit_put_free(p, MPIT_GAP(tb, now), sp, lb, size);
+    if (kind == MPIT_KIND_ALLOC) p = mpit_put_alloc(p, MPIT_GAP(tb, now), id[0], id[1], size);
+    else p = mpit_put_free(p, MPIT_GAP(tb, now), id[0], id[1], size);
     mpit_commit(tb, p, now);
 }
 
@@ -411,9 +441,9 @@ KOKKOSP void kokkosp_begin_deep_copy(struct Kokkos_Profiling_SpaceHandle dst_han
     (void)dst_ptr, (void)src_ptr;
     kthread *t = kt();
     if (!t) return;
-    uint64_t ds = name_id(t, dst_handle.name, space_len(&dst_handle)), dn = name_id(t, dst_name, SIZE_MAX);
-    uint64_t ss = name_id(t, src_handle.name, space_len(&src_handle)), sn = name_id(t, src_name, SIZE_MAX);
-    mpit_tb *tb = ds && dn && ss && sn ? mpit_marker_tb() : NULL;
+    uint64_t id[4];
+    mpit_tb *tb = named_tb(t, 4, (const char *const[]){dst_handle.name, dst_name, src_handle.name, src_name},
+                           (const size_t[]){space_len(&dst_handle), SIZE_MAX, space_len(&src_handle), SIZE_MAX}, id);
     if (push(t, FR_COPY, tb != NULL) < 0) {
         if (tb) mpit_abandon(tb);
         return;
@@ -421,7 +451,7 @@ KOKKOSP void kokkosp_begin_deep_copy(struct Kokkos_Profiling_SpaceHandle dst_han
     if (!tb) return;
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_COPYBEGIN);
     uint64_t now = mpit_now();
-    p = mpit_put_copybegin(p, MPIT_GAP(tb, now), ds, dn, ss, sn, size);
+    p = mpit_put_copybegin(p, MPIT_GAP(tb, now), id[0], id[1], id[2], id[3], size);
     mpit_commit(tb, p, now);
 }
 
@@ -438,7 +468,9 @@ KOKKOSP void kokkosp_end_deep_copy(void) {
 
 KOKKOSP void kokkosp_create_profile_section(const char *name, uint32_t *sec) {
     kthread *t = kt();
-    uint64_t id = t ? name_id(t, name, SIZE_MAX) : 0;
+    uint64_t id = 0;
+    mpit_tb *tb = t ? named_tb(t, 1, &name, (const size_t[]){SIZE_MAX}, &id) : NULL;
+    if (tb) mpit_abandon(tb);
     pthread_mutex_lock(&K.mu);
     if (K.nsec == K.capsec) {
         uint32_t cap = K.capsec ? 2 * K.capsec : 16;
@@ -463,10 +495,13 @@ static uint64_t section_name(uint32_t sec) {
 
 static void section_event(uint32_t sec, int begin) {
     uint64_t now = mpit_now();
-    kthread *t = kt();
-    uint64_t id = t ? section_name(sec) : 0;
-    mpit_tb *tb = id ? mpit_marker_tb() : NULL;
+    mpit_tb *tb = kt() ? mpit_marker_tb() : NULL;
     if (!tb) return;
+    uint64_t id = section_name(sec);
+    if (!id) {
+        mpit_abandon(tb);
+        return;
+    }
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_SECTIONBEGIN);
     if (begin) {
         now = mpit_now(); /* after the recorder's own work */

@@ -435,6 +435,8 @@ __attribute__((visibility("default"))) const struct mpitrace_api mpitrace_api_v1
 /* ------------------------------------------------------------------ */
 /* Life cycle                                                          */
 
+MPIT_HIDDEN int mpit_loops_open(void) { return lt_self && lt_self->n > 0; }
+
 MPIT_HIDDEN void mpit_loops_thread_end(void) {
     lthread *t = lt_self;
     if (!t) return;

@@ -120,6 +120,10 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 	if opts.KokkosFences && opts.KokkosSet && !opts.Kokkos {
 		return flagErrorf("--kokkos-fences asks Kokkos to fence for the recorder, which --kokkos=false does not load: drop one of them")
 	}
+	ownTool := kokkosToolArg(opts.Argv)
+	if ownTool != "" && (opts.Kokkos || opts.KokkosFences) {
+		return flagErrorf("--kokkos: the command line names its own Kokkos tool (%s), and Kokkos refuses two: remove that option, or drop --kokkos", ownTool)
+	}
 	start := time.Now()
 	launch := recorder.DetectLaunch(ctx, opts.Argv, opts.MPICC)
 	if launch.Warning != "" {
@@ -217,10 +221,11 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 	}
 	closing := closingLine(outDir, opts.Out, launch, stateDir)
 	if noMPI && ranks == 0 {
-		closing = fmt.Sprintf("no rank logs in %s: nothing was recorded (%s links no MPI and made no loop marker call; see docs/loops.md)", opts.Out, filepath.Base(launch.App))
+		doc := "docs/loops.md, docs/regions.md"
 		if opts.Kokkos {
-			closing = fmt.Sprintf("no rank logs in %s: nothing was recorded (%s links no MPI and made no loop marker, region or Kokkos call; see docs/kokkos.md)", opts.Out, filepath.Base(launch.App))
+			doc = "docs/kokkos.md"
 		}
+		closing = fmt.Sprintf("no rank logs in %s: nothing was recorded (%s links no MPI and made no loop marker, region or Kokkos call; see %s)", opts.Out, filepath.Base(launch.App), doc)
 	}
 	fmt.Fprintf(s.Err, "mpitrace: %s\n", closing)
 	if ranks > 0 && opts.Critpath {
@@ -304,12 +309,30 @@ func recordKokkos(opts *recordOptions, launch recorder.Launch, s *Streams) bool 
 		return true
 	}
 	for _, app := range launch.Apps {
-		if recorder.LinksKokkos(app) {
-			fmt.Fprintf(s.Err, "mpitrace: %s links Kokkos: its kernels and regions are recorded too (--kokkos=false turns this off)\n", filepath.Base(app))
-			return true
+		if !recorder.LinksKokkos(app) {
+			continue
 		}
+		if own := kokkosToolArg(opts.Argv); own != "" {
+			fmt.Fprintf(s.Err, "mpitrace: %s links Kokkos but names its own Kokkos tool (%s): its kernels are not recorded (without that option they would be)\n", filepath.Base(app), own)
+			return false
+		}
+		fmt.Fprintf(s.Err, "mpitrace: %s links Kokkos: its kernels and regions are recorded too (--kokkos=false turns this off)\n", filepath.Base(app))
+		return true
 	}
 	return false
+}
+
+// kokkosToolArg returns the option of argv that gives Kokkos a tool on the
+// program's command line (--kokkos-tools-library=..., Kokkos 4's
+// --kokkos-tools-libs=...), "" when there is none: Kokkos aborts when that
+// tool and the one of its environment differ.
+func kokkosToolArg(argv []string) string {
+	for _, a := range argv {
+		if strings.HasPrefix(a, "--kokkos-tools-library") || strings.HasPrefix(a, "--kokkos-tools-libs") {
+			return a
+		}
+	}
+	return ""
 }
 
 // warnKokkosTool says in one line which Kokkos tool of the user's
