@@ -4,6 +4,7 @@
 #   make build   bin/mpitrace
 #   make demo    record the bundled stencil example on 4 ranks and analyse it
 #   make test    everything CI checks (.ci/run calls it)
+#   make goldens rewrite the goldens of the stored traces (fixtures/traces/README.md)
 #   make bench   the performance figures of docs/performance.md
 
 GO ?= go
@@ -15,7 +16,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps build demo test lint bench clean
+.PHONY: all deps build demo test lint bench clean goldens
 
 all: build
 
@@ -64,6 +65,11 @@ test: lint
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/cmd/mpitrace$$')
 	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./cmd/mpitrace
 	$(GO) test -count=1 -race ./tracefmt/... ./reconstruct/... ./analysis/... ./cmd/mpitrace/internal/...
+
+# The stored traces are never regenerated; their analyses' outputs are, when
+# an output changes on purpose (review the diff of fixtures/traces/golden).
+goldens:
+	$(GO) test -count=1 ./cmd/mpitrace/internal/cli -run '^TestStoredTraces$$' -update
 
 bench: build
 	$(GO) run ./bench/overhead -n 5000000 -rounds 7
