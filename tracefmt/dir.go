@@ -90,6 +90,13 @@ type Trace struct {
 	RunID    string
 	Size     int        // world size
 	Files    []RankFile // the usable rank files, by rank
+	// OnRead, when not nil, is told how far the readers of OpenRank and
+	// ForEachRank got through the rank files, in bytes (concurrently from
+	// ForEachRank's goroutines): a reader opened counts its file's bytes
+	// outside events blocks, and each events block counts when its events
+	// are decoded. Reading every event adds up to FileBytes: progress for a
+	// command to show.
+	OnRead func(n int)
 
 	mu         sync.Mutex
 	dirDiags   Diagnostics
@@ -292,7 +299,20 @@ func (t *Trace) OpenRank(rank int) (*RankReader, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: no usable file for rank %d (the world has %d ranks)", t.Dir, rank, t.Size)
 	}
-	return OpenRank(f.Path)
+	return openRank(f.Path, t.OnRead)
+}
+
+// FileBytes returns the size of the usable rank files together, what
+// OnRead's counts add up to when every event is read (a file that cannot be
+// sized counts 0).
+func (t *Trace) FileBytes() int64 {
+	var n int64
+	for _, f := range t.Files {
+		if st, err := os.Stat(f.Path); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
 }
 
 // ForEachRank opens every usable rank file and calls fn with its reader, on
@@ -336,7 +356,7 @@ func (t *Trace) ForEachRank(workers int, fn func(r *RankReader) error) error {
 			defer wg.Done()
 			for i := take(); i >= 0; i = take() {
 				res := &results[i]
-				r, err := OpenRank(t.Files[i].Path)
+				r, err := openRank(t.Files[i].Path, t.OnRead)
 				if err == nil {
 					err = fn(r)
 					// A copy: a pointer into r would keep r's buffers alive.

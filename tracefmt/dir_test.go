@@ -392,3 +392,38 @@ func diagLines(d *tracefmt.Diagnostics) string {
 	}
 	return strings.Join(s, "\n")
 }
+
+// TestOnRead: the readers of ForEachRank and OpenRank tell OnRead how far
+// they got, and reading every event adds up to FileBytes: the count a
+// progress bar shows against it.
+func TestOnRead(t *testing.T) {
+	dir := writeRing(t, 4, 300)
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := tr.FileBytes()
+	var n atomic.Int64
+	tr.OnRead = func(b int) { n.Add(int64(b)) }
+	if err := tr.ForEachRank(0, func(r *tracefmt.RankReader) error {
+		for r.Next() {
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != total {
+		t.Errorf("ForEachRank counted %d bytes of %d bytes of rank files", got, total)
+	}
+	n.Store(0)
+	r, err := tr.OpenRank(tr.Files[0].Rank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r.Next() {
+	}
+	r.Close()
+	if f, _ := os.Stat(tr.Files[0].Path); n.Load() != f.Size() {
+		t.Errorf("OpenRank's reader counted %d bytes of its file's %d", n.Load(), f.Size())
+	}
+}

@@ -70,6 +70,7 @@ type RankReader struct {
 	ra       io.ReaderAt
 	size     int64
 	closer   io.Closer
+	onRead   func(n int) // Trace.OnRead, told of each events block loaded
 	maxBlock int
 
 	version     uint16
@@ -130,6 +131,12 @@ type eventsBlock struct {
 // OpenRank opens and scans a rank file. Close releases it.
 // Only regular files are read (see openRegular).
 func OpenRank(path string) (*RankReader, error) {
+	return openRank(path, nil)
+}
+
+// openRank is OpenRank telling onRead, when not nil, how far the reader
+// got (see Trace.OnRead).
+func openRank(path string, onRead func(n int)) (*RankReader, error) {
 	f, size, err := openRegular(path)
 	if err != nil {
 		return nil, err
@@ -140,6 +147,14 @@ func OpenRank(path string) (*RankReader, error) {
 		return nil, err
 	}
 	r.closer = f
+	if onRead != nil {
+		r.onRead = onRead
+		rest := r.size
+		for i := range r.blocks {
+			rest -= spec.BlockHeaderSize + int64(r.blocks[i].f.stored)
+		}
+		onRead(int(rest))
+	}
 	return r, nil
 }
 
@@ -911,6 +926,9 @@ func (c *cursor) load() bool {
 		if crc := crc32.Update(crcStart(hb[:]), castagnoli, payload); crc != b.f.crc {
 			r.diag(DataLoss, CodeCRCMismatch, b.index, b.off, "events block checksum mismatch on the second read (the file changed while being read?): %s lost", nEvents(b.count))
 			continue
+		}
+		if r.onRead != nil {
+			r.onRead(spec.BlockHeaderSize + int(b.f.stored))
 		}
 		if b.f.codec == spec.CodecNone {
 			c.buf = payload
