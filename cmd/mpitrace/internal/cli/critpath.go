@@ -150,9 +150,6 @@ func analyzeWith(t *tracefmt.Trace, modelPath string, s *Streams, extra observer
 	if a.model, a.modelName, err = loadModel(modelPath); err != nil {
 		return nil, err
 	}
-	if s.ErrTTY {
-		fmt.Fprintf(s.Err, "mpitrace: reading %d ranks of %s...\r", len(t.Files), t.Dir)
-	}
 	var mu sync.Mutex
 	observe := func(h *tracefmt.Header, strs *tracefmt.Strings) func(*tracefmt.Event) {
 		// Where the loops and regions ran, for the critical path's share
@@ -182,9 +179,6 @@ func analyzeWith(t *tracefmt.Trace, modelPath string, s *Streams, extra observer
 		}
 	}
 	a.graph, a.diags, err = reconstruct.Build(t, reconstruct.Options{Filtered: recordFilter(t) != "", Observe: observe})
-	if s.ErrTTY {
-		fmt.Fprintf(s.Err, "\033[K")
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +210,7 @@ func noMPIRecorded(t *tracefmt.Trace, a *analysis) bool {
 // analyzePath is analyze for the commands that need the path: it opens dir
 // and fails, after the diagnostics that say why, when there is no path.
 func analyzePath(dir, modelPath string, s *Streams) (*analysis, error) {
-	t, err := openTrace(dir)
+	t, err := openTrace(dir, s)
 	if err != nil {
 		return nil, err
 	}

@@ -150,7 +150,7 @@ func parseWindow(s string) (*render.Window, error) {
 }
 
 func runDot(opts *dotOptions, s *Streams) error {
-	t, err := openTrace(opts.Dir)
+	t, err := openTrace(opts.Dir, s)
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ a list of them (0,2-3), as dot --ranks takes them; it may be repeated.`,
 }
 
 func runDump(opts *dumpOptions, s *Streams) error {
-	t, err := openTrace(opts.Dir)
+	t, err := openTrace(opts.Dir, s)
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func runReport(o *reportOptions, s *Streams, read func(t *tracefmt.Trace) (*repo
 	if err := checkOutputFlag(o.Out); err != nil {
 		return err
 	}
-	t, err := openTrace(o.Dir)
+	t, err := openTrace(o.Dir, s)
 	if err != nil {
 		return err
 	}

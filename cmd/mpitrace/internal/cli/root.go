@@ -34,10 +34,14 @@ type Streams struct {
 	Out, Err io.Writer
 	// ErrTTY is true when Err is a terminal: progress goes there only then.
 	ErrTTY bool
+	// OutTTY is true when Out is a terminal: output there removes progress.
+	OutTTY bool
+
+	progress *readProgress // of the trace being read (progress.go)
 }
 
 func systemStreams() *Streams {
-	return &Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTTY: isTerminal(os.Stderr)}
+	return &Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTTY: isTerminal(os.Stderr), OutTTY: isTerminal(os.Stdout)}
 }
 
 func isTerminal(f *os.File) bool {
@@ -53,6 +57,7 @@ func Main(args []string) int {
 func run(ctx context.Context, args []string, s *Streams) int {
 	root := newRootCmd(s)
 	root.SetArgs(args)
+	defer s.stopProgress()
 	// The commands that start processes (record, calibrate, recorder build)
 	// turn SIGTERM into a cancellation they pass on; the others keep
 	// SIGTERM's default action, so that a cancelled job stops them at once.

@@ -68,7 +68,7 @@ func runStats(opts *statsOptions, s *Streams) error {
 	if opts.Top < 0 {
 		return flagErrorf("--top must be 0 or more")
 	}
-	t, err := openTrace(opts.Dir)
+	t, err := openTrace(opts.Dir, s)
 	if err != nil {
 		return err
 	}

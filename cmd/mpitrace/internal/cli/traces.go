@@ -20,7 +20,9 @@ type traceFlags struct {
 }
 
 // openTrace opens a trace directory with an error that says what to do.
-func openTrace(dir string) (*tracefmt.Trace, error) {
+// Every command that reads a trace opens it here: reading it shows a
+// progress bar on a terminal's stderr (progress.go).
+func openTrace(dir string, s *Streams) (*tracefmt.Trace, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -34,7 +36,12 @@ func openTrace(dir string) (*tracefmt.Trace, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory: name the trace directory that holds the rank-*.mpit files", dir)
 	}
-	return tracefmt.OpenDir(dir)
+	t, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	startProgress(s, t)
+	return t, nil
 }
 
 // reportDiagnostics prints the trace's diagnostics on stderr, one line each,
