@@ -107,6 +107,7 @@ func checkStoredTrace(t *testing.T, dir, goldenDir string) {
 			continue
 		}
 		cmd(a.file, a.cmd)
+		cmd(strings.TrimSuffix(a.file, ".txt")+".json", a.cmd, "--json")
 	}
 }
 
