@@ -92,7 +92,7 @@ type chromeWriter struct {
 	collOnPath map[[2]int64]bool // (collective node, rank) of the path's hops into and out of collectives
 
 	edges []taskgraph.Edge
-	parts []int
+	args  []chromeArg
 }
 
 func (c *chromeWriter) raw(s string) { c.w.WriteString(s) }
@@ -191,26 +191,11 @@ func (c *chromeWriter) rank(r int) error {
 		return err
 	}
 	defer closeSrc()
-	// The nodes of the rank's events, by event index.
-	var nodes []evNode
-	first, n := c.g.RankOps(r)
-	for i := range n {
-		v := first + taskgraph.NodeID(i)
-		nodes = append(nodes, evNode{c.g.Node(v).Event.Index, v})
-	}
-	c.g.RankCollectives(r, func(v taskgraph.NodeID, ev int64) bool {
-		nodes = append(nodes, evNode{ev, v})
-		return true
-	})
-	slices.SortFunc(nodes, func(a, b evNode) int {
-		return cmp.Or(cmp.Compare(a.ev, b.ev), cmp.Compare(a.v, b.v))
-	})
-
+	nodes := c.rankNodes(r)
 	c.names(r, -1, "rank "+strconv.Itoa(r), r)
 	threads := map[int]*threadState{}
 	strs := src.Strings()
 	off := c.offset(r)
-	next := 0
 	for idx := int64(0); src.Next(); idx++ {
 		ev := src.Event()
 		th := threads[ev.Thread]
@@ -219,17 +204,70 @@ func (c *chromeWriter) rank(r int) error {
 			threads[ev.Thread] = th
 			c.names(r, ev.Thread, "thread "+strconv.Itoa(ev.Thread), ev.Thread)
 		}
-		for next < len(nodes) && nodes[next].ev < idx {
-			next++
-		}
-		end := next
-		for end < len(nodes) && nodes[end].ev == idx {
-			end++
-		}
-		c.event(r, off, th, strs, ev, nodes[next:end])
-		next = end
+		c.event(r, off, th, strs, ev, nodes.at(idx))
 	}
 	return src.Err()
+}
+
+// nodeCursor gives the nodes of a rank's events in event order: its
+// operations (in event order unless reconstruction reordered them) merged
+// with its collective calls.
+type nodeCursor struct {
+	g          *taskgraph.Graph
+	first      taskgraph.NodeID
+	n, i       int
+	colls      []evNode // the collective calls, then (reordered ranks) the operations too, sorted
+	j          int
+	buf        []taskgraph.NodeID
+	sortedOnly bool // every node is in colls
+}
+
+func (c *chromeWriter) rankNodes(r int) *nodeCursor {
+	g := c.g
+	nc := &nodeCursor{g: g}
+	nc.first, nc.n = g.RankOps(r)
+	g.RankCollectives(r, func(v taskgraph.NodeID, ev int64) bool {
+		nc.colls = append(nc.colls, evNode{ev, v})
+		return true
+	})
+	for i := 1; i < nc.n; i++ {
+		if g.OpEvent(nc.first+taskgraph.NodeID(i)) < g.OpEvent(nc.first+taskgraph.NodeID(i-1)) {
+			// Reordered operations: all of them go in the sorted list.
+			for k := range nc.n {
+				v := nc.first + taskgraph.NodeID(k)
+				nc.colls = append(nc.colls, evNode{g.OpEvent(v), v})
+			}
+			nc.sortedOnly = true
+			break
+		}
+	}
+	slices.SortFunc(nc.colls, func(a, b evNode) int {
+		return cmp.Or(cmp.Compare(a.ev, b.ev), cmp.Compare(a.v, b.v))
+	})
+	return nc
+}
+
+// at returns the nodes of event idx; idx increases from call to call.
+func (nc *nodeCursor) at(idx int64) []taskgraph.NodeID {
+	nc.buf = nc.buf[:0]
+	for !nc.sortedOnly && nc.i < nc.n {
+		v := nc.first + taskgraph.NodeID(nc.i)
+		ev := nc.g.OpEvent(v)
+		if ev > idx {
+			break
+		}
+		if ev == idx {
+			nc.buf = append(nc.buf, v)
+		}
+		nc.i++
+	}
+	for nc.j < len(nc.colls) && nc.colls[nc.j].ev <= idx {
+		if nc.colls[nc.j].ev == idx {
+			nc.buf = append(nc.buf, nc.colls[nc.j].v)
+		}
+		nc.j++
+	}
+	return nc.buf
 }
 
 // callKinds marks the kinds that are MPI calls (a function and a duration).
@@ -253,7 +291,7 @@ var callArgs = func() (t [spec.NumKinds][]spec.Field) {
 	return t
 }()
 
-func (c *chromeWriter) event(r int, off int64, th *threadState, strs *tracefmt.Strings, ev *tracefmt.Event, nodes []evNode) {
+func (c *chromeWriter) event(r int, off int64, th *threadState, strs *tracefmt.Strings, ev *tracefmt.Event, nodes []taskgraph.NodeID) {
 	k := ev.Kind
 	switch k {
 	case spec.LoopBegin:
@@ -293,16 +331,16 @@ func (c *chromeWriter) event(r int, off int64, th *threadState, strs *tracefmt.S
 	if !ok {
 		name = "fn " + strconv.FormatUint(ev.Fn(), 10)
 	}
-	var args []chromeArg
+	args := c.args[:0]
 	for _, f := range callArgs[k] {
 		args = append(args, chromeArg{key: spec.Fields[f].Name, n: ev.Get(f)})
 	}
 	crit := false
-	for _, x := range nodes {
-		if c.g.Kind(x.v) == taskgraph.KindCollective {
-			crit = crit || c.collOnPath[[2]int64{int64(x.v), int64(r)}]
+	for _, v := range nodes {
+		if c.g.Kind(v) == taskgraph.KindCollective {
+			crit = crit || c.collOnPath[[2]int64{int64(v), int64(r)}]
 		} else {
-			crit = crit || c.critical(x.v)
+			crit = crit || c.critical(v)
 		}
 	}
 	if crit {
@@ -310,9 +348,10 @@ func (c *chromeWriter) event(r int, off int64, th *threadState, strs *tracefmt.S
 	}
 	start, dur := ev.Start+off, max(ev.End-ev.Start, 0)
 	c.slice(r, ev.Thread, name, "mpi", start, dur, args)
+	c.args = args
 	mid := start + dur/2
-	for _, x := range nodes {
-		c.flows(r, ev.Thread, mid, x.v)
+	for _, v := range nodes {
+		c.flows(r, ev.Thread, mid, v)
 	}
 }
 
@@ -467,7 +506,10 @@ func (c *chromeWriter) slice(pid, tid int, name, cat string, ts, dur int64, args
 	c.begin()
 	b := c.buf
 	if len(args) > 0 {
-		slices.SortFunc(args, func(a, b chromeArg) int { return cmp.Compare(a.key, b.key) })
+		byKey := func(a, b chromeArg) int { return cmp.Compare(a.key, b.key) }
+		if !slices.IsSortedFunc(args, byKey) {
+			slices.SortFunc(args, byKey)
+		}
 		b = append(b, `{"args":{`...)
 		for i, a := range args {
 			if i > 0 {

@@ -323,6 +323,17 @@ func (g *Graph) RankOps(r int) (first NodeID, n int) {
 	return d.base, d.n()
 }
 
+// OpEvent returns the index, in its rank's event stream, of the event
+// operation v comes from (what Node(v).Event.Index gives, cheaply); -1
+// when v is not an operation.
+func (g *Graph) OpEvent(v NodeID) int64 {
+	if g.Kind(v) != KindOp {
+		return -1
+	}
+	d := &g.ranks[g.indexOf(v)]
+	return d.ops.event(uint32(v - d.base))
+}
+
 // RankCollectives calls yield for every collective call of rank r, with
 // the collective's node and the index of the call's event in the rank's
 // stream (for a nonblocking collective, of its posting call): the
