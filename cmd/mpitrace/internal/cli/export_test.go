@@ -25,6 +25,10 @@ import (
 // thread, and clock offsets (ranks 1-3 run 1 ms, 2 ms, 3 ms behind).
 func exportTrace(t *testing.T) string {
 	t.Helper()
+	return saveTrace(t, exportBuilder())
+}
+
+func exportBuilder() *testgen.Builder {
 	b := testgen.New(4)
 	rk := make([]*testgen.Rank, 4)
 	for r := range rk {
@@ -66,7 +70,7 @@ func exportTrace(t *testing.T) string {
 		rk[r].Barrier()
 		rk[r].Call("MPI_Finalize")
 	}
-	return saveTrace(t, b)
+	return b
 }
 
 type chromeEvent struct {
@@ -350,4 +354,46 @@ func TestExportBadInput(t *testing.T) {
 		t.Fatalf("truncated: exit %d, stderr %q", code, errs)
 	}
 	checkChrome(t, []byte(stdout))
+}
+
+// FuzzExport damages a rank file of exportTrace (a flipped byte, a cut)
+// and exports it: never a panic, a documented exit status, and when the
+// export succeeds, a file that passes checkChrome.
+func FuzzExport(f *testing.F) {
+	src := filepath.Join(f.TempDir(), "traces")
+	if err := exportBuilder().WriteDir(src); err != nil {
+		f.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(src, "*"))
+	f.Add(uint8(0), uint32(100), uint8(0x10), uint8(0))
+	f.Add(uint8(1), uint32(0), uint8(0), uint8(128))
+	f.Add(uint8(3), uint32(40), uint8(0xff), uint8(200))
+	f.Fuzz(func(t *testing.T, file uint8, pos uint32, xor, cut uint8) {
+		dir := filepath.Join(t.TempDir(), "traces")
+		os.MkdirAll(dir, 0o755)
+		for i, p := range files {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == int(file)%len(files) && len(b) > 0 {
+				b[int(pos)%len(b)] ^= xor
+				if cut > 0 {
+					b = b[:len(b)*int(cut)/256]
+				}
+			}
+			os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o644)
+		}
+		code, stdout, errs := runCLI(t, "export", dir, "-o", "-")
+		switch code {
+		case ExitOK:
+			checkChrome(t, []byte(stdout))
+		case ExitError, ExitDataLoss:
+			if !strings.HasPrefix(errs, "mpitrace: ") {
+				t.Fatalf("exit %d with stderr %q", code, errs)
+			}
+		default:
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+	})
 }
