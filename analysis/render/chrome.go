@@ -93,6 +93,7 @@ type chromeWriter struct {
 
 	edges []taskgraph.Edge
 	args  []chromeArg
+	last  []int32 // by collective index: its last arriver + 1, -1 for none, 0 not yet known
 }
 
 func (c *chromeWriter) raw(s string) { c.w.WriteString(s) }
@@ -118,13 +119,18 @@ func (c *chromeWriter) markPath(p *critpath.Path) {
 
 func (c *chromeWriter) offset(r int) int64 { return c.o.Offsets[r] }
 
-// kept reports whether rank r's slice starting at start (on r's clock)
-// is written.
-func (c *chromeWriter) kept(r int, start int64) bool {
+// kept reports whether rank r's slice starting at start() (on r's
+// clock) is written; start is called only with a window.
+func (c *chromeWriter) kept(r int, start func() int64) bool {
 	if c.o.Ranks != nil && !c.o.Ranks.Contains(r) {
 		return false
 	}
-	return c.o.Window == nil || c.o.Window.Contains(time.Duration(start-origin(c.g, r)))
+	return c.o.Window == nil || c.o.Window.Contains(time.Duration(start()-origin(c.g, r)))
+}
+
+// keptAt is kept for a known start.
+func (c *chromeWriter) keptAt(r int, start int64) bool {
+	return c.kept(r, func() int64 { return start })
 }
 
 // eventStart is the start of the event operation v comes from: the parts
@@ -137,16 +143,33 @@ func (c *chromeWriter) eventStart(v taskgraph.NodeID) int64 {
 	return n.Start
 }
 
+// collIndex is the index of collective node v among the collectives
+// (their ids follow MPI_Init, MPI_Finalize and the operations).
+func (c *chromeWriter) collIndex(v taskgraph.NodeID) uint64 {
+	return uint64(v) - 2 - uint64(c.g.NumOps())
+}
+
 // Flow ids: a message's is its receiving operation's node id (an
 // operation receives at most one message); a collective member's is past
 // every node id.
 func (c *chromeWriter) collFlowID(v taskgraph.NodeID, member int) uint64 {
-	return c.nodes + uint64(v)*uint64(c.g.Size()) + uint64(member)
+	return c.nodes + c.collIndex(v)*uint64(c.g.Size()) + uint64(member)
 }
 
 // lastArriver is the member of collective v whose call started last on
-// the common clock (the lowest rank among equals).
+// the common clock (the lowest rank among equals), computed once per
+// collective (4 bytes each).
 func (c *chromeWriter) lastArriver(v taskgraph.NodeID) (rank int, ok bool) {
+	if c.last == nil {
+		c.last = make([]int32, c.g.NumCollectives())
+	}
+	ci := c.collIndex(v)
+	if ci >= uint64(len(c.last)) {
+		return 0, false
+	}
+	if x := c.last[ci]; x != 0 {
+		return int(x - 1), x > 0
+	}
 	best, found := int64(0), false
 	for _, m := range c.g.Participants(v) {
 		start, _, ok := c.g.PartTimes(v, m)
@@ -156,6 +179,10 @@ func (c *chromeWriter) lastArriver(v taskgraph.NodeID) (rank int, ok bool) {
 		if t := start + c.offset(m); !found || t > best {
 			best, rank, found = t, m, true
 		}
+	}
+	c.last[ci] = -1
+	if found {
+		c.last[ci] = int32(rank + 1)
 	}
 	return rank, found
 }
@@ -194,16 +221,25 @@ func (c *chromeWriter) rank(r int) error {
 	nodes := c.rankNodes(r)
 	c.names(r, -1, "rank "+strconv.Itoa(r), r)
 	threads := map[int]*threadState{}
+	var (
+		lastTid int
+		lastTh  *threadState
+	)
 	strs := src.Strings()
 	off := c.offset(r)
 	for idx := int64(0); src.Next(); idx++ {
 		ev := src.Event()
-		th := threads[ev.Thread]
+		th := lastTh
+		if ev.Thread != lastTid || th == nil {
+			th = threads[ev.Thread]
+			lastTid = ev.Thread
+		}
 		if th == nil {
 			th = &threadState{}
 			threads[ev.Thread] = th
 			c.names(r, ev.Thread, "thread "+strconv.Itoa(ev.Thread), ev.Thread)
 		}
+		lastTh = th
 		c.event(r, off, th, strs, ev, nodes.at(idx))
 	}
 	return src.Err()
@@ -318,13 +354,13 @@ func (c *chromeWriter) event(r int, off int64, th *threadState, strs *tracefmt.S
 		if n := len(th.open); n > 0 && th.open[n-1].kind == k-1 {
 			s := th.open[n-1]
 			th.open = th.open[:n-1]
-			if c.kept(r, s.start) {
+			if c.keptAt(r, s.start) {
 				c.slice(r, ev.Thread, s.name, "span", s.start+off, ev.Start-s.start, s.args)
 			}
 		}
 		return
 	}
-	if int(k) >= len(callKinds) || !callKinds[k] || !c.kept(r, ev.Start) {
+	if int(k) >= len(callKinds) || !callKinds[k] || !c.keptAt(r, ev.Start) {
 		return
 	}
 	name, ok := strs.Lookup(ev.Fn())
@@ -364,13 +400,13 @@ func (c *chromeWriter) flows(r, tid int, ts int64, v taskgraph.NodeID) {
 			return
 		}
 		if r != last {
-			if start, _, ok := g.PartTimes(v, last); ok && c.kept(last, start) {
+			if start, _, ok := g.PartTimes(v, last); ok && c.keptAt(last, start) {
 				c.flow(r, tid, "s", ts, c.collFlowID(v, r), "collective")
 			}
 			return
 		}
 		for _, m := range g.Participants(v) {
-			if start, _, ok := g.PartTimes(v, m); ok && m != r && c.kept(m, start) {
+			if start, _, ok := g.PartTimes(v, m); ok && m != r && c.keptAt(m, start) {
 				c.flow(r, tid, "f", ts, c.collFlowID(v, m), "collective")
 			}
 		}
@@ -378,13 +414,13 @@ func (c *chromeWriter) flows(r, tid int, ts int64, v taskgraph.NodeID) {
 	}
 	c.edges = g.Out(v, c.edges[:0])
 	for _, e := range c.edges {
-		if e.Kind == taskgraph.Message && c.kept(g.Rank(e.To), c.eventStart(e.To)) {
+		if e.Kind == taskgraph.Message && c.kept(g.Rank(e.To), func() int64 { return c.eventStart(e.To) }) {
 			c.flow(r, tid, "s", ts, uint64(e.To), "message")
 		}
 	}
 	c.edges = g.In(v, c.edges[:0])
 	for _, e := range c.edges {
-		if e.Kind == taskgraph.Message && c.kept(g.Rank(e.From), c.eventStart(e.From)) {
+		if e.Kind == taskgraph.Message && c.kept(g.Rank(e.From), func() int64 { return c.eventStart(e.From) }) {
 			c.flow(r, tid, "f", ts, uint64(v), "message")
 		}
 	}
