@@ -31,6 +31,10 @@ type ChromeOptions struct {
 	// Open opens the event stream of a rank, the same stream the graph was
 	// built from; WriteChrome closes it with close.
 	Open func(rank int) (src tracefmt.Source, close func() error, err error)
+	// Spans are each rank's spans paired by a SpanEnds fed its whole
+	// stream (while the graph was built); for a rank without,
+	// WriteChrome reads the rank once more to pair them.
+	Spans map[int]*SpanEnds
 }
 
 // CriticalPID is the pid of the critical path's track: one past the
@@ -94,6 +98,9 @@ type chromeWriter struct {
 	edges []taskgraph.Edge
 	args  []chromeArg
 	last  []int32 // by collective index: its last arriver + 1, -1 for none, 0 not yet known
+
+	spans    []int64 // the ends of the rank's spans (SpanEnds.ends)
+	nextSpan int     // the index of the next span to begin
 }
 
 func (c *chromeWriter) raw(s string) { c.w.WriteString(s) }
@@ -192,15 +199,42 @@ type evNode struct {
 	v  taskgraph.NodeID
 }
 
-type openSpan struct {
-	kind  spec.Kind
-	start int64
-	name  string
-	args  []chromeArg
+type threadState struct{}
+
+// SpanEnds pairs the begin and end events of the loops, iterations,
+// regions, kernels, copies and sections of one rank's stream, for
+// WriteChrome to write each span when it begins, before the calls inside
+// it (viewers want a slice before the slices it encloses). Feed it every
+// event of the stream in order; it keeps 8 bytes per span.
+type SpanEnds struct {
+	ends []int64 // by begin, in stream order: the end, or -1 when it has none
+	open map[int][]spanOpen
 }
 
-type threadState struct {
-	open []openSpan
+type spanOpen struct {
+	kind spec.Kind
+	i    int
+}
+
+// NewSpanEnds returns an empty pairing.
+func NewSpanEnds() *SpanEnds { return &SpanEnds{open: map[int][]spanOpen{}} }
+
+// Event takes the stream's next event. An end closes the innermost open
+// span of its thread when that span is of its begin's kind (End kinds
+// follow their Begin kinds); any other end does not nest and is ignored,
+// and a span never closed has no end (the validator reports both).
+func (s *SpanEnds) Event(ev *tracefmt.Event) {
+	switch k := ev.Kind; k {
+	case spec.LoopBegin, spec.IterBegin, spec.RegionBegin, spec.KernelBegin, spec.CopyBegin, spec.SectionBegin:
+		s.open[ev.Thread] = append(s.open[ev.Thread], spanOpen{k, len(s.ends)})
+		s.ends = append(s.ends, -1)
+	case spec.LoopEnd, spec.IterEnd, spec.RegionEnd, spec.KernelEnd, spec.CopyEnd, spec.SectionEnd:
+		st := s.open[ev.Thread]
+		if n := len(st); n > 0 && st[n-1].kind == k-1 {
+			s.ends[st[n-1].i] = ev.Start
+			s.open[ev.Thread] = st[:n-1]
+		}
+	}
 }
 
 type chromeArg struct {
@@ -211,8 +245,31 @@ type chromeArg struct {
 	flag bool // a boolean true
 }
 
+// spanEnds returns the spans of rank r, paired by a pass over its stream
+// when o.Spans has none.
+func (c *chromeWriter) spanEnds(r int) (*SpanEnds, error) {
+	if s := c.o.Spans[r]; s != nil {
+		return s, nil
+	}
+	src, closeSrc, err := c.o.Open(r)
+	if err != nil {
+		return nil, err
+	}
+	defer closeSrc()
+	s := NewSpanEnds()
+	for src.Next() {
+		s.Event(src.Event())
+	}
+	return s, src.Err()
+}
+
 // rank writes the track of rank r.
 func (c *chromeWriter) rank(r int) error {
+	spans, err := c.spanEnds(r)
+	if err != nil {
+		return err
+	}
+	c.spans, c.nextSpan = spans.ends, 0
 	src, closeSrc, err := c.o.Open(r)
 	if err != nil {
 		return err
@@ -306,6 +363,9 @@ func (nc *nodeCursor) at(idx int64) []taskgraph.NodeID {
 	return nc.buf
 }
 
+// spanNames name the spans of a name in their slices ("region NAME").
+var spanNames = map[spec.Kind]string{spec.RegionBegin: "region", spec.KernelBegin: "kernel", spec.CopyBegin: "copy", spec.SectionBegin: "section"}
+
 // callKinds marks the kinds that are MPI calls (a function and a duration).
 var callKinds = func() (k [spec.NumKinds]bool) {
 	for i := range k {
@@ -330,35 +390,36 @@ var callArgs = func() (t [spec.NumKinds][]spec.Field) {
 func (c *chromeWriter) event(r int, off int64, th *threadState, strs *tracefmt.Strings, ev *tracefmt.Event, nodes []taskgraph.NodeID) {
 	k := ev.Kind
 	switch k {
-	case spec.LoopBegin:
-		file, _ := strs.Lookup(uint64(ev.Get(spec.File)))
-		loc := file + ":" + strconv.FormatInt(ev.Get(spec.Line), 10) + ":" + strconv.FormatInt(ev.Get(spec.Col), 10)
-		th.open = append(th.open, openSpan{kind: k, start: ev.Start, name: "loop " + loc, args: []chromeArg{{key: "location", s: loc, isS: true}}})
-		return
-	case spec.IterBegin:
-		th.open = append(th.open, openSpan{kind: k, start: ev.Start, name: "iteration", args: []chromeArg{{key: "iter", n: ev.Get(spec.Iter)}}})
-		return
-	case spec.RegionBegin, spec.KernelBegin, spec.CopyBegin, spec.SectionBegin:
-		name, _ := strs.Lookup(uint64(ev.Get(spec.Name)))
-		cat := map[spec.Kind]string{spec.RegionBegin: "region", spec.KernelBegin: "kernel", spec.CopyBegin: "copy", spec.SectionBegin: "section"}[k]
-		var args []chromeArg
-		if k == spec.CopyBegin {
-			args = append(args, chromeArg{key: "bytes", n: ev.Get(spec.Bytes)})
+	case spec.LoopBegin, spec.IterBegin, spec.RegionBegin, spec.KernelBegin, spec.CopyBegin, spec.SectionBegin:
+		end := int64(-1)
+		if c.nextSpan < len(c.spans) {
+			end = c.spans[c.nextSpan]
 		}
-		th.open = append(th.open, openSpan{kind: k, start: ev.Start, name: cat + " " + name, args: args})
-		return
-	case spec.LoopEnd, spec.IterEnd, spec.RegionEnd, spec.KernelEnd, spec.CopyEnd, spec.SectionEnd:
-		// A span's end closes the innermost open span when it is its
-		// begin's kind (End kinds follow their Begin kinds); anything
-		// else does not nest and is left out (the validator reports it).
-		if n := len(th.open); n > 0 && th.open[n-1].kind == k-1 {
-			s := th.open[n-1]
-			th.open = th.open[:n-1]
-			if c.keptAt(r, s.start) {
-				c.slice(r, ev.Thread, s.name, "span", s.start+off, ev.Start-s.start, s.args)
+		c.nextSpan++
+		if end < 0 || !c.keptAt(r, ev.Start) {
+			return
+		}
+		var name string
+		args := c.args[:0]
+		switch k {
+		case spec.LoopBegin:
+			file, _ := strs.Lookup(uint64(ev.Get(spec.File)))
+			loc := file + ":" + strconv.FormatInt(ev.Get(spec.Line), 10) + ":" + strconv.FormatInt(ev.Get(spec.Col), 10)
+			name, args = "loop "+loc, append(args, chromeArg{key: "location", s: loc, isS: true})
+		case spec.IterBegin:
+			name, args = "iteration", append(args, chromeArg{key: "iter", n: ev.Get(spec.Iter)})
+		default:
+			n, _ := strs.Lookup(uint64(ev.Get(spec.Name)))
+			name = spanNames[k] + " " + n
+			if k == spec.CopyBegin {
+				args = append(args, chromeArg{key: "bytes", n: ev.Get(spec.Bytes)})
 			}
 		}
+		c.slice(r, ev.Thread, name, "span", ev.Start+off, max(end-ev.Start, 0), args)
+		c.args = args
 		return
+	case spec.LoopEnd, spec.IterEnd, spec.RegionEnd, spec.KernelEnd, spec.CopyEnd, spec.SectionEnd:
+		return // written at its begin
 	}
 	if int(k) >= len(callKinds) || !callKinds[k] || !c.keptAt(r, ev.Start) {
 		return

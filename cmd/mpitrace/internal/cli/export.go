@@ -86,25 +86,31 @@ func (o *exportOptions) parse(cmd *cobra.Command) error {
 	return o.cutFlags.parse(cmd)
 }
 
-// clockOffsets collects each rank's clock offset while the trace is read:
-// the offset of its MPI_Init clock synchronisation, else of its
-// MPI_Finalize one.
-type clockOffsets struct {
-	mu  sync.Mutex
-	off map[int]int64
+// exportPass1 collects, while the trace is read for the task graph, what
+// the export needs of each rank's events besides: its clock offset (that
+// of its MPI_Init clock synchronisation, else of its MPI_Finalize one)
+// and its spans paired.
+type exportPass1 struct {
+	mu    sync.Mutex
+	off   map[int]int64
+	spans map[int]*render.SpanEnds
 }
 
-func (c *clockOffsets) observe(h *tracefmt.Header, _ *tracefmt.Strings, _ string) func(*tracefmt.Event) {
+func (c *exportPass1) observe(h *tracefmt.Header, _ *tracefmt.Strings, _ string) func(*tracefmt.Event) {
 	rank, found, init := h.Rank, false, false
-	var off int64
+	spans := render.NewSpanEnds()
+	c.mu.Lock()
+	c.spans[rank] = spans
+	c.mu.Unlock()
 	return func(ev *tracefmt.Event) {
+		spans.Event(ev)
 		if ev.Kind != spec.ClockSync || init {
 			return
 		}
 		if ev.Phase() == spec.PhaseInit || !found {
-			off, found, init = ev.Offset(), true, ev.Phase() == spec.PhaseInit
+			found, init = true, ev.Phase() == spec.PhaseInit
 			c.mu.Lock()
-			c.off[rank] = off
+			c.off[rank] = ev.Offset()
 			c.mu.Unlock()
 		}
 	}
@@ -118,8 +124,8 @@ func runExport(opts *exportOptions, s *Streams) error {
 	if err := checkRanks("--ranks", opts.Ranks, t); err != nil {
 		return err
 	}
-	offs := &clockOffsets{off: map[int]int64{}}
-	a, err := analyzeSpans(t, opts.Model, s, offs.observe, false)
+	pass1 := &exportPass1{off: map[int]int64{}, spans: map[int]*render.SpanEnds{}}
+	a, err := analyzeSpans(t, opts.Model, s, pass1.observe, false)
 	if err != nil {
 		return err
 	}
@@ -130,7 +136,7 @@ func runExport(opts *exportOptions, s *Streams) error {
 	if a.pathErr != nil && !errors.Is(a.pathErr, critpath.ErrEmpty) {
 		fmt.Fprintf(s.Err, "mpitrace: no critical path (exported without one): %v\n", a.pathErr)
 	}
-	ro := render.ChromeOptions{Ranks: opts.Ranks, Window: opts.Window, Offsets: offs.off,
+	ro := render.ChromeOptions{Ranks: opts.Ranks, Window: opts.Window, Offsets: pass1.off, Spans: pass1.spans,
 		Open: func(r int) (tracefmt.Source, func() error, error) {
 			rr, err := t.OpenRank(r)
 			if err != nil {

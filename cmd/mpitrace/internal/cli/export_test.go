@@ -12,8 +12,10 @@ import (
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/latency"
+	"github.com/mpitrace/mpitrace/analysis/render"
 	"github.com/mpitrace/mpitrace/internal/golden"
 	"github.com/mpitrace/mpitrace/reconstruct"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
@@ -115,6 +117,17 @@ func checkChrome(t *testing.T, data []byte) (f chromeFile, messages, colls int) 
 				t.Errorf("slice %s at %v: dur %v < 0", e.Name, e.Ts, e.Dur)
 			}
 			slicesOf[track{e.Pid, e.Tid}] = append(slicesOf[track{e.Pid, e.Tid}], e)
+		}
+	}
+	// A slice comes after the slices enclosing it in the file (viewers
+	// order slices of one timestamp by their place in the file).
+	for tr, ss := range slicesOf {
+		for i, c := range ss {
+			for _, p := range ss[i+1:] {
+				if ns(p.Ts) <= ns(c.Ts) && ns(p.Ts)+ns(p.Dur) >= ns(c.Ts)+ns(c.Dur) && ns(p.Dur) > ns(c.Dur) {
+					t.Errorf("track %v: %s at %v comes before %s, which encloses it", tr, c.Name, c.Ts, p.Name)
+				}
+			}
 		}
 	}
 	for tr, ss := range slicesOf {
@@ -222,14 +235,7 @@ func TestExportChrome(t *testing.T) {
 	data := exportOf(t, dir)
 	f, messages, colls := checkChrome(t, data)
 
-	tr, err := tracefmt.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _, err := reconstruct.Build(tr, reconstruct.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, g, path := exportGraph(t, dir)
 	// 1 Send/Recv, 2×4×2 Isend/Irecv, 2×4 Sendrecv.
 	if messages != g.NumMessages() || messages != 1+16+8 {
 		t.Errorf("%d message flows, the graph has %d messages", messages, g.NumMessages())
@@ -265,10 +271,6 @@ func TestExportChrome(t *testing.T) {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("no slice %s", want)
 		}
-	}
-	path, err := critpath.Compute(g, latency.Default())
-	if err != nil {
-		t.Fatal(err)
 	}
 	if d := pathSum - int64(math.Round(path.Length)); d < -1 || d > 1 {
 		t.Errorf("critical path track: %d ns, critpath: %.1f ns", pathSum, path.Length)
@@ -396,4 +398,47 @@ func FuzzExport(f *testing.F) {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
 	})
+}
+
+// WriteChrome without the spans paired during the first pass pairs them
+// itself (one more read of each rank) and writes the same bytes.
+func TestExportSpansWithoutFirstPass(t *testing.T) {
+	dir := exportTrace(t)
+	want := exportOf(t, dir)
+	tr, g, path := exportGraph(t, dir)
+	var got strings.Builder
+	err := render.WriteChrome(&got, g, path, render.ChromeOptions{
+		Offsets: map[int]int64{1: 1_000_000, 2: 2_000_000, 3: 3_000_000},
+		Open: func(r int) (tracefmt.Source, func() error, error) {
+			rr, err := tr.OpenRank(r)
+			if err != nil {
+				return nil, nil, err
+			}
+			return rr, rr.Close, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != string(want) {
+		t.Errorf("WriteChrome without Spans differs from mpitrace export")
+	}
+}
+
+// exportGraph opens the trace of dir, its task graph and critical path
+// (default model), as the export's first pass makes them.
+func exportGraph(t *testing.T, dir string) (*tracefmt.Trace, *taskgraph.Graph, *critpath.Path) {
+	t.Helper()
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _, err := reconstruct.Build(tr, reconstruct.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := critpath.Compute(g, latency.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, g, path
 }
