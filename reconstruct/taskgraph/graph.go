@@ -323,6 +323,38 @@ func (g *Graph) RankOps(r int) (first NodeID, n int) {
 	return d.base, d.n()
 }
 
+// OpEvent returns the index, in its rank's event stream, of the event
+// operation v comes from (what Node(v).Event.Index gives, cheaply); -1
+// when v is not an operation.
+func (g *Graph) OpEvent(v NodeID) int64 {
+	if g.Kind(v) != KindOp {
+		return -1
+	}
+	d := &g.ranks[g.indexOf(v)]
+	return d.ops.event(uint32(v - d.base))
+}
+
+// RankCollectives calls yield for every collective call of rank r, with
+// the collective's node and the index of the call's event in the rank's
+// stream (for a nonblocking collective, of its posting call): the
+// blocking calls in program order, then the nonblocking ones. It stops
+// when yield returns false.
+func (g *Graph) RankCollectives(r int, yield func(v NodeID, event int64) bool) {
+	i, ok := g.index.find(r)
+	if !ok {
+		return
+	}
+	d := &g.ranks[i]
+	for _, list := range [][]uint32{d.blk, d.nb} {
+		for _, j := range list {
+			p := &g.parts[j]
+			if !yield(g.collBase+NodeID(p.coll), int64(p.ev)) {
+				return
+			}
+		}
+	}
+}
+
 // RankSpan returns the end of rank r's MPI_Init and the start of its
 // MPI_Finalize on its clock; ok is false when the rank lacks either.
 func (g *Graph) RankSpan(r int) (initEnd, finalizeStart int64, ok bool) {

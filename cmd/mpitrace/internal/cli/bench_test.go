@@ -32,3 +32,27 @@ func BenchmarkCritpath(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkExport runs the whole 'mpitrace export TRACEDIR -o FILE'
+// command on each benchmark trace: decoding, reconstruction and the
+// critical path (the first pass), then the second pass that writes the
+// JSON to a temporary file, removed after each run. It reports what
+// BenchmarkCritpath reports, and the file's size in bytes per event.
+//
+//	go test ./cmd/mpitrace/internal/cli -run '^$' -bench Export -benchtime 1x -cpu 1,2
+func BenchmarkExport(b *testing.B) {
+	benchtrace.Run(b, func(b *testing.B, dir string) {
+		out := filepath.Join(b.TempDir(), "trace.json")
+		var errb strings.Builder
+		code := run(context.Background(), []string{"export", dir, "-o", out}, &Streams{In: strings.NewReader(""), Out: io.Discard, Err: &errb})
+		if code != ExitOK {
+			b.Fatalf("mpitrace export: exit status %d: %s", code, errb.String())
+		}
+		st, err := os.Stat(out)
+		if err != nil || st.Size() == 0 {
+			b.Fatalf("trace.json: %v", err)
+		}
+		b.Logf("trace.json: %d bytes", st.Size())
+		os.Remove(out)
+	})
+}

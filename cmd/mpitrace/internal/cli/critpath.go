@@ -145,6 +145,12 @@ func analyze(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error)
 
 // analyzeWith is analyze with another observer of each rank's events.
 func analyzeWith(t *tracefmt.Trace, modelPath string, s *Streams, extra observer) (*analysis, error) {
+	return analyzeSpans(t, modelPath, s, extra, true)
+}
+
+// analyzeSpans is analyzeWith; without spans, the loops' and regions'
+// intervals are not kept (the path's share in them is not needed).
+func analyzeSpans(t *tracefmt.Trace, modelPath string, s *Streams, extra observer, spans bool) (*analysis, error) {
 	a := &analysis{trace: t}
 	var err error
 	if a.model, a.modelName, err = loadModel(modelPath); err != nil {
@@ -155,9 +161,9 @@ func analyzeWith(t *tracefmt.Trace, modelPath string, s *Streams, extra observer
 		// Where the loops and regions ran, for the critical path's share
 		// in them: little more than a switch per event in a trace without.
 		ag := loops.NewAggregator(h, strs)
-		ag.KeepSpans = true
+		ag.KeepSpans = spans
 		rg := regions.NewAggregator(h, strs)
-		rg.KeepSpans = true
+		rg.KeepSpans = spans
 		var more func(*tracefmt.Event)
 		if extra != nil {
 			file := ""

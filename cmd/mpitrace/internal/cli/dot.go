@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/render"
@@ -22,16 +23,61 @@ const bigDOTGraph = 20_000
 type dotOptions struct {
 	Dir          string
 	CriticalOnly bool
-	// Ranks and Window are the parsed --ranks and --window (nil: all).
-	Ranks  render.RankSet
-	Window *render.Window
+	cutFlags
 	Model  string // --model file ("" for the embedded default)
 	Unit   critpath.Unit
 	Output string // -o file ("" or "-": stdout)
 	traceFlags
 
-	ranksArg           []string
-	windowArg, unitArg string
+	unitArg string
+}
+
+// cutFlags are --ranks and --window, which cut a big trace (dot, export).
+type cutFlags struct {
+	// Ranks and Window are the parsed --ranks and --window (nil: all).
+	Ranks  render.RankSet
+	Window *render.Window
+
+	ranksArg  []string
+	windowArg string
+}
+
+// add defines the flags; what is what is kept ("draw only operations").
+func (c *cutFlags) add(f *pflag.FlagSet, verb, what string) {
+	f.StringArrayVar(&c.ranksArg, "ranks", nil, verb+" only these `ranks`: N, A-B, or a list of them (0,2-3)")
+	f.StringVar(&c.windowArg, "window", "", verb+" only "+what+" starting in `T0:T1` after their rank's MPI_Init (e.g. 100ms:250ms, :2s, 1s:)")
+}
+
+// parse converts the flags given.
+func (c *cutFlags) parse(cmd *cobra.Command) error {
+	var err error
+	c.Ranks, c.Window = nil, nil
+	if cmd.Flags().Changed("ranks") {
+		if c.Ranks, err = parseRanks("--ranks", c.ranksArg); err != nil {
+			return err
+		}
+	}
+	if cmd.Flags().Changed("window") {
+		if c.Window, err = parseWindow(c.windowArg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runE is the RunE of a command of options o: the trace directory
+// argument, the flags' checks, then runF (tests) or run.
+func runE[O any](dir *string, o O, parse func(*cobra.Command) error, runF func(context.Context, O) error, run func(O) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		*dir = traceDirArg(args)
+		if err := parse(cmd); err != nil {
+			return err
+		}
+		if runF != nil {
+			return runF(cmd.Context(), o)
+		}
+		return run(o)
+	}
 }
 
 func newDotCmd(s *Streams, runF func(context.Context, *dotOptions) error) *cobra.Command {
@@ -75,21 +121,11 @@ errors, and with --strict 3 when it lost data.`,
   mpitrace dot traces/ --ranks 0-3 --window 1.5s:2s | xdot -
   mpitrace dot traces/ --ranks 0,7 --critical-only | xdot -`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Dir = traceDirArg(args)
-			if err := opts.parse(cmd); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return runDot(opts, s)
-		},
+		RunE: runE(&opts.Dir, opts, opts.parse, runF, func(o *dotOptions) error { return runDot(o, s) }),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&opts.CriticalOnly, "critical-only", false, "draw only the critical path's vertices and edges")
-	f.StringArrayVar(&opts.ranksArg, "ranks", nil, "draw only these `ranks`: N, A-B, or a list of them (0,2-3)")
-	f.StringVar(&opts.windowArg, "window", "", "draw only operations starting in `T0:T1` after their rank's MPI_Init (e.g. 100ms:250ms, :2s, 1s:)")
+	opts.cutFlags.add(f, "draw", "operations")
 	f.StringVar(&opts.Model, "model", "", "latency model `file` from mpitrace calibrate (default: the embedded model)")
 	f.StringVar(&opts.unitArg, "unit", "us", "`unit` of the times in labels: ns, us, ms or s")
 	outputFlag(f, &opts.Output, "", "write the DOT to `file` instead of stdout")
@@ -104,18 +140,7 @@ func (o *dotOptions) parse(cmd *cobra.Command) error {
 		return flagErrorf("--unit %q: want ns, us, ms or s", o.unitArg)
 	}
 	o.Unit = u
-	o.Ranks, o.Window = nil, nil
-	if cmd.Flags().Changed("ranks") {
-		if o.Ranks, err = parseRanks("--ranks", o.ranksArg); err != nil {
-			return err
-		}
-	}
-	if cmd.Flags().Changed("window") {
-		if o.Window, err = parseWindow(o.windowArg); err != nil {
-			return err
-		}
-	}
-	return nil
+	return o.cutFlags.parse(cmd)
 }
 
 // parseWindow parses --window: "T0:T1" with units, either end optional.
