@@ -117,7 +117,7 @@ func (c *exportPass1) observe(h *tracefmt.Header, _ *tracefmt.Strings, _ string)
 }
 
 func runExport(opts *exportOptions, s *Streams) error {
-	t, err := openTrace(opts.Dir)
+	t, err := openTrace(opts.Dir, s)
 	if err != nil {
 		return err
 	}
