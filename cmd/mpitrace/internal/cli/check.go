@@ -58,9 +58,9 @@ that moved by more than --tolerance (default 5%) and by more than --floor
 trace's, and the change; a time that grew is a regression. Exit status: 0
 when no time grew beyond the tolerance (a one-line summary says how many
 figures were compared), 1 on a regression (named on stderr), 2 on bad input
-(bad flags, an unreadable or invalid baseline, an unreadable trace or one
-with errors), 3 with --strict when the trace lost data, 4 when the shape
-changed.`,
+(bad flags, an unreadable or invalid baseline, an unreadable trace, one
+with errors or one that lost data: its diagnostics are printed on stderr),
+4 when the shape changed.`,
 		Example: `  mpitrace check traces/ --baseline perf/baseline.json --write-baseline
   mpitrace check traces/ --baseline perf/baseline.json
   mpitrace check traces/ --baseline perf/baseline.json --tolerance 20% --floor 1ms`,
