@@ -167,7 +167,7 @@ func traceBaseline(dir string, s *Streams) (*baseline.Baseline, error) {
 	if err != nil {
 		return nil, badInput(err)
 	}
-	a, err := analyzePath(dir, "", s)
+	a, err := analyzeTracePath(t, "", s)
 	if err != nil {
 		return nil, badInput(err)
 	}

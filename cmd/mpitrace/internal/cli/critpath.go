@@ -221,6 +221,11 @@ func analyzePath(dir, modelPath string, s *Streams) (*analysis, error) {
 	if err != nil {
 		return nil, err
 	}
+	return analyzeTracePath(t, modelPath, s)
+}
+
+// analyzeTracePath is analyzePath of an opened trace.
+func analyzeTracePath(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error) {
 	a, err := analyze(t, modelPath, s)
 	if err != nil {
 		return nil, err
