@@ -17,18 +17,22 @@ import (
 //
 // Not timing-fragile: the work is a sleep (4 steps of 100 ms × (rank+1):
 // the critical path holds 800 ms of it, 1.6 s with twice the work), which
-// the load of the machine changes only through the delay of each wake-up;
-// the comparisons allow 50% and ignore changes under 20 ms, so that the MPI
-// waits of a disturbed run do not count. On a machine so loaded that even
-// the wake-ups come late (seen at a load average of 10 on 2 cores: 800 ms
-// of sleep took 2 s), the baseline or the same-work run is recorded again
-// — up to three times, judged by what the program was asked to sleep, not
-// by the comparison under test — and the test is skipped, saying why, if
-// no undisturbed run came. A disturbed run with twice the work is only
-// slower: it needs no such care.
+// the load of the machine changes only through the delay of each wake-up
+// and of each scheduling. The baseline and the same-work run must be
+// undisturbed: their critical path's computation within 20% of the sleep
+// asked for, judged by what the program was asked to do, not by the
+// comparison under test. A run that is not (seen at a load average of 10
+// on 2 cores: 800 ms of sleep took 2 s) is recorded again, up to three
+// times, and the test is skipped, saying why, if no undisturbed run came.
+// Every delay of the last rank is on the critical path, so in undisturbed
+// runs no rank waits more than 160 ms longer in any MPI function than in
+// the other run: the comparisons ignore changes under 200 ms (--floor),
+// and allow 50%, while twice the work adds 800 ms to the critical path
+// (at least +67% over a baseline up to 20% slow). A disturbed run with
+// twice the work is only slower: it needs no such care.
 func TestCheckRegression(t *testing.T) {
 	const steps, ms = 4, 100
-	flags := []string{"--tolerance", "50%", "--floor", "20ms"}
+	flags := []string{"--tolerance", "50%", "--floor", "200ms"}
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
 			m.require(t)
@@ -56,7 +60,7 @@ func TestCheckRegression(t *testing.T) {
 			}
 			// undisturbed records a run with the work of the test until
 			// its critical path's computation is the work asked for: the
-			// sleep of the last rank, steps × 2 × ms, within 25%.
+			// sleep of the last rank, steps × 2 × ms, within 20%.
 			undisturbed := func(name string) (string, string, []byte) {
 				t.Helper()
 				want := float64(steps * 2 * ms * 1e6)
@@ -70,10 +74,11 @@ func TestCheckRegression(t *testing.T) {
 						t.Fatal(err)
 					}
 					c := b.Times["critical path computation"]
-					if c >= 0.95*want && c <= 1.25*want {
+					if c >= 0.95*want && c <= 1.2*want {
 						return trace, base, data
 					}
 					got = append(got, c/1e6)
+					t.Logf("%s: %.0f ms on the critical path for %.0f ms of sleep: the machine is busy; recording again", name, c/1e6, want/1e6)
 				}
 				t.Skipf("the machine is too busy to time a sleep: %d × 200 ms of sleep on the critical path took %.0f ms in three runs", steps, got)
 				return "", "", nil
