@@ -20,6 +20,7 @@ package stats
 import (
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
@@ -255,6 +256,28 @@ func unfinished(r *tracefmt.RankReader, origin, last int64) []Unfinished {
 		out = append(out, u)
 	}
 	return out
+}
+
+// OfTrace profiles every rank of t, concurrently.
+func OfTrace(t *tracefmt.Trace) (*Profile, error) {
+	var (
+		mu    sync.Mutex
+		ranks []*Rank
+	)
+	err := t.ForEachRank(0, func(r *tracefmt.RankReader) error {
+		rs, err := RankOf(r)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		ranks = append(ranks, rs)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return Merge(ranks), nil
 }
 
 // Merge builds the profile of the given ranks (in any order).

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -24,22 +23,11 @@ func profile(t *testing.T, b *testgen.Builder) *Profile {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var ranks []*Rank
-	err = tr.ForEachRank(0, func(r *tracefmt.RankReader) error {
-		rs, err := RankOf(r)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		ranks = append(ranks, rs)
-		mu.Unlock()
-		return nil
-	})
+	p, err := OfTrace(tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Merge(ranks)
+	return p
 }
 
 func find(fs []*Func, name string) *Func {

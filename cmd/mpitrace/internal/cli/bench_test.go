@@ -56,3 +56,21 @@ func BenchmarkExport(b *testing.B) {
 		os.Remove(out)
 	})
 }
+
+// BenchmarkCheck runs 'mpitrace check TRACEDIR --baseline FILE
+// --write-baseline' on each benchmark trace: the profile per MPI function
+// (one pass), then decoding, reconstruction, the critical path and its
+// summary (a second pass). Comparing with a baseline reads the trace the
+// same way; the comparison itself is a few dozen figures.
+//
+//	go test ./cmd/mpitrace/internal/cli -run '^$' -bench Check -benchtime 1x -cpu 1,2
+func BenchmarkCheck(b *testing.B) {
+	benchtrace.Run(b, func(b *testing.B, dir string) {
+		file := filepath.Join(b.TempDir(), "baseline.json")
+		var errb strings.Builder
+		code := run(context.Background(), []string{"check", dir, "--baseline", file, "--write-baseline"}, &Streams{In: strings.NewReader(""), Out: io.Discard, Err: &errb})
+		if code != ExitOK {
+			b.Fatalf("mpitrace check: exit status %d: %s", code, errb.String())
+		}
+	})
+}

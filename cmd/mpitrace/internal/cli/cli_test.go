@@ -194,7 +194,7 @@ func TestUnknownCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"frobnicate"}, `mpitrace: unknown command "frobnicate": the commands are calibrate, cc, critpath, dot, dump, export, instrument, loops, record, recorder, regions, stats, wrap ('mpitrace --help' says more)`},
+		{[]string{"frobnicate"}, `mpitrace: unknown command "frobnicate": the commands are calibrate, cc, check, critpath, dot, dump, export, instrument, loops, record, recorder, regions, stats, wrap ('mpitrace --help' says more)`},
 		{[]string{"frobnicate", "traces"}, `mpitrace: unknown command "frobnicate": the commands are`},
 		{[]string{"critpth", "traces"}, `mpitrace: unknown command "critpth": did you mean critpath? ('mpitrace --help' lists the commands)`},
 		{[]string{"recorder", "frob"}, `mpitrace: unknown command "frob" for "mpitrace recorder": the commands are build, include ('mpitrace recorder --help' says more)`},

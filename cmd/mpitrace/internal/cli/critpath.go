@@ -130,6 +130,7 @@ type analysis struct {
 	loopAggs    []*loops.Aggregator
 	regionAggs  []*regions.Aggregator
 	regionRanks []*regions.RankRegions // the aggregators' Finish (regions)
+	loopRanks   []*loops.RankLoops     // the aggregators' Finish (loops)
 }
 
 // observer is what else an analysis wants to see of each rank's events:
@@ -220,6 +221,11 @@ func analyzePath(dir, modelPath string, s *Streams) (*analysis, error) {
 	if err != nil {
 		return nil, err
 	}
+	return analyzeTracePath(t, modelPath, s)
+}
+
+// analyzeTracePath is analyzePath of an opened trace.
+func analyzeTracePath(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error) {
 	a, err := analyze(t, modelPath, s)
 	if err != nil {
 		return nil, err
@@ -295,11 +301,7 @@ func summarize(a *analysis, sum *critpath.Summary, top int) *critpath.Summary {
 	if sum == nil {
 		sum = critpath.Summarize(a.graph, a.path, top)
 	}
-	ranks := make([]*loops.RankLoops, len(a.loopAggs))
-	for i, ag := range a.loopAggs {
-		ranks[i] = ag.Finish()
-	}
-	if spans := loops.NewSpans(ranks); !spans.Empty() {
+	if spans := loops.NewSpans(a.loops()); !spans.Empty() {
 		sum.Loops = critpath.AttributeLoops(a.path, sum, spans)
 	}
 	if spans := regions.NewSpans(a.regions()); !spans.Empty() {
@@ -308,16 +310,22 @@ func summarize(a *analysis, sum *critpath.Summary, top int) *critpath.Summary {
 	return sum
 }
 
+// loops returns each rank's loops, as the reconstruction saw them.
+func (a *analysis) loops() []*loops.RankLoops { return finishOnce(&a.loopRanks, a.loopAggs) }
+
 // regions returns each rank's regions, as the reconstruction saw them.
-// Finish runs once per aggregator: later calls return the same.
-func (a *analysis) regions() []*regions.RankRegions {
-	if a.regionRanks == nil {
-		a.regionRanks = make([]*regions.RankRegions, len(a.regionAggs))
-		for i, ag := range a.regionAggs {
-			a.regionRanks[i] = ag.Finish()
+func (a *analysis) regions() []*regions.RankRegions { return finishOnce(&a.regionRanks, a.regionAggs) }
+
+// finishOnce returns what each aggregator's Finish returns, calling it
+// once per aggregator: later calls return *done.
+func finishOnce[A interface{ Finish() R }, R any](done *[]R, aggs []A) []R {
+	if *done == nil {
+		*done = make([]R, len(aggs))
+		for i, ag := range aggs {
+			(*done)[i] = ag.Finish()
 		}
 	}
-	return a.regionRanks
+	return *done
 }
 
 // writeJSON writes v as indented JSON: the --json output of the commands.

@@ -14,6 +14,11 @@ const (
 	ExitUsage = 2
 	// ExitDataLoss: the trace was read, but data were lost (only with --strict).
 	ExitDataLoss = 3
+	// ExitRegression: check found a time that grew beyond the tolerance.
+	ExitRegression = 1
+	// ExitShapeChanged: check found another run's shape (ranks, calls)
+	// than the baseline's, and compared no time.
+	ExitShapeChanged = 4
 )
 
 // FlagError is a usage error: the command's usage line follows it.

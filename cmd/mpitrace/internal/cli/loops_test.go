@@ -14,7 +14,7 @@ import (
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
-var updateLoops = flag.Bool("update", false, "rewrite the golden files under testdata/ (loops, regions, critpath) and fixtures/traces/golden")
+var updateLoops = flag.Bool("update", false, "rewrite the golden files under testdata/ (loops, regions, critpath, check) and fixtures/traces/golden")
 
 // loopTrace writes a 2-rank trace whose ranks exchange a message per
 // execution of an outer loop (stencil.c:41:5, 40 iterations, every fourth

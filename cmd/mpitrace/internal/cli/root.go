@@ -116,6 +116,7 @@ that decides the run time.
   mpitrace stats traces/                     per-function time and bytes (mpiP-like)
   mpitrace loops traces/                     instrumented loops: sampled iterations, estimates
   mpitrace regions traces/                   regions and Kokkos kernels across ranks: time, imbalance
+  mpitrace check traces/ --baseline b.json  compare with a baseline (CI): exit 1 on a regression
   mpitrace dump traces/ --rank 0             the events, one per line
 
 Commands that read traces take the trace directory as their argument and
@@ -144,6 +145,7 @@ default to traces/.`,
 		newCritpathCmd(s, nil),
 		newLoopsCmd(s, nil),
 		newRegionsCmd(s, nil),
+		newCheckCmd(s, nil),
 		newWrapCmd(s, nil),
 		newInstrumentCmd(s, nil),
 		newCCCmd(s, nil),

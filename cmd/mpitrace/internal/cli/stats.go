@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -72,24 +71,10 @@ func runStats(opts *statsOptions, s *Streams) error {
 	if err != nil {
 		return err
 	}
-	var (
-		mu    sync.Mutex
-		ranks []*stats.Rank
-	)
-	err = t.ForEachRank(0, func(r *tracefmt.RankReader) error {
-		rs, err := stats.RankOf(r)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		ranks = append(ranks, rs)
-		mu.Unlock()
-		return nil
-	})
+	p, err := stats.OfTrace(t)
 	if err != nil {
 		return err
 	}
-	p := stats.Merge(ranks)
 	diags := t.Diagnostics()
 	if opts.JSON {
 		err = writeJSON(s.Out, struct {

@@ -1,0 +1,338 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpitrace/mpitrace/analysis/baseline"
+	"github.com/mpitrace/mpitrace/analysis/loops"
+	"github.com/mpitrace/mpitrace/analysis/regions"
+	"github.com/mpitrace/mpitrace/analysis/stats"
+	"github.com/mpitrace/mpitrace/tracefmt"
+)
+
+type checkOptions struct {
+	Dir           string
+	Baseline      string
+	Tolerance     string
+	Floor         time.Duration
+	WriteBaseline bool
+}
+
+func newCheckCmd(s *Streams, runF func(context.Context, *checkOptions) error) *cobra.Command {
+	opts := &checkOptions{}
+	cmd := &cobra.Command{
+		Use:   "check [TRACEDIR] --baseline FILE [--tolerance PCT] [--floor DURATION] [--write-baseline]",
+		Short: "Compare a trace's critical path and MPI times with a stored baseline (for CI)",
+		Long: `Compare a trace with a baseline file, for regression checks in CI
+(docs/ci.md shows a GitHub Actions and a GitLab CI job).
+
+The figures are the critical path's length, its computation and
+communication, and its share per MPI function (as 'mpitrace critpath'
+summarises it, with the default latency model); the time spent in each MPI
+function, summed over ranks (as 'mpitrace stats'); and, when the trace
+recorded them, each region's and kernel's inclusive time summed over ranks
+(as 'mpitrace regions') and each loop's measured time (as 'mpitrace loops').
+The run's shape is the number of ranks and the calls per MPI function,
+summed over ranks.
+
+With --write-baseline, check writes these figures to FILE (versioned JSON,
+keys sorted, times in integer nanoseconds; docs/cli.md gives the schema) and
+says so in one line.
+
+Without it, check compares the trace with FILE. When the shape differs (other
+ranks, other call counts), the runs are not the same run: it lists what
+changed and compares no time, exit status 4. Otherwise it lists every figure
+that moved by more than --tolerance (default 5%) and by more than --floor
+(default 100us) in either direction, with the baseline's value, the
+trace's, and the change; a time that grew is a regression. Exit status: 0
+when no time grew beyond the tolerance (a one-line summary says how many
+figures were compared), 1 on a regression (named on stderr), 2 on bad input
+(bad flags, an unreadable or invalid baseline, an unreadable trace, one
+with errors or one that lost data: its diagnostics are printed on stderr),
+4 when the shape changed.`,
+		Example: `  mpitrace check traces/ --baseline perf/baseline.json --write-baseline
+  mpitrace check traces/ --baseline perf/baseline.json
+  mpitrace check traces/ --baseline perf/baseline.json --tolerance 20% --floor 1ms`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Dir = traceDirArg(args)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runCheck(opts, s)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Baseline, "baseline", "", "baseline `file` to compare with (or to write, with --write-baseline)")
+	f.StringVar(&opts.Tolerance, "tolerance", "5%", "relative change that counts, in `percent` (10 or 10%)")
+	f.DurationVar(&opts.Floor, "floor", 100*time.Microsecond, "absolute change below which no figure counts (small times must not flap)")
+	f.BoolVar(&opts.WriteBaseline, "write-baseline", false, "write the trace's figures to the baseline file instead of comparing")
+	return cmd
+}
+
+// parseTolerance reads --tolerance: a percentage, with or without %.
+func parseTolerance(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%")), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return 0, flagErrorf("--tolerance %q: give a percentage of 0 or more, such as 5 or 5%%", s)
+	}
+	return v / 100, nil
+}
+
+// badInput makes err end check with status 2, unless it has its own.
+func badInput(err error) error {
+	var ec *ExitCodeError
+	var fe *FlagError
+	if err == nil || errors.As(err, &ec) || errors.As(err, &fe) {
+		return err
+	}
+	return &ExitCodeError{Code: ExitUsage, Err: err}
+}
+
+func runCheck(opts *checkOptions, s *Streams) error {
+	if opts.Baseline == "" {
+		return flagErrorf("--baseline FILE is required: the baseline to compare with, or to write with --write-baseline")
+	}
+	tol, err := parseTolerance(opts.Tolerance)
+	if err != nil {
+		return err
+	}
+	if opts.Floor < 0 {
+		return flagErrorf("--floor must be 0 or more")
+	}
+	var old *baseline.Baseline
+	if !opts.WriteBaseline {
+		if old, err = readBaseline(opts.Baseline); err != nil {
+			return err
+		}
+	}
+	now, err := traceBaseline(opts.Dir, s)
+	if err != nil {
+		return err
+	}
+	if opts.WriteBaseline {
+		if err := writeOutput(opts.Baseline, now.Write); err != nil {
+			return badInput(err)
+		}
+		_, err := fmt.Fprintf(s.Out, "Wrote %s: %d ranks, %d MPI functions, %d figures (critical path %s)\n",
+			opts.Baseline, now.Shape.Ranks, len(now.Shape.Calls), len(now.Times), stats.Duration(now.Times[baseline.CritpathLength]))
+		return err
+	}
+	r := baseline.Compare(old, now, baseline.Options{Tolerance: tol, Floor: opts.Floor.Nanoseconds()})
+	if err := writeComparison(s.Out, opts, tol, r); err != nil {
+		return err
+	}
+	switch {
+	case len(r.Shape) > 0:
+		return &ExitCodeError{Code: ExitShapeChanged, Err: fmt.Errorf("the run's shape changed since %s (%s): timings not compared", opts.Baseline, shapeSummary(r.Shape))}
+	case r.Regressions > 0:
+		return &ExitCodeError{Code: ExitRegression, Err: fmt.Errorf("regression: %s", regressionSummary(r, tol))}
+	}
+	return nil
+}
+
+// readBaseline reads and checks a baseline file; its errors name it and
+// end check with status 2.
+func readBaseline(path string) (*baseline.Baseline, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("baseline %w", err))
+	}
+	b, err := baseline.Read(data)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("baseline %s: %w", path, err))
+	}
+	return b, nil
+}
+
+// traceBaseline reads the trace in dir and returns its figures. Its errors
+// (an unreadable trace, one with errors) end check with status 2.
+func traceBaseline(dir string, s *Streams) (*baseline.Baseline, error) {
+	t, err := openTrace(dir, s)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	prof, err := stats.OfTrace(t)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	a, err := analyzeTracePath(t, "", s)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	// A trace with errors or lost data is bad input: its figures would
+	// compare as another run's.
+	if err := reportDiagnostics(s, a.diags, &traceFlags{}); err != nil {
+		var ec *ExitCodeError
+		if errors.As(err, &ec) {
+			ec.Code = ExitUsage
+		}
+		return nil, err
+	}
+	if n := a.diags.Count(tracefmt.DataLoss); n > 0 {
+		return nil, badInput(fmt.Errorf("%s lost data (%d data-loss diagnostics, see above): its figures would not compare; record the run again", dir, n))
+	}
+	b := baseline.New(dir, t.Size)
+	for _, f := range prof.All {
+		b.Shape.Calls[f.Name] = f.Calls
+		b.Times[baseline.MPIFunction(f.Name)] = f.TotalNs
+	}
+	sum := summarize(a, nil, 0)
+	b.SetTime(baseline.CritpathLength, sum.Length)
+	b.SetTime(baseline.CritpathComputation, sum.Computation)
+	b.SetTime(baseline.CritpathCommunication, sum.Communication)
+	for _, fs := range sum.ByFunction {
+		b.SetTime(baseline.CritpathFunction(fs.Name), fs.Computation+fs.Communication)
+	}
+	addRegions(b, regions.Merge(a.regions()).Nodes, "")
+	var stack []string
+	for _, l := range loops.Merge(a.loops()).Loops {
+		stack = append(stack[:min(l.Depth, len(stack))], l.Location)
+		b.Times[baseline.Loop(strings.Join(stack, " > "))] = l.Measured
+	}
+	return b, nil
+}
+
+// addRegions adds the inclusive time of nodes and their children, each
+// named by its path from the top.
+func addRegions(b *baseline.Baseline, nodes []*regions.Node, parent string) {
+	for _, n := range nodes {
+		path := n.Kind + " " + n.Name
+		if parent != "" {
+			path = parent + " > " + path
+		}
+		b.Times[baseline.Region(path)] = n.TotalNs
+		addRegions(b, n.Children, path)
+	}
+}
+
+// writeComparison writes the table of a comparison, or the shape's
+// changes, and the summary line.
+func writeComparison(w io.Writer, opts *checkOptions, tol float64, r *baseline.Result) error {
+	if len(r.Shape) > 0 {
+		fmt.Fprintf(w, "The run's shape changed since %s: timings not compared (record the same run, or write a new baseline with --write-baseline)\n", opts.Baseline)
+		rows := [][]string{{"shape", "baseline", "now"}}
+		for _, c := range r.Shape {
+			rows = append(rows, []string{shapeWhat(c), strconv.FormatInt(c.Old, 10), strconv.FormatInt(c.New, 10)})
+		}
+		return writeTable(w, rows)
+	}
+	limits := fmt.Sprintf("%s and %s", pct(tol), stats.Duration(opts.Floor.Nanoseconds()))
+	if len(r.Changes) == 0 {
+		_, err := fmt.Fprintf(w, "OK: %d figures of %s within %s of %s\n", r.Compared, opts.Dir, limits, opts.Baseline)
+		return err
+	}
+	fmt.Fprintf(w, "%d of %d figures of %s moved beyond %s since %s:\n", len(r.Changes), r.Compared, opts.Dir, limits, opts.Baseline)
+	rows := [][]string{{"figure", "baseline", "now", "change", ""}}
+	for _, c := range r.Changes {
+		mark := "faster"
+		if c.Regression {
+			mark = "REGRESSION"
+		}
+		rows = append(rows, []string{c.Name, stats.Duration(c.Old), stats.Duration(c.New), changeText(c), mark})
+	}
+	if err := writeTable(w, rows); err != nil {
+		return err
+	}
+	if r.Regressions == 0 {
+		_, err := fmt.Fprintf(w, "OK: no regression in %d figures (%d faster)\n", r.Compared, len(r.Changes))
+		return err
+	}
+	return nil
+}
+
+// writeTable writes rows as columns two spaces apart: the first, and
+// those with an empty heading, left-aligned, the others (numbers)
+// right-aligned; names are escaped, widths counted in characters.
+func writeTable(w io.Writer, rows [][]string) error {
+	width := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i := range row {
+			row[i] = strings.Trim(strconv.Quote(row[i]), `"`)
+			width[i] = max(width[i], utf8.RuneCountInString(row[i]))
+		}
+	}
+	var b strings.Builder
+	for _, row := range rows {
+		b.Reset()
+		for i, cell := range row {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(cell))
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if i == 0 || rows[0][i] == "" {
+				b.WriteString(cell + pad)
+			} else {
+				b.WriteString(pad + cell)
+			}
+		}
+		if _, err := fmt.Fprintln(w, strings.TrimRight(b.String(), " ")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// changeText is a change in percent, or "new" for a figure the baseline
+// did not have.
+func changeText(c baseline.Change) string {
+	if math.IsInf(c.Ratio, 0) {
+		return "new"
+	}
+	return fmt.Sprintf("%+.1f%%", 100*c.Ratio)
+}
+
+// shapeWhat names a change of the shape.
+func shapeWhat(c baseline.ShapeChange) string {
+	if c.What == "ranks" {
+		return "ranks"
+	}
+	return c.What + " calls"
+}
+
+// pct formats a fraction as a percentage without needless digits.
+func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', -1, 64) + "%" }
+
+// shapeSummary is the shape's changes in a line, the first few.
+func shapeSummary(cs []baseline.ShapeChange) string {
+	var parts []string
+	for i, c := range cs {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(cs)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %d -> %d", shapeWhat(c), c.Old, c.New))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// regressionSummary names the regressions in a line, the first few.
+func regressionSummary(r *baseline.Result, tol float64) string {
+	var names []string
+	for _, c := range r.Changes {
+		if !c.Regression {
+			continue
+		}
+		if len(names) == 3 {
+			names = append(names, fmt.Sprintf("and %d more", r.Regressions-3))
+			break
+		}
+		names = append(names, c.Name+" "+changeText(c))
+	}
+	s := "s"
+	if r.Regressions == 1 {
+		s = ""
+	}
+	return fmt.Sprintf("%d time%s grew beyond %s: %s", r.Regressions, s, pct(tol), strings.Join(names, ", "))
+}
