@@ -83,8 +83,9 @@ struct mpitrace_api {
     void (*region_push_n)(const char *name, mpitrace__uintptr len);
 };
 
-/* The size of the first version of struct mpitrace_api (the loop markers). */
-#define MPITRACE__API_LOOPS_SIZE (sizeof(unsigned) * 2 + sizeof(void (*)(void)) * 4)
+/* The size of the first version of struct mpitrace_api (the loop markers):
+ * where the region functions begin. */
+#define MPITRACE__API_LOOPS_SIZE __builtin_offsetof(struct mpitrace_api, region_push)
 
 #ifndef MPITRACE_API_ONLY /* (the recorder itself wants the types only) */
 

@@ -153,7 +153,7 @@ func runRecord(ctx context.Context, opts *recordOptions, s *Streams) error {
 		}
 		return runErr
 	}
-	opts.Kokkos = recordKokkos(opts, launch, s)
+	opts.Kokkos = recordKokkos(opts, launch, ownTool, s)
 	var log *os.File
 	if s.ErrTTY {
 		log = os.Stderr
@@ -301,7 +301,7 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 // recordKokkos decides whether the recorder is the program's Kokkos tool:
 // as --kokkos says, else (--kokkos-fences implies it) when an application
 // of the command line links Kokkos, which it says in one line.
-func recordKokkos(opts *recordOptions, launch recorder.Launch, s *Streams) bool {
+func recordKokkos(opts *recordOptions, launch recorder.Launch, ownTool string, s *Streams) bool {
 	if opts.KokkosSet {
 		return opts.Kokkos
 	}
@@ -312,8 +312,8 @@ func recordKokkos(opts *recordOptions, launch recorder.Launch, s *Streams) bool 
 		if !recorder.LinksKokkos(app) {
 			continue
 		}
-		if own := kokkosToolArg(opts.Argv); own != "" {
-			fmt.Fprintf(s.Err, "mpitrace: %s links Kokkos but names its own Kokkos tool (%s): its kernels are not recorded (without that option they would be)\n", filepath.Base(app), own)
+		if ownTool != "" {
+			fmt.Fprintf(s.Err, "mpitrace: %s links Kokkos but names its own Kokkos tool (%s): its kernels are not recorded (without that option they would be)\n", filepath.Base(app), ownTool)
 			return false
 		}
 		fmt.Fprintf(s.Err, "mpitrace: %s links Kokkos: its kernels and regions are recorded too (--kokkos=false turns this off)\n", filepath.Base(app))

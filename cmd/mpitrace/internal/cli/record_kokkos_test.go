@@ -73,7 +73,7 @@ int main(void) { k(); return 0; }
 		{recordOptions{KokkosFences: true}, plain, true, ""},
 	} {
 		var errb bytes.Buffer
-		got := recordKokkos(&c.opts, recorder.Launch{App: c.app, Apps: []string{plain, c.app}}, &Streams{Err: &errb})
+		got := recordKokkos(&c.opts, recorder.Launch{App: c.app, Apps: []string{plain, c.app}}, kokkosToolArg(c.opts.Argv), &Streams{Err: &errb})
 		if got != c.want || errb.String() != c.line {
 			t.Errorf("%+v on %s: %v, stderr %q; want %v, %q", c.opts, filepath.Base(c.app), got, errb.String(), c.want, c.line)
 		}
