@@ -73,6 +73,9 @@ type measured struct {
 	// effect (a sending operation's start, any other's end), and the
 	// time inside it that a message or collective explains (its wait).
 	t, w []int64
+	// msg is, per operation that completes a message, the message's
+	// weight (see Cross).
+	msg []int64
 	// Per collective (by index): the last member's arrival and when the
 	// collective is done (X: last arrival, or the first exit if later),
 	// on rank 0's clock.
@@ -96,14 +99,15 @@ func (m *measured) aligned(v taskgraph.NodeID) int64 {
 }
 
 // Cross implements taskgraph.CrossWeights: a message weighs its receive's
-// completion minus its send's start, a nonblocking collective's fan-out
-// the completing call's end minus when the collective was done, both on
-// rank 0's clock and at least 0.
+// completion minus its send's start (when one call completed several
+// messages, that of the one sent last: each weighs as long as it took),
+// a nonblocking collective's fan-out the completing call's end minus when
+// the collective was done, both on rank 0's clock and at least 0.
 func (m *measured) Cross(from, to taskgraph.NodeID, _ int64) float64 {
 	if m.g.Kind(from) == taskgraph.KindCollective {
 		return float64(max(0, m.aligned(to)-m.done[m.collIdx(from)]))
 	}
-	return float64(max(0, m.aligned(to)-m.aligned(from)))
+	return float64(m.msg[m.opIdx(to)])
 }
 
 // Message implements taskgraph.Weights (Cross is used instead).
@@ -171,7 +175,7 @@ func barrier(name string) bool { return name == "MPI_Barrier" || name == "MPI_Ib
 // weighMeasured computes the measured weights of g.
 func weighMeasured(g *taskgraph.Graph, clocks *Clocks) *measured {
 	n, nc := g.NumOps(), g.NumCollectives()
-	m := &measured{g: g, clocks: clocks, t: make([]int64, n), w: make([]int64, n),
+	m := &measured{g: g, clocks: clocks, t: make([]int64, n), w: make([]int64, n), msg: make([]int64, n),
 		last: make([]int64, nc), done: make([]int64, nc), waits: map[WaitKey]*WaitState{}}
 	collBase := taskgraph.NodeID(firstOp + n)
 	// in[i] is op i's incoming cross edge's source (None: none).
@@ -291,6 +295,14 @@ func (m *measured) waitGroup(r int, off int64, v, end taskgraph.NodeID, in []tas
 	var best int64
 	bestColl := taskgraph.None
 	lateRecv := false
+	lastSend, sent := int64(0), false
+	for u := v; u < end; u++ {
+		if from := in[m.opIdx(u)]; from != taskgraph.None && from < collBase {
+			if x := m.aligned(from); !sent || x > lastSend {
+				lastSend, sent = x, true
+			}
+		}
+	}
 	for u := v; u < end; u++ {
 		from := in[m.opIdx(u)]
 		if from == taskgraph.None {
@@ -316,6 +328,7 @@ func (m *measured) waitGroup(r int, off int64, v, end taskgraph.NodeID, in []tas
 				m.clamps.Messages++
 				m.clamps.MessagesNS -= d
 			}
+			m.msg[m.opIdx(u)] = max(0, m.aligned(u)-lastSend)
 		}
 		if x > best {
 			best = x
