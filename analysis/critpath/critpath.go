@@ -72,8 +72,8 @@ type Path struct {
 
 	g    *taskgraph.Graph // the graph the path was found in (retimed, for measured weights)
 	orig *taskgraph.Graph // the graph as built
-	w *weigher
-	p *taskgraph.Path
+	w    *weigher
+	p    *taskgraph.Path
 }
 
 // NumVertices returns the number of vertices on the path (its hops are

@@ -83,6 +83,8 @@ type measured struct {
 	// T0 is the earliest end of MPI_Init on rank 0's clock, Span the
 	// latest start of MPI_Finalize minus T0.
 	T0, Span int64
+	// InitSkew is the latest end of MPI_Init minus T0.
+	InitSkew int64
 	clamps   Clamps
 	waits    map[WaitKey]*WaitState
 }
@@ -278,8 +280,12 @@ func weighMeasured(g *taskgraph.Graph, clocks *Clocks) *measured {
 		}
 	}
 	for _, r := range g.Ranks() {
-		if _, _, f, hasF := g.RankEnds(r); hasF {
+		i0, hasI, f, hasF := g.RankEnds(r)
+		if hasF {
 			m.Span = max(m.Span, f+clocks.off(r)-m.T0)
+		}
+		if hasI {
+			m.InitSkew = max(m.InitSkew, i0+clocks.off(r)-m.T0)
 		}
 	}
 	return m

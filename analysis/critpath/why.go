@@ -19,7 +19,10 @@ const WhyThreshold = 0.8
 // on rank 0's clock (the measured path's length), the wait states, what
 // was clamped and the clock-sync uncertainty.
 type RunInfo struct {
-	Span       int64       `json:"span_ns"`
+	Span int64 `json:"span_ns"`
+	// InitSkew is how far apart the ranks left MPI_Init (on rank 0's
+	// clock): the span counts it, the per-rank measured run does not.
+	InitSkew   int64       `json:"init_skew_ns"`
 	WaitStates []WaitState `json:"wait_states"`
 	Clamped    Clamps      `json:"clamped"`
 	ClockErr   int64       `json:"clock_err_ns"`
@@ -239,13 +242,13 @@ func (p *Path) RunInfo(measured int64) *RunInfo {
 	if run <= 0 {
 		run = measured
 	}
-	return &RunInfo{Span: m.Span, WaitStates: m.waitStates(run), Clamped: m.clamps, ClockErr: m.clocks.MaxErr()}
+	return &RunInfo{Span: m.Span, InitSkew: m.InitSkew, WaitStates: m.waitStates(run), Clamped: m.clamps, ClockErr: m.clocks.MaxErr()}
 }
 
 // writeRun writes the measured weights' part of the summary: the run's
 // span, the wait states, what was clamped.
 func (r *RunInfo) writeText(w io.Writer, t func(float64) string) {
-	fmt.Fprintf(w, "\nthe run on rank 0's clock (first MPI_Init end to last MPI_Finalize start): %s", t(float64(r.Span)))
+	fmt.Fprintf(w, "\nthe run on rank 0's clock (first MPI_Init end to last MPI_Finalize start): %s; ranks left MPI_Init up to %s apart", t(float64(r.Span)), t(float64(r.InitSkew)))
 	if r.ClockErr > 0 {
 		fmt.Fprintf(w, ", clock-sync error up to %s", t(float64(r.ClockErr)))
 	}
@@ -271,7 +274,16 @@ var causeText = map[string]string{
 	"inside":     "inside %s, not waiting (the model weighs calls 0)",
 	"message":    "messages into %s (measured minus the model's latency)",
 	"collective": "collective %s (measured minus the model)",
-	"skew":       "MPI_Init ending later than on the first rank (%s)",
+	"skew":       "ranks leaving MPI_Init after the first one did",
+}
+
+// causeLine describes cause c.
+func causeLine(c *WhyCause) string {
+	f := causeText[c.Cause]
+	if c.Cause == "skew" {
+		return f
+	}
+	return fmt.Sprintf(f, c.Function)
 }
 
 // writeText writes where the difference went.
@@ -290,7 +302,7 @@ func (why *Why) writeText(w io.Writer, measured int64, t func(float64) string) {
 		if d == 0 {
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t\n", fmt.Sprintf(causeText[c.Cause], c.Function), c.Count, t(c.Measured), t(c.Model), t(d))
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t\n", causeLine(&c), c.Count, t(c.Measured), t(c.Model), t(d))
 	}
 	tw.Flush()
 	if len(why.Largest) > 0 {
