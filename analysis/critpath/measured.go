@@ -324,9 +324,12 @@ func (m *measured) waitGroup(r int, off int64, v, end taskgraph.NodeID, in []tas
 			if !lateRecv && u == v {
 				_, _, rname, _ := g.Describe(u)
 				_, sr, sname, _ := g.Describe(from)
-				if blockingSend(sname) && blockingRecv(rname) {
-					ss, se := g.OpTimes(from)
-					m.addWait(StateLateReceiver, sr, sname, min(se-ss, s-(ss+m.clocks.off(sr))))
+				// A send that ended before the receive was posted did
+				// not wait for it (an eager send).
+				ss, se := g.OpTimes(from)
+				ss, se = ss+m.clocks.off(sr), se+m.clocks.off(sr)
+				if blockingSend(sname) && blockingRecv(rname) && se >= s {
+					m.addWait(StateLateReceiver, sr, sname, min(se-ss, s-ss))
 				}
 			}
 			// A message that completed before it was sent is clock error.
