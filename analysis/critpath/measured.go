@@ -164,7 +164,7 @@ func nxn(name string) bool {
 	name = strings.TrimPrefix(name, "MPI_")
 	switch name {
 	case "Allreduce", "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Alltoallw",
-		"Reduce_scatter", "Reduce_scatter_block", "Scan", "Exscan",
+		"Reduce_scatter", "Reduce_scatter_block",
 		"Comm_dup", "Comm_dup_with_info", "Comm_split", "Comm_split_type", "Comm_create",
 		"Cart_create", "Cart_sub", "Graph_create", "Dist_graph_create", "Dist_graph_create_adjacent", "Intercomm_merge":
 		return true
@@ -173,6 +173,19 @@ func nxn(name string) bool {
 }
 
 func barrier(name string) bool { return name == "MPI_Barrier" || name == "MPI_Ibarrier" }
+
+// rooted says whether a blocking collective is 1×N (the root sends to
+// all: Scalasca's late broadcast) or N×1 (all send to the root: early
+// reduce).
+func rooted(name string) (oneToN, nToOne bool) {
+	switch strings.TrimSuffix(name, "_c") {
+	case "MPI_Bcast", "MPI_Scatter", "MPI_Scatterv":
+		return true, false
+	case "MPI_Reduce", "MPI_Gather", "MPI_Gatherv":
+		return false, true
+	}
+	return false, false
+}
 
 // weighMeasured computes the measured weights of g.
 func weighMeasured(g *taskgraph.Graph, clocks *Clocks) *measured {
@@ -255,6 +268,7 @@ func weighMeasured(g *taskgraph.Graph, clocks *Clocks) *measured {
 			}
 			m.collWait(name, r, min(e-s, last-s))
 		}
+		m.rootedWaits(v, name, parts)
 	}
 	// Receives and waits: the late sender's (or nonblocking collective's)
 	// wait, which the message (or fan-out) explains. The operations of
@@ -367,6 +381,41 @@ func (m *measured) waitGroup(r int, off int64, v, end taskgraph.NodeID, in []tas
 	m.addWait(StateLateSender, r, name, w)
 }
 
+// rootedWaits adds the waits of a blocking rooted collective v with a
+// known root: at a 1×N one each member's wait for the root to arrive
+// (late broadcast), at an N×1 one the root's wait for the first other
+// member to arrive (early reduce: before, nothing could be sent to it).
+func (m *measured) rootedWaits(v taskgraph.NodeID, name string, parts []int) {
+	oneToN, nToOne := rooted(name)
+	root, ok := m.g.CollectiveRoot(v)
+	if !oneToN && !nToOne || !ok {
+		return
+	}
+	times := func(r int) (int64, int64, bool) {
+		s, e, ok := m.g.PartTimes(v, r)
+		return s + m.clocks.off(r), e + m.clocks.off(r), ok
+	}
+	rs, re, ok := times(root)
+	if !ok {
+		return
+	}
+	first, seen := int64(0), false
+	for _, r := range parts {
+		if r == root {
+			continue
+		}
+		s, e, _ := times(r)
+		if oneToN {
+			m.addWait(StateLateBroadcast, r, name, min(e-s, rs-s))
+		} else if !seen || s < first {
+			first, seen = s, true
+		}
+	}
+	if nToOne && seen {
+		m.addWait(StateEarlyReduce, root, name, min(re-rs, first-rs))
+	}
+}
+
 // collWait adds a member's wait at a collective.
 func (m *measured) collWait(name string, r int, ns int64) {
 	switch {
@@ -393,10 +442,12 @@ func (m *measured) addWait(state string, r int, fn string, ns int64) {
 
 // Wait states (Scalasca's names).
 const (
-	StateLateSender   = "late_sender"
-	StateLateReceiver = "late_receiver"
-	StateNxN          = "wait_at_nxn"
-	StateBarrier      = "wait_at_barrier"
+	StateLateSender    = "late_sender"
+	StateLateReceiver  = "late_receiver"
+	StateNxN           = "wait_at_nxn"
+	StateBarrier       = "wait_at_barrier"
+	StateLateBroadcast = "late_broadcast"
+	StateEarlyReduce   = "early_reduce"
 )
 
 // WaitKey is what wait states are summed by. Site is a call site id (0:

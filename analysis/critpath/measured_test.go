@@ -311,3 +311,62 @@ func TestExplain(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMeasuredRooted: Scalasca's late broadcast (members of an MPI_Bcast
+// waiting for its root) and early reduce (an MPI_Reduce's root waiting
+// for the first other member). Members that leave a rooted collective
+// before its last member arrived are counted as early exits.
+func TestMeasuredRooted(t *testing.T) {
+	// arrive and leave are relative to 1 s; MPI_Init ends at 1000.
+	type member struct{ arrive, leave int64 }
+	for _, c := range []struct {
+		name    string
+		root    int64
+		members []member
+		want    map[string]int64
+		early   int
+	}{
+		// Root 1 arrives at 6000: rank 0 waited 5000, rank 2 (later) none.
+		{"MPI_Bcast", 1, []member{{1000, 6500}, {6000, 6300}, {9000, 9200}},
+			map[string]int64{"late_broadcast MPI_Bcast 0": 5000}, 2},
+		// Root 0 arrives at 1000, the first other member at 4000 (and
+		// leaves before the last arrives).
+		{"MPI_Reduce", 0, []member{{1000, 7300}, {4000, 4200}, {7000, 7200}},
+			map[string]int64{"early_reduce MPI_Reduce 0": 3000}, 1},
+	} {
+		b := testgen.New(3)
+		for r, mb := range c.members {
+			rk := b.Rank(r)
+			initRank(rk, 0)
+			call(rk, mb.arrive-1000, mb.leave-mb.arrive, func(r *testgen.Rank) { r.Coll(c.name, c.root, 8, 8) })
+			finalize(rk, 1000)
+		}
+		g, clocks := build(t, b)
+		p, err := critpath.ComputeMeasured(g, clocks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := critpath.Summarize(g, p, 5)
+		ws := waitStates(s)
+		for k, want := range c.want {
+			if ws[k] != want {
+				t.Errorf("%s: %s = %d, want %d (all: %v)", c.name, k, ws[k], want, ws)
+			}
+		}
+		if len(ws) != 1 {
+			t.Errorf("%s: wait states %v", c.name, ws)
+		}
+		if s.Run.Clamped.EarlyExits != c.early {
+			t.Errorf("%s: %d early exits, want %d", c.name, s.Run.Clamped.EarlyExits, c.early)
+		}
+		// The last member's exit then 1000 ns to MPI_Finalize, from the end
+		// of MPI_Init at 1000: the run's span.
+		var last int64
+		for _, mb := range c.members {
+			last = max(last, mb.leave)
+		}
+		if p.Length != float64(last) {
+			t.Errorf("%s: length %v, want %d", c.name, p.Length, last)
+		}
+	}
+}

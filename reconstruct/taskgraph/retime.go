@@ -65,3 +65,12 @@ func (g *Graph) RankEnds(r int) (initEnd int64, hasInit bool, finalizeStart int6
 func (g *Graph) IsNonblocking(v NodeID) bool {
 	return g.Kind(v) == KindCollective && g.colls[v-g.collBase].nonblocking
 }
+
+// CollectiveRoot returns the world rank of collective v's root; ok is
+// false when v is not a collective, has no root or its root is not known.
+func (g *Graph) CollectiveRoot(v NodeID) (root int, ok bool) {
+	if g.Kind(v) != KindCollective || g.colls[v-g.collBase].root < 0 {
+		return -1, false
+	}
+	return int(g.colls[v-g.collBase].root), true
+}
