@@ -34,8 +34,8 @@ type Host struct {
 	Name  string `json:"name"`
 	Ranks int    `json:"ranks"`
 	CPUs  int    `json:"cpus,omitempty"`
-	// CPUsFrom says where CPUs comes from ("this machine": the trace's
-	// host is the one analysing it).
+	// CPUsFrom says where CPUs comes from: "recorded" (the headers'
+	// cpus), or "this machine" (the trace's host is the one analysing it).
 	CPUsFrom string `json:"cpus_from,omitempty"`
 }
 

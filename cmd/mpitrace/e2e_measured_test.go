@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
 // measuredJSON is what the measured-weights tests read of critpath --json.
@@ -32,8 +35,8 @@ type measuredJSON struct {
 }
 
 // critpathMeasured records argv under m and returns critpath --weights
-// measured --json of the trace.
-func critpathMeasured(t *testing.T, m mpiImpl, np int, argv ...string) measuredJSON {
+// measured --json of the trace, and the trace's directory.
+func critpathMeasured(t *testing.T, m mpiImpl, np int, argv ...string) (measuredJSON, string) {
 	t.Helper()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "traces")
@@ -57,7 +60,7 @@ func critpathMeasured(t *testing.T, m mpiImpl, np int, argv ...string) measuredJ
 		t.Fatalf("critpath --weights measured: exit %d\n%s%s", txt.code, txt.stdout, txt.stderr)
 	}
 	critPathItems(t, filepath.Join(dir, "critPath.out"))
-	return j
+	return j, out
 }
 
 // TestCritpathMeasuredRun: under measured weights the critical path of
@@ -81,7 +84,7 @@ func TestCritpathMeasuredRun(t *testing.T) {
 			t.Run(m.name+"/"+tc.prog, func(t *testing.T) {
 				m.require(t)
 				bin := m.compile(t, tc.prog)
-				j := critpathMeasured(t, m, tc.np, append([]string{bin}, tc.args...)...)
+				j, _ := critpathMeasured(t, m, tc.np, append([]string{bin}, tc.args...)...)
 				s := j.Summary
 				// Each clamped message or collective exit can lengthen the
 				// path by what was clamped, no more.
@@ -109,7 +112,16 @@ func TestCritpathLateSender(t *testing.T) {
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
 			m.require(t)
-			j := critpathMeasured(t, m, 2, m.compile(t, "latesender"), "4", "100")
+			j, out := critpathMeasured(t, m, 2, m.compile(t, "latesender"), "4", "100")
+			// The headers say how many CPUs the host has, for the summary's
+			// "ranks share cores" line.
+			tr, _ := readTrace(t, out)
+			for _, f := range tr.Files {
+				v, _ := f.Header.Get(tracefmt.KeyCPUs)
+				if n, err := strconv.Atoi(v); err != nil || n < 1 {
+					t.Errorf("rank %d: header cpus %q, want a CPU count", f.Header.Rank, v)
+				}
+			}
 			var r0, r1 int64
 			for _, w := range j.Summary.Run.WaitStates {
 				if w.State != "late_sender" {

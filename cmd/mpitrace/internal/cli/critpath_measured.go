@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
@@ -52,21 +53,31 @@ var thisMachine = func() (string, int) {
 }
 
 // traceHosts counts the ranks of t per host (the headers' hostname) and
-// gives the CPU count of a host that is this machine.
+// gives each host's CPU count: the headers' cpus (recorders since
+// 2026-11-24), else this machine's when the host is this machine.
 func traceHosts(t *tracefmt.Trace) []critpath.Host {
 	by := map[string]int{}
+	recorded := map[string]int{} // the headers' cpus, by host
 	for _, f := range t.Files {
 		name := f.Header.Hostname
 		if name == "" {
 			name = "(unnamed)"
 		}
 		by[name]++
+		if v, ok := f.Header.Get(tracefmt.KeyCPUs); ok {
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				recorded[name] = max(recorded[name], n)
+			}
+		}
 	}
 	here, cpus := thisMachine()
 	out := make([]critpath.Host, 0, len(by))
 	for name, n := range by {
 		h := critpath.Host{Name: name, Ranks: n}
-		if name == here && cpus > 0 {
+		switch {
+		case recorded[name] > 0:
+			h.CPUs, h.CPUsFrom = recorded[name], "recorded"
+		case name == here && cpus > 0:
 			h.CPUs, h.CPUsFrom = cpus, "this machine"
 		}
 		out = append(out, h)
