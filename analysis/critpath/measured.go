@@ -160,16 +160,17 @@ func blockingRecv(name string) bool {
 // nxn reports whether a collective is N×N: every member's result needs
 // every member's contribution (Scalasca's "wait at N×N").
 func nxn(name string) bool {
-	name = strings.TrimSuffix(strings.TrimPrefix(name, "MPI_I"), "_c")
-	name = strings.TrimPrefix(name, "MPI_")
-	switch name {
-	case "Allreduce", "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Alltoallw",
-		"Reduce_scatter", "Reduce_scatter_block",
-		"Comm_dup", "Comm_dup_with_info", "Comm_split", "Comm_split_type", "Comm_create",
-		"Cart_create", "Cart_sub", "Graph_create", "Dist_graph_create", "Dist_graph_create_adjacent", "Intercomm_merge":
-		return true
-	}
-	return false
+	n := strings.TrimSuffix(strings.TrimPrefix(name, "MPI_"), "_c")
+	// MPI_Iallreduce is the nonblocking MPI_Allreduce.
+	return nxnNames[n] || len(n) > 1 && n[0] == 'I' && nxnNames[strings.ToUpper(n[1:2])+n[2:]]
+}
+
+var nxnNames = map[string]bool{
+	"Allreduce": true, "Allgather": true, "Allgatherv": true, "Alltoall": true, "Alltoallv": true, "Alltoallw": true,
+	"Reduce_scatter": true, "Reduce_scatter_block": true,
+	"Comm_dup": true, "Comm_dup_with_info": true, "Comm_split": true, "Comm_split_type": true, "Comm_create": true,
+	"Cart_create": true, "Cart_sub": true, "Graph_create": true, "Dist_graph_create": true, "Dist_graph_create_adjacent": true,
+	"Intercomm_merge": true,
 }
 
 func barrier(name string) bool { return name == "MPI_Barrier" || name == "MPI_Ibarrier" }

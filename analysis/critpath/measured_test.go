@@ -370,3 +370,53 @@ func TestMeasuredRooted(t *testing.T) {
 		}
 	}
 }
+
+// TestMeasuredNonblockingCollective: rank 0 posts an MPI_Iallreduce early
+// and waits 3.5 µs in its MPI_Wait for rank 1 to post; the path runs
+// through rank 1's posting, the collective and its fan-out to rank 0's
+// wait, and is the run's span.
+func TestMeasuredNonblockingCollective(t *testing.T) {
+	b := testgen.New(2)
+	r0, r1 := b.Rank(0), b.Rank(1)
+	initRank(r0, 0)
+	initRank(r1, 0)
+	var q0, q1 uint64
+	call(r0, 1000, 500, func(r *testgen.Rank) { q0 = r.Icoll("MPI_Iallreduce", spec.RootNone, 8, 8) }) // [2000, 2500]
+	call(r0, 2500, 4000, func(r *testgen.Rank) { r.Wait(q0) })                                         // [5000, 9000]
+	finalize(r0, 1000)                                                                                 // 10000
+	call(r1, 7000, 500, func(r *testgen.Rank) { q1 = r.Icoll("MPI_Iallreduce", spec.RootNone, 8, 8) }) // [8000, 8500]
+	call(r1, 100, 200, func(r *testgen.Rank) { r.Wait(q1) })                                           // [8600, 8800]
+	finalize(r1, 1000)                                                                                 // 9800
+	g, clocks := build(t, b)
+	p, err := critpath.ComputeMeasured(g, clocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Length != 9000 {
+		t.Errorf("length %v, want 9000", p.Length)
+	}
+	var names []string
+	for i := 0; i < p.NumVertices(); i++ {
+		v := p.Vertex(i)
+		names = append(names, v.Name)
+	}
+	if got := strings.Join(names, ","); got != "MPI_Init,MPI_Iallreduce,MPI_Iallreduce,MPI_Wait,MPI_Finalize" {
+		t.Errorf("path %s", got)
+	}
+	// Last posting ends at 8500, the first wait at 8800: the collective
+	// weighs 300, its fan-out to rank 0's wait (ending at 9000) 200.
+	if v := p.Vertex(2); v.Weight != 300 {
+		t.Errorf("collective %+v", v)
+	}
+	if h := p.Hop(2); h.Kind != taskgraph.CollOut || h.Weight != 200 {
+		t.Errorf("fan-out %+v", h)
+	}
+	s := critpath.Summarize(g, p, 5)
+	ws := waitStates(s)
+	if len(ws) != 1 || ws["wait_at_nxn MPI_Iallreduce 0"] != 3500 {
+		t.Errorf("wait states %v", ws)
+	}
+	if s.Computation+s.Communication != s.Length {
+		t.Errorf("computation %v + communication %v != length %v", s.Computation, s.Communication, s.Length)
+	}
+}
