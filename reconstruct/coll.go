@@ -3,6 +3,7 @@ package reconstruct
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -285,8 +286,10 @@ func (b *build) collectives(members map[commKey][]int32) error {
 			parts = append(parts, taskgraph.Part{Rank: int(ip.rank), Nonblocking: pr.nb, At: pr.at, Start: pr.start, End: pr.end, Event: pr.ev})
 		}
 		b.checkInstance(inst, pool[inst.first:inst.first+inst.n], recs)
-		id, err := b.gb.AddCollective(taskgraph.Collective{Name: recs[0].name, GID: inst.key.gid, Members: inst.members.list,
-			Procs: inst.members.len(), Bytes: collBytes(recs[0].fn, recs, inst.members.len()), Parts: parts})
+		coll := taskgraph.Collective{Name: recs[0].name, GID: inst.key.gid, Members: inst.members.list,
+			Procs: inst.members.len(), Bytes: collBytes(recs[0].fn, recs, inst.members.len()), Parts: parts}
+		coll.Root, coll.HasRoot = collRoot(recs)
+		id, err := b.gb.AddCollective(coll)
 		if err != nil {
 			return err
 		}
@@ -324,3 +327,15 @@ func (b *build) checkInstance(inst instance, ips []instPart, recs []*partRec) {
 }
 
 func isRoot(r int64) bool { return r >= 0 }
+
+// collRoot is an instance's root world rank: the lowest participant's
+// (a mismatch is reported by checkInstance), else the first participant
+// that names one; ok is false when none does.
+func collRoot(recs []*partRec) (root int, ok bool) {
+	for _, pr := range recs {
+		if isRoot(pr.root) && pr.root <= math.MaxInt32 {
+			return int(pr.root), true
+		}
+	}
+	return -1, false
+}

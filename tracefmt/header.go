@@ -23,6 +23,7 @@ const (
 	KeyInitMonotonicNS = "init_monotonic_ns"
 	KeyThreadLevel     = "thread_level"
 	KeyOptions         = "options"
+	KeyCPUs            = "cpus"
 	// Loop markers (version 3).
 	KeyLoopCounters = "loop_counters"
 	KeyLoopChance   = "loop_chance"

@@ -67,10 +67,13 @@ type Hop struct {
 type Path struct {
 	// Length is the path's weight in ns: its hops' and vertices' weights.
 	Length float64
+	// Weights says how the path was weighed.
+	Weights Weighting
 
-	g *taskgraph.Graph
-	w *weigher
-	p *taskgraph.Path
+	g    *taskgraph.Graph // the graph the path was found in (retimed, for measured weights)
+	orig *taskgraph.Graph // the graph as built
+	w    *weigher
+	p    *taskgraph.Path
 }
 
 // NumVertices returns the number of vertices on the path (its hops are
@@ -109,6 +112,7 @@ type weigher struct {
 		ok    bool
 	}
 	colls map[taskgraph.CollectiveInfo]collW
+	meas  *measured // measured weights instead of the model's
 }
 
 type collW struct {
@@ -135,17 +139,32 @@ func (w *weigher) Message(bytes int64) float64 {
 // Collective implements taskgraph.Weights.
 func (w *weigher) Collective(v taskgraph.NodeID) float64 { return w.coll(v).ns }
 
-func (w *weigher) edge(e *taskgraph.Edge) float64 {
-	if e.Kind != taskgraph.Message {
-		return float64(e.Weight)
+// Cross implements taskgraph.CrossWeights: the model weighs a message by
+// its bytes and a nonblocking collective's fan-out 0.
+func (w *weigher) Cross(from, to taskgraph.NodeID, bytes int64) float64 {
+	if w.meas != nil {
+		return w.meas.Cross(from, to, bytes)
 	}
-	return w.Message(e.Bytes)
+	if w.g.Kind(from) == taskgraph.KindCollective {
+		return 0
+	}
+	return w.Message(bytes)
+}
+
+func (w *weigher) edge(e *taskgraph.Edge) float64 {
+	if e.Kind == taskgraph.Message || w.meas != nil && e.Kind == taskgraph.CollOut && w.g.IsNonblocking(e.From) {
+		return w.Cross(e.From, e.To, e.Bytes)
+	}
+	return float64(e.Weight)
 }
 
 func (w *weigher) coll(v taskgraph.NodeID) collW {
 	ci, ok := w.g.Collective(v)
 	if !ok {
 		return collW{}
+	}
+	if w.meas != nil {
+		return collW{ns: w.meas.Collective(v), used: "measured"}
 	}
 	if cw, ok := w.colls[ci]; ok {
 		return cw
@@ -180,7 +199,28 @@ func Compute(g *taskgraph.Graph, m Model) (*Path, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Path{Length: length, g: g, w: w, p: path}, nil
+	return &Path{Length: length, Weights: WeightsModel, g: g, orig: g, w: w, p: path}, nil
+}
+
+// ComputeMeasured returns the longest path from MPI_Init to MPI_Finalize
+// weighed by what the run took (docs/reconstruction.md, "Measured
+// weights"), the ranks' clocks aligned with clocks (nil: all offsets 0).
+// Its length is the run's span on rank 0's clock (Measured.Span). It
+// copies the graph's operations with their measured times (16 bytes an
+// operation) and keeps 16 bytes an operation of weights.
+func ComputeMeasured(g *taskgraph.Graph, clocks *Clocks) (*Path, error) {
+	if g.NumOps() == 0 && g.NumCollectives() == 0 {
+		return nil, ErrEmpty
+	}
+	m := weighMeasured(g, clocks)
+	rg := g.Retimed(m)
+	m.g = rg // the same ids, names and ranks
+	w := &weigher{g: rg, m: zeroModel{}, colls: make(map[taskgraph.CollectiveInfo]collW), meas: m}
+	length, path, err := rg.Longest(w)
+	if err != nil {
+		return nil, err
+	}
+	return &Path{Length: length, Weights: WeightsMeasured, g: rg, orig: g, w: w, p: path}, nil
 }
 
 func vertex(g *taskgraph.Graph, w *weigher, v taskgraph.NodeID) Vertex {

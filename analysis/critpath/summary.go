@@ -22,6 +22,16 @@ type Summary struct {
 	Measured int64 `json:"measured_ns"`
 	// Ratio is Length / Measured (0 when Measured is 0).
 	Ratio float64 `json:"ratio"`
+	// Weights says how the path was weighed: "model" (the seed's latency
+	// model) or "measured" (what the run took).
+	Weights Weighting `json:"weights"`
+	// Run is, under measured weights, the run's span on rank 0's clock,
+	// its wait states and what was clamped (measured.go).
+	Run *RunInfo `json:"run,omitempty"`
+	// Why says where the difference between the model's path and the
+	// measured run went; set (SetWhy) when the model's path is below
+	// WhyThreshold of the run.
+	Why *Why `json:"why,omitempty"`
 
 	// Computation is the path's computation edges; Communication its
 	// message latencies and collective vertices. They add up to Length.
@@ -121,9 +131,9 @@ type summarizer struct {
 
 func newSummarizer(g *taskgraph.Graph, p *Path, top int) *summarizer {
 	n := p.NumVertices()
-	s := &Summary{Length: p.Length, Vertices: n}
-	for _, r := range g.Ranks() {
-		if a, b, ok := g.RankSpan(r); ok {
+	s := &Summary{Length: p.Length, Vertices: n, Weights: p.Weights}
+	for _, r := range p.orig.Ranks() {
+		if a, b, ok := p.orig.RankSpan(r); ok {
 			s.Measured = max(s.Measured, b-a)
 		}
 	}
@@ -195,6 +205,9 @@ func (sz *summarizer) step(i int, kind taskgraph.NodeKind, r int, name string, i
 	var weight float64
 	if eKind == taskgraph.Message {
 		weight = sz.p.w.Message(eBytes)
+		if sz.p.w.meas != nil {
+			weight = sz.p.w.meas.Cross(sz.p.p.Node(i-1), sz.p.p.Node(i), eBytes)
+		}
 		s.Messages++
 		s.MessageBytes += eBytes
 		s.Communication += weight
@@ -202,6 +215,9 @@ func (sz *summarizer) step(i int, kind taskgraph.NodeKind, r int, name string, i
 		to.Communication += weight
 	} else {
 		weight = float64(eWeight)
+		if eKind == taskgraph.CollOut && sz.p.w.meas != nil && sz.g.IsNonblocking(sz.p.p.Node(i-1)) {
+			weight = sz.p.w.meas.Cross(sz.p.p.Node(i-1), sz.p.p.Node(i), 0)
+		}
 		s.Computation += weight
 		sz.rank(eRank).Computation += weight
 		to.Computation += weight
@@ -240,6 +256,7 @@ func (sz *summarizer) finish() *Summary {
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})
+	s.Run = p.RunInfo(s.Measured)
 	kept := sz.heavy.sorted()
 	s.Top = make([]Item, 0, len(kept)) // [] in JSON, not null, with --top 0
 	for _, c := range kept {
@@ -354,6 +371,7 @@ func (s *Summary) WriteText(w io.Writer, unit Unit) error {
 	if s.Length > 0 {
 		fmt.Fprintf(ew, "computation %s (%s), communication %s (%s)\n", t(s.Computation), pct(s.Computation/s.Length), t(s.Communication), pct(s.Communication/s.Length))
 	}
+	s.writeRunWhy(ew, t)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(ew, "\nby rank:\n")
 	fmt.Fprintf(tw, "rank\tcomputation\tcommunication\tshare\t\n")

@@ -305,6 +305,9 @@ type Collective struct {
 	// Parts are the recorded calls, one per participating rank, sorted by
 	// rank.
 	Parts []Part
+	// Root is the world rank of a rooted collective's root, when HasRoot.
+	Root    int
+	HasRoot bool
 }
 
 // ReserveCollectives makes room for n more collectives with parts
@@ -328,7 +331,10 @@ func (b *Builder) AddCollective(c Collective) (NodeID, error) {
 	}
 	ci := uint32(len(b.colls))
 	col := collective{name: c.Name, gid: c.GID, members: c.Members, procs: c.Procs, bytes: c.Bytes,
-		first: uint32(len(b.parts)), n: uint32(len(c.Parts))}
+		first: uint32(len(b.parts)), n: uint32(len(c.Parts)), root: -1}
+	if c.HasRoot && c.Root >= 0 && c.Root < b.size {
+		col.root = int32(c.Root)
+	}
 	switch {
 	case col.procs == 0:
 		col.procs = len(c.Members)

@@ -192,6 +192,7 @@ type collective struct {
 	first, n    uint32 // participants: Graph.parts[first : first+n], by rank
 	start, end  int64
 	nonblocking bool
+	root        int32 // world rank, -1: none or not known
 }
 
 type participant struct {

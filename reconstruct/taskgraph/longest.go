@@ -15,6 +15,17 @@ type Weights interface {
 	Collective(v NodeID) float64
 }
 
+// CrossWeights are Weights that weigh each cross edge on its own: Longest
+// then calls Cross instead of Message, and adds Cross to a nonblocking
+// collective's fan-out (which weighs 0 otherwise).
+type CrossWeights interface {
+	Weights
+	// Cross is the weight of the cross edge from → to: a message of
+	// bytes from a sending operation, or a nonblocking collective's
+	// fan-out (from the collective, bytes 0).
+	Cross(from, to NodeID, bytes int64) float64
+}
+
 // Longest returns the length of a longest path from Init to Finalize and
 // the path. It is Walk specialised: it visits the nodes in the same
 // topological order, keeping the longest distance only per rank (the
@@ -27,7 +38,8 @@ type Weights interface {
 // (the chain before a message; the lowest participant; the lowest rank).
 // A cycle is a *CycleError.
 func (g *Graph) Longest(w Weights) (float64, *Path, error) {
-	l := &longest{sched: newSched(g), w: w, cur: make([]lcursor, len(g.ranks)),
+	cw, _ := w.(CrossWeights)
+	l := &longest{sched: newSched(g), w: w, cw: cw, cur: make([]lcursor, len(g.ranks)),
 		sendVal: make([]float64, g.numSenders), choice: make([]uint64, (g.numOps+63)/64),
 		collVal: make([]float64, len(g.colls)), collArg: make([]uint32, len(g.colls)),
 		partIn: make([]bool, len(g.parts)), finArg: -1}
@@ -63,6 +75,7 @@ type lcursor struct {
 type longest struct {
 	sched
 	w       Weights
+	cw      CrossWeights // w, when it weighs each cross edge
 	cur     []lcursor
 	sendVal []float64 // per sending operation (senderSlot); -1: not visited yet
 	choice  []uint64  // per operation: the longest path arrives by the cross edge
@@ -140,13 +153,20 @@ func (l *longest) advance(ri int) {
 						return
 					}
 					sv = l.collVal[ci]
+					if l.cw != nil {
+						sv += l.cw.Cross(from, v, 0)
+					}
 				} else {
 					sv = l.sendVal[g.senderSlot(from)]
 					if sv < 0 {
 						l.block(ri, from)
 						return
 					}
-					sv += l.w.Message(d.crossBytes(c.xc))
+					if l.cw != nil {
+						sv += l.cw.Cross(from, v, d.crossBytes(c.xc))
+					} else {
+						sv += l.w.Message(d.crossBytes(c.xc))
+					}
 				}
 				if sv > val {
 					val = sv

@@ -731,6 +731,7 @@ static void header_block(const char *const (*extra)[2], int n) {
     snprintf(num[4], 32, "%ld", (long)res.tv_nsec + (long)res.tv_sec * 1000000000L);
     snprintf(num[5], 32, "%llu", (unsigned long long)rt.tv_sec * 1000000000ull + (unsigned long long)rt.tv_nsec);
     snprintf(num[6], 32, "%llu", (unsigned long long)mono);
+    snprintf(num[7], 32, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
     const char *kv[][2] = {
         {"rank", num[0]},
         {"size", num[1]},
@@ -743,6 +744,7 @@ static void header_block(const char *const (*extra)[2], int n) {
         {"init_realtime_ns", num[5]},
         {"init_monotonic_ns", num[6]},
         {"options", G.options},
+        {"cpus", num[7]},
     };
     const char *loops[3][2];
     mpit_loops_header(loops);

@@ -33,6 +33,22 @@ func BenchmarkCritpath(b *testing.B) {
 	})
 }
 
+// BenchmarkCritpathMeasured is BenchmarkCritpath with --weights measured:
+// the measured weights (a pass over the operations and a copy of them)
+// and the wait states, besides the model path the summary compares with.
+//
+//	go test ./cmd/mpitrace/internal/cli -run '^$' -bench CritpathMeasured -benchtime 1x -cpu 1
+func BenchmarkCritpathMeasured(b *testing.B) {
+	benchtrace.Run(b, func(b *testing.B, dir string) {
+		out := filepath.Join(b.TempDir(), "critPath.out")
+		var errb strings.Builder
+		code := run(context.Background(), []string{"critpath", dir, "-o", out, "--weights", "measured"}, &Streams{In: strings.NewReader(""), Out: io.Discard, Err: &errb})
+		if code != ExitOK {
+			b.Fatalf("mpitrace critpath --weights measured: exit status %d: %s", code, errb.String())
+		}
+	})
+}
+
 // BenchmarkExport runs the whole 'mpitrace export TRACEDIR -o FILE'
 // command on each benchmark trace: decoding, reconstruction and the
 // critical path (the first pass), then the second pass that writes the

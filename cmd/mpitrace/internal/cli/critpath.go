@@ -31,6 +31,7 @@ type critpathOptions struct {
 	Unit     string
 	JSON     bool
 	Top      int
+	Weights  string
 	traceFlags
 }
 
@@ -87,6 +88,7 @@ and with --strict 3 when it lost data.`,
 	f.StringVar(&opts.Unit, "unit", "us", "`unit` of computation edges in critPath.out and the summary: ns, us, ms or s")
 	f.BoolVar(&opts.JSON, "json", false, "print the summary and the path as JSON on stdout")
 	f.IntVar(&opts.Top, "top", 10, "heaviest edges to list in the summary")
+	f.StringVar(&opts.Weights, "weights", "model", "`weights` of messages and collectives: model (the latency model) or measured (what the run took, with wait states)")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
 	return cmd
 }
@@ -131,6 +133,11 @@ type analysis struct {
 	regionAggs  []*regions.Aggregator
 	regionRanks []*regions.RankRegions // the aggregators' Finish (regions)
 	loopRanks   []*loops.RankLoops     // the aggregators' Finish (loops)
+	// clocks saw each rank's clock offsets; mpath is the path under
+	// measured weights, once computed (measuredPath).
+	clocks   *clockObserver
+	mpath    *critpath.Path
+	mpathErr error
 }
 
 // observer is what else an analysis wants to see of each rank's events:
@@ -152,7 +159,7 @@ func analyzeWith(t *tracefmt.Trace, modelPath string, s *Streams, extra observer
 // analyzeSpans is analyzeWith; without spans, the loops' and regions'
 // intervals are not kept (the path's share in them is not needed).
 func analyzeSpans(t *tracefmt.Trace, modelPath string, s *Streams, extra observer, spans bool) (*analysis, error) {
-	a := &analysis{trace: t}
+	a := &analysis{trace: t, clocks: newClockObserver()}
 	var err error
 	if a.model, a.modelName, err = loadModel(modelPath); err != nil {
 		return nil, err
@@ -177,9 +184,11 @@ func analyzeSpans(t *tracefmt.Trace, modelPath string, s *Streams, extra observe
 		a.loopAggs = append(a.loopAggs, ag)
 		a.regionAggs = append(a.regionAggs, rg)
 		mu.Unlock()
+		clk := a.clocks.observe(h, strs, "")
 		return func(ev *tracefmt.Event) {
 			ag.Event(ev)
 			rg.Event(ev)
+			clk(ev)
 			if more != nil {
 				more(ev)
 			}
@@ -251,9 +260,19 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	if err := checkOutputFlag(opts.Out); err != nil {
 		return err
 	}
+	weights, ok := critpath.ParseWeighting(opts.Weights)
+	if !ok {
+		return flagErrorf("--weights %q: want model or measured", opts.Weights)
+	}
 	a, err := analyzePath(opts.Dir, opts.Model, s)
 	if err != nil {
 		return err
+	}
+	path := a.path
+	if weights == critpath.WeightsMeasured {
+		if path, err = a.measuredPath(); err != nil {
+			return err
+		}
 	}
 	// Where critPath.out goes: -o (stdout for -), critPath.out by default;
 	// with --json only where -o says, and never to the JSON's stdout (the
@@ -266,13 +285,16 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	var sum *critpath.Summary
 	if out != "" {
 		if err := writeOutputTo(s, out, func(w io.Writer) (err error) {
-			sum, err = critpath.WriteCritPathOutSummary(w, a.path, unit, opts.Top)
+			sum, err = critpath.WriteCritPathOutSummary(w, path, unit, opts.Top)
 			return err
 		}); err != nil {
 			return err
 		}
 	}
-	sum = summarize(a, sum, opts.Top)
+	sum = summarizePath(a, path, sum, opts.Top)
+	if err := explain(a, sum); err != nil {
+		return err
+	}
 	switch {
 	case opts.JSON:
 		err = writeJSON(s.Out, struct {
@@ -284,7 +306,7 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 			Path        *critpath.Path            `json:"path"`
 			Unfinished  []tracefmt.UnfinishedCall `json:"unfinished,omitempty"`
 			Diagnostics *diagnosticsJSON          `json:"diagnostics"`
-		}{opts.Dir, a.modelName, unit.String(), out, sum, a.path, a.trace.Unfinished(), newDiagnosticsJSON(a.diags)})
+		}{opts.Dir, a.modelName, unit.String(), out, sum, path, a.trace.Unfinished(), newDiagnosticsJSON(a.diags)})
 	case out != "-":
 		err = writeSummary(s.Out, opts.Dir, a, out, sum, unit)
 	}
@@ -298,14 +320,19 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 // writing critPath.out, already does); for a trace with loop events it
 // adds which loops the path's computation ran in.
 func summarize(a *analysis, sum *critpath.Summary, top int) *critpath.Summary {
+	return summarizePath(a, a.path, sum, top)
+}
+
+// summarizePath is summarize of path, a critical path of a's graph.
+func summarizePath(a *analysis, path *critpath.Path, sum *critpath.Summary, top int) *critpath.Summary {
 	if sum == nil {
-		sum = critpath.Summarize(a.graph, a.path, top)
+		sum = critpath.Summarize(a.graph, path, top)
 	}
 	if spans := loops.NewSpans(a.loops()); !spans.Empty() {
-		sum.Loops = critpath.AttributeLoops(a.path, sum, spans)
+		sum.Loops = critpath.AttributeLoops(path, sum, spans)
 	}
 	if spans := regions.NewSpans(a.regions()); !spans.Empty() {
-		sum.Regions = critpath.AttributeRegions(a.path, sum, spans)
+		sum.Regions = critpath.AttributeRegions(path, sum, spans)
 	}
 	return sum
 }
@@ -340,7 +367,11 @@ func writeJSON(w io.Writer, v any) error {
 // lost, and the summary's tables.
 func writeSummary(w io.Writer, dir string, a *analysis, out string, sum *critpath.Summary, unit critpath.Unit) error {
 	fmt.Fprintf(w, "Critical path of %s (written to %s)\n", dir, out)
-	fmt.Fprintf(w, "Latency model: %s\n", a.modelName)
+	if sum.Weights == critpath.WeightsMeasured {
+		fmt.Fprintf(w, "Weights: measured (messages and collectives weigh what the run took, clocks aligned by the ClockSync offsets; --weights model for the latency model)\n")
+	} else {
+		fmt.Fprintf(w, "Latency model: %s\n", a.modelName)
+	}
 	fmt.Fprintf(w, "%s\n", dataLossLine(a.diags))
 	if err := sum.WriteText(w, unit); err != nil {
 		return err

@@ -117,3 +117,52 @@ func TestCritpathJSON(t *testing.T) {
 		t.Errorf("critpath without -o: %v", err)
 	}
 }
+
+// critpath --weights: measured states itself in the text and the JSON
+// (with the wait states), model stays the default, anything else is a
+// usage error of one line.
+func TestCritpathWeights(t *testing.T) {
+	dir := writeTrace(t)
+	out := filepath.Join(t.TempDir(), "critPath.out")
+	code, txt, errs := runCLI(t, "critpath", dir, "-o", out, "--weights", "measured")
+	if code != ExitOK || errs != "" {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	for _, want := range []string{"Weights: measured", "the run on rank 0's clock", "wait states (Scalasca's"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, txt)
+		}
+	}
+	if strings.Contains(txt, "Latency model:") {
+		t.Errorf("the measured summary names the latency model as if it weighed the path:\n%s", txt)
+	}
+	var j struct {
+		Summary struct {
+			Weights string          `json:"weights"`
+			Run     json.RawMessage `json:"run"`
+		} `json:"summary"`
+	}
+	for _, c := range []struct {
+		args    []string
+		weights string
+		run     bool
+	}{
+		{nil, "model", false},
+		{[]string{"--weights", "model"}, "model", false},
+		{[]string{"--weights", "measured"}, "measured", true},
+	} {
+		code, s, errs := runCLI(t, append([]string{"critpath", dir, "--json"}, c.args...)...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d\n%s", c.args, code, errs)
+		}
+		decodeOnly(t, s, &j)
+		if j.Summary.Weights != c.weights || (j.Summary.Run != nil) != c.run {
+			t.Errorf("%v: weights %q, run %s", c.args, j.Summary.Weights, j.Summary.Run)
+		}
+		j.Summary.Run = nil
+	}
+	code, s, errs := runCLI(t, "critpath", dir, "--weights", "wall")
+	if first, _, _ := strings.Cut(errs, "\n"); code != ExitUsage || s != "" || first != `mpitrace: --weights "wall": want model or measured` {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s", code, s, errs)
+	}
+}

@@ -1,0 +1,148 @@
+package main_test
+
+import (
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mpitrace/mpitrace/tracefmt"
+)
+
+// measuredJSON is what the measured-weights tests read of critpath --json.
+type measuredJSON struct {
+	Summary struct {
+		Length   float64 `json:"length_ns"`
+		Measured int64   `json:"measured_ns"`
+		Weights  string  `json:"weights"`
+		Run      *struct {
+			Span     int64 `json:"span_ns"`
+			InitSkew int64 `json:"init_skew_ns"`
+			Clamped  struct {
+				Messages   int64 `json:"messages_ns"`
+				EarlyExits int64 `json:"early_exits_ns"`
+			} `json:"clamped"`
+			WaitStates []struct {
+				State    string `json:"state"`
+				Rank     int    `json:"rank"`
+				Function string `json:"function"`
+				Time     int64  `json:"time_ns"`
+			} `json:"wait_states"`
+		} `json:"run"`
+	} `json:"summary"`
+}
+
+// critpathMeasured records argv under m and returns critpath --weights
+// measured --json of the trace, and the trace's directory.
+func critpathMeasured(t *testing.T, m mpiImpl, np int, argv ...string) (measuredJSON, string) {
+	t.Helper()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "traces")
+	if r := record(t, out, nil, m.launch(np, argv...)...); r.code != 0 {
+		t.Fatalf("record: exit %d\n%s", r.code, r.stderr)
+	}
+	r := run(t, dir, mpitraceBin, "critpath", out, "--weights", "measured", "--json")
+	if r.code != 0 {
+		t.Fatalf("critpath --weights measured: exit %d\n%s", r.code, r.stderr)
+	}
+	var j measuredJSON
+	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
+		t.Fatalf("critpath --json: %v\n%s", err, r.stdout)
+	}
+	if j.Summary.Weights != "measured" || j.Summary.Run == nil {
+		t.Fatalf("the summary does not say it used measured weights:\n%s", r.stdout)
+	}
+	// The text summary says so too.
+	txt := run(t, dir, mpitraceBin, "critpath", out, "--weights", "measured", "-o", filepath.Join(dir, "critPath.out"))
+	if txt.code != 0 || !strings.Contains(txt.stdout, "Weights: measured") || !strings.Contains(txt.stdout, "wait states") {
+		t.Fatalf("critpath --weights measured: exit %d\n%s%s", txt.code, txt.stdout, txt.stderr)
+	}
+	critPathItems(t, filepath.Join(dir, "critPath.out"))
+	return j, out
+}
+
+// TestCritpathMeasuredRun: under measured weights the critical path of
+// the fixture programs is the measured run: the run's span on rank 0's
+// clock up to what was clamped for clock-sync error (under MPICH on two
+// oversubscribed cores the offsets are known only within milliseconds),
+// and within 5% of the summary's measured run plus the ranks' MPI_Init
+// skew (which the span counts and the per-rank measured run does not; on
+// a run of a few ms like mix's it is most of the difference).
+func TestCritpathMeasuredRun(t *testing.T) {
+	for _, m := range mpis {
+		for _, tc := range []struct {
+			prog string
+			np   int
+			args []string
+		}{
+			{"stencil", 4, []string{"100", "20000"}},
+			{"known", 3, []string{"chain", "20"}},
+			{"mix", 4, nil},
+		} {
+			t.Run(m.name+"/"+tc.prog, func(t *testing.T) {
+				m.require(t)
+				bin := m.compile(t, tc.prog)
+				j, _ := critpathMeasured(t, m, tc.np, append([]string{bin}, tc.args...)...)
+				s := j.Summary
+				// Each clamped message or collective exit can lengthen the
+				// path by what was clamped, no more.
+				clamped := s.Run.Clamped.Messages + s.Run.Clamped.EarlyExits
+				if d := math.Abs(s.Length - float64(s.Run.Span)); d > float64(clamped)+1000 {
+					t.Errorf("path %.0f ns, run's span %d ns, clamped %d ns", s.Length, s.Run.Span, clamped)
+				}
+				if d := math.Abs(s.Length - float64(s.Measured)); d > 0.05*float64(s.Measured)+float64(s.Run.InitSkew+clamped) {
+					t.Errorf("path %.0f ns, measured run %d ns (MPI_Init skew %d ns): more than 5%% apart", s.Length, s.Measured, s.Run.InitSkew)
+				}
+				t.Logf("path %.0f ns, measured run %d ns, span %d ns, MPI_Init skew %d ns, clamped %d ns", s.Length, s.Measured, s.Run.Span, s.Run.InitSkew, clamped)
+			})
+		}
+	}
+}
+
+// TestCritpathLateSender: rank 1 of latesender sleeps 100 ms before each
+// of its 4 sends while rank 0 waits in MPI_Recv: the wait states show
+// rank 0's late-sender wait at MPI_Recv, more than half the injected
+// 400 ms, and rank 1's late-sender wait small beside it (it waits only
+// for the answers).
+func TestCritpathLateSender(t *testing.T) {
+	const iters, delayMs = 4, 100
+	injected := int64(iters * delayMs * 1e6)
+	for _, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			m.require(t)
+			j, out := critpathMeasured(t, m, 2, m.compile(t, "latesender"), "4", "100")
+			// The headers say how many CPUs the host has, for the summary's
+			// "ranks share cores" line.
+			tr, _ := readTrace(t, out)
+			for _, f := range tr.Files {
+				v, _ := f.Header.Get(tracefmt.KeyCPUs)
+				if n, err := strconv.Atoi(v); err != nil || n < 1 {
+					t.Errorf("rank %d: header cpus %q, want a CPU count", f.Header.Rank, v)
+				}
+			}
+			var r0, r1 int64
+			for _, w := range j.Summary.Run.WaitStates {
+				if w.State != "late_sender" {
+					continue
+				}
+				switch {
+				case w.Rank == 0 && w.Function == "MPI_Recv":
+					r0 += w.Time
+				case w.Rank == 1:
+					r1 += w.Time
+				}
+			}
+			if r0 <= injected/2 {
+				t.Errorf("rank 0's late-sender wait at MPI_Recv is %d ns, want more than half of the injected %d ns: %+v", r0, injected, j.Summary.Run.WaitStates)
+			}
+			// Rank 1 waits only for rank 0 to answer: its latency, and on a
+			// loaded machine rank 0's wait for a core (tens of ms per answer
+			// at a load average of 10 on 2 cores under MPICH, which polls).
+			if r1 >= r0/2 {
+				t.Errorf("rank 1's late-sender wait is %d ns, want less than half of rank 0's %d ns", r1, r0)
+			}
+		})
+	}
+}
