@@ -21,10 +21,13 @@ import (
 // (match.go): the k-th receive posted on a channel takes the k-th message
 // sent on it, once every receive's source and tag are known; a cancelled
 // message or receive takes no place; the k-th collective call of each
-// member of a communicator is one instance. A receive is passed to the
-// channel only when every receive its rank posted before it is resolved,
-// and a message is paired only once its request says whether it was
-// cancelled; both wait in memory until then.
+// member of a communicator is one instance. A receive is passed to its
+// channel once no receive its rank posted before it and not yet
+// completed may take a place on that channel (a wildcard may, until its
+// completion says where), and a message is paired only once its request
+// says whether it was cancelled; both wait in memory until then. A
+// wildcard receive never completed (nor freed) thus holds back its
+// rank's later receives until the end of the rank's log.
 //
 // It reports each pair and instance once, when it is complete, with the
 // Endpoints the caller gave the events. Diagnostics are Build's business:
@@ -95,6 +98,10 @@ type sendEntry struct {
 // postEntry is a posted receive, resolved when its channel (or that it
 // takes no place) is known; ep is the completing event's, when it has one.
 type postEntry struct {
+	// known: the channel the receive will take its place on is known
+	// from its posting (kch; a source and tag that are not wildcards).
+	known    bool
+	kch      gkey
 	resolved bool
 	none     bool // takes no place in the matching order
 	ch       gkey
@@ -254,7 +261,7 @@ func (rl *RankLinker) Event(ev *tracefmt.Event, ep Endpoint) {
 			if ck, ok := rl.comm(ev.Comm()); ok {
 				if src, t, why := resolveEnvelope(rl.l.size, ev.Peer(), ev.Tag(), ev.Src(), ev.STag()); why&envOK != 0 {
 					ch := gkey{comm: ck, src: int32(src), dst: int32(rl.rank), tag: t}
-					pe := &postEntry{}
+					pe := &postEntry{known: true, kch: ch}
 					rl.post(pe)
 					if rl.mprobe == nil {
 						rl.mprobe = map[gkey][]*postEntry{}
@@ -298,22 +305,48 @@ func (rl *RankLinker) resolve(pe *postEntry) {
 	rl.drain()
 }
 
+// drain passes to their channels the resolved receives that no receive
+// posted before them and still unresolved may precede on their channel:
+// one of a known other channel does not hold them back, a wildcard one
+// (whose channel its completion will tell) holds back all.
 func (rl *RankLinker) drain() {
-	for rl.head < len(rl.posts) && rl.posts[rl.head].resolved {
-		pe := rl.posts[rl.head]
-		rl.posts[rl.head] = nil
-		rl.head++
-		if !pe.none {
-			rl.l.addRecv(pe)
+	var held []gkey // the channels of the unresolved receives passed over
+	w := 0
+	for i := 0; i < len(rl.posts); i++ {
+		pe := rl.posts[i]
+		switch {
+		case !pe.resolved && !pe.known:
+			// Everything after waits for this wildcard.
+			w += copy(rl.posts[w:], rl.posts[i:])
+			i = len(rl.posts)
+		case !pe.resolved:
+			held = append(held, pe.kch)
+			rl.posts[w] = pe
+			w++
+		case !pe.none && slices.Contains(held, pe.ch):
+			rl.posts[w] = pe
+			w++
+		default:
+			if !pe.none {
+				rl.l.addRecv(pe)
+			}
 		}
 	}
-	if rl.head == len(rl.posts) {
-		rl.posts, rl.head = rl.posts[:0], 0
-	} else if rl.head > 1024 && rl.head > len(rl.posts)/2 {
-		n := copy(rl.posts, rl.posts[rl.head:])
-		clear(rl.posts[n:])
-		rl.posts, rl.head = rl.posts[:n], 0
+	clear(rl.posts[w:])
+	rl.posts = rl.posts[:w]
+}
+
+// postedRecv posts the receive of request q.
+func (rl *RankLinker) postedRecv(q *streamReq) *postEntry {
+	pe := &postEntry{}
+	switch {
+	case !q.commOK || q.peer == spec.ProcNull:
+		pe.known, pe.kch = true, gkey{src: -1} // no channel: takes no place
+	case rl.validRank(q.peer) && q.tag >= 0:
+		pe.known, pe.kch = true, gkey{comm: q.comm, src: int32(q.peer), dst: int32(rl.rank), tag: q.tag}
 	}
+	rl.post(pe)
+	return pe
 }
 
 // drop makes a posted receive take no place.
@@ -423,8 +456,7 @@ func (rl *RankLinker) irecv(cls uint16, ev *tracefmt.Event) {
 	if !q.persistent {
 		q.active = true
 		if !q.mrecv {
-			q.post = &postEntry{}
-			rl.post(q.post)
+			q.post = rl.postedRecv(q)
 		}
 	}
 }
@@ -486,8 +518,7 @@ func (rl *RankLinker) start(ev *tracefmt.Event, ep Endpoint) {
 			}
 		case reqRecv:
 			rl.drop(q.post)
-			q.post = &postEntry{}
-			rl.post(q.post)
+			q.post = rl.postedRecv(q)
 		}
 	}
 }
@@ -574,7 +605,7 @@ func (rl *RankLinker) Finish() {
 		rl.forget(q)
 	}
 	rl.reqs = nil
-	for _, pe := range rl.posts[rl.head:] {
+	for _, pe := range rl.posts {
 		if !pe.resolved {
 			pe.none, pe.resolved = true, true
 		}

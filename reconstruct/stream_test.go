@@ -180,28 +180,86 @@ func TestLinkerGenerated(t *testing.T) {
 	for name, b := range map[string]*testgen.Builder{
 		"halo": testgen.Halo(6, 30, 3), "serial": testgen.Serial(200, 1),
 	} {
-		dir := t.TempDir()
-		if err := b.WriteDir(dir); err != nil {
-			t.Fatal(err)
-		}
-		tr, err := tracefmt.OpenDir(dir)
+		checkLinker(t, name, ranksOf(t, b))
+	}
+}
+
+// ranksOf returns the ranks b built, written and read back.
+func ranksOf(t *testing.T, b *testgen.Builder) []*tracefmt.RankData {
+	t.Helper()
+	dir := t.TempDir()
+	if err := b.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ranks []*tracefmt.RankData
+	for _, f := range tr.Files {
+		rr, err := tr.OpenRank(f.Header.Rank)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ranks []*tracefmt.RankData
-		for _, f := range tr.Files {
-			rr, err := tr.OpenRank(f.Header.Rank)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := tracefmt.ReadAll(rr)
-			rr.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			ranks = append(ranks, d)
+		d, err := tracefmt.ReadAll(rr)
+		rr.Close()
+		if err != nil {
+			t.Fatal(err)
 		}
-		checkLinker(t, name, ranks)
+		ranks = append(ranks, d)
+	}
+	return ranks
+}
+
+// TestLinkerInFlight: what the Linker holds is what is in flight: with
+// the ranks read in step, a receive posted and never completed on one
+// channel does not hold back the thousands of messages of another, and
+// the messages pair as they come.
+func TestLinkerInFlight(t *testing.T) {
+	b := testgen.New(2)
+	r0, r1 := b.Rank(0), b.Rank(1)
+	r0.Call("MPI_Init")
+	r1.Call("MPI_Init")
+	r1.Irecv(0, 99, 8) // never completed
+	const n = 5000
+	for range n {
+		r0.Send(1, 1, 8)
+		r1.Recv(0, 1, 8)
+		q := r1.Irecv(0, 2, 8)
+		r0.Send(1, 2, 8)
+		r1.Wait(q)
+	}
+	r0.Call("MPI_Finalize")
+	r1.Call("MPI_Finalize")
+	ranks := ranksOf(t, b)
+	pairs, most := 0, 0
+	l := reconstruct.NewLinker(2, []int{0, 1})
+	l.Message = func(_, _ *reconstruct.Endpoint) { pairs++ }
+	rls := []*reconstruct.RankLinker{l.Rank(0, &ranks[0].Strings), l.Rank(1, &ranks[1].Strings)}
+	// In step: rank 0's 2 events of an iteration, then rank 1's 3.
+	next := []int{0, 0}
+	feed := func(r, k int) {
+		for ; k > 0 && next[r] < len(ranks[r].Events); k-- {
+			rls[r].Event(&ranks[r].Events[next[r]], reconstruct.Endpoint{Rank: r, Event: int64(next[r])})
+			next[r]++
+			m, rc, _ := l.Pending()
+			most = max(most, m+rc)
+		}
+	}
+	feed(0, 1)
+	feed(1, 2)
+	for range n + 1 {
+		feed(0, 2)
+		feed(1, 3)
+	}
+	rls[0].Finish()
+	rls[1].Finish()
+	l.Finish()
+	if pairs != 2*n {
+		t.Errorf("%d messages paired, want %d", pairs, 2*n)
+	}
+	if most > 4 {
+		t.Errorf("the Linker held up to %d messages and receives at once: it holds more than what is in flight", most)
 	}
 }
 
