@@ -124,8 +124,8 @@ func TestExportStream(t *testing.T) {
 // rank's reader holds a block or two, and its decompressor a window of
 // the same size: O(ranks), as are the export's own per-rank buffers).
 func TestExportStreamMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes two exports of 0.4 M and 1.6 M events")
+	if testing.Short() || raceEnabled {
+		t.Skip("writes two exports of 0.4 M and 1.6 M events (run without -short and -race)")
 	}
 	const size = 8
 	peak := func(iters int) (uint64, int64) {
