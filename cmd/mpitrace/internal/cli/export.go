@@ -30,7 +30,7 @@ type exportOptions struct {
 func newExportCmd(s *Streams, runF func(context.Context, *exportOptions) error) *cobra.Command {
 	opts := &exportOptions{}
 	cmd := &cobra.Command{
-		Use:   "export [TRACEDIR] --format chrome -o FILE [--ranks LIST] [--window T0:T1]",
+		Use:   "export [TRACEDIR] --format chrome -o FILE [--ranks LIST] [--window T0:T1] [--critical=false]",
 		Short: "Write a timeline for Perfetto UI or chrome://tracing (Chrome trace-event JSON)",
 		Long: `Write the trace as a timeline in the Chrome trace-event JSON format, which
 Perfetto UI (https://ui.perfetto.dev, "Open trace file") and chrome://tracing
@@ -50,7 +50,7 @@ open. In the file:
     size) lays the path out step after step from MPI_Init, each slice as
     long as its share of the path's length.
 
-The critical path needs the task graph in memory (about 70 bytes per
+The critical path needs the task graph in memory (about 90 bytes per
 event). --critical=false leaves the path out and streams: the ranks are
 read merged by time and the messages matched as they go, in memory that
 does not grow with the trace's length (a 100-million-event trace fits in
