@@ -85,3 +85,7 @@ func (t *nameTable) lookup(name string) nameInfo {
 	t.m[name] = ni
 	return ni
 }
+
+// IsInit reports whether name is MPI_Init or MPI_Init_thread, whose end
+// starts a rank's timeline.
+func IsInit(name string) bool { return classify(name)&clsInit != 0 }

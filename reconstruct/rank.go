@@ -309,38 +309,68 @@ func (p *rankPass) postSend(ck uint32, peer, tag int64, bytes uint64, node uint3
 // ones, or for wildcards those of the status. ok is false when there is
 // no message (MPI_PROC_NULL) or it cannot be resolved (diagnosed).
 func (p *rankPass) envelope(peer, tag, src, stag int64, idx int64) (int64, int64, bool) {
-	if peer == spec.ProcNull {
-		return 0, 0, false
-	}
-	wild := peer == spec.AnySource || peer == spec.Undefined
-	s := peer
-	if wild {
-		s = src
-	} else if src != peer && p.validRank(src) {
+	s, t, why := resolveEnvelope(p.size, peer, tag, src, stag)
+	if why&envSourceMismatch != 0 {
 		p.diag(tracefmt.Warning, CodeStatusMismatch, "event %d: receive from rank %d, but the status says rank %d; rank %d is used", idx, peer, src, peer)
 	}
+	switch {
+	case why&envWildSource != 0:
+		p.diag(tracefmt.Error, CodeUnresolvedWildcard, "event %d: wildcard receive whose status has source %d, not a world rank: no message edge", idx, s)
+	case why&envBadSource != 0:
+		p.diag(tracefmt.Error, CodeBadPeer, "event %d: receive from rank %d, which is not a world rank of 0..%d", idx, s, p.size-1)
+	case why&envWildTag != 0:
+		p.diag(tracefmt.Error, CodeUnresolvedWildcard, "event %d: MPI_ANY_TAG receive whose status has tag %d: no message edge", idx, stag)
+	case why&envTagMismatch != 0:
+		p.diag(tracefmt.Warning, CodeStatusMismatch, "event %d: receive with tag %d, but the status says tag %d; tag %d is used", idx, tag, stag, tag)
+	}
+	return s, t, why&envOK != 0
+}
+
+// What resolveEnvelope found.
+const (
+	envOK             = 1 << iota // resolved
+	envNone                       // no message (MPI_PROC_NULL)
+	envSourceMismatch             // resolved; the status names another source
+	envTagMismatch                // resolved; the status names another tag
+	envWildSource                 // failed: a wildcard's status has no world rank
+	envBadSource                  // failed: the source is no world rank
+	envWildTag                    // failed: an MPI_ANY_TAG's status has no tag
+)
+
+// resolveEnvelope is the rule of envelope without its diagnostics (the
+// streaming Linker shares it): the source and tag a receive on a world
+// of size ranks matched, and what it found.
+func resolveEnvelope(size int, peer, tag, src, stag int64) (s, t int64, why int) {
+	if peer == spec.ProcNull {
+		return 0, 0, envNone
+	}
+	valid := func(r int64) bool { return r >= 0 && r < int64(size) }
+	wild := peer == spec.AnySource || peer == spec.Undefined
+	s, why = peer, envOK
+	if wild {
+		s = src
+	} else if src != peer && valid(src) {
+		why |= envSourceMismatch
+	}
 	if s == spec.ProcNull {
-		return 0, 0, false
+		return 0, 0, why&^envOK | envNone
 	}
-	if !p.validRank(s) {
+	if !valid(s) {
 		if wild {
-			p.diag(tracefmt.Error, CodeUnresolvedWildcard, "event %d: wildcard receive whose status has source %d, not a world rank: no message edge", idx, s)
-		} else {
-			p.diag(tracefmt.Error, CodeBadPeer, "event %d: receive from rank %d, which is not a world rank of 0..%d", idx, s, p.size-1)
+			return s, 0, why&^envOK | envWildSource
 		}
-		return 0, 0, false
+		return s, 0, why&^envOK | envBadSource
 	}
-	t := tag
+	t = tag
 	if tag == spec.AnyTag {
 		if stag < 0 {
-			p.diag(tracefmt.Error, CodeUnresolvedWildcard, "event %d: MPI_ANY_TAG receive whose status has tag %d: no message edge", idx, stag)
-			return 0, 0, false
+			return s, 0, why&^envOK | envWildTag
 		}
 		t = stag
 	} else if stag != tag && stag >= 0 && !wild {
-		p.diag(tracefmt.Warning, CodeStatusMismatch, "event %d: receive with tag %d, but the status says tag %d; tag %d is used", idx, tag, stag, tag)
+		why |= envTagMismatch
 	}
-	return s, t, true
+	return s, t, why
 }
 
 // takePost returns the posting number of a receive of a matched message

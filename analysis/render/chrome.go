@@ -65,6 +65,7 @@ func WriteChrome(w io.Writer, g *taskgraph.Graph, path *critpath.Path, o ChromeO
 	}
 	cw := &chromeWriter{g: g, o: o, w: bufio.NewWriterSize(w, 1<<16), nodes: uint64(g.NumNodes()),
 		onPath: make([]uint64, (g.NumNodes()+63)/64), collOnPath: map[[2]int64]bool{}}
+	cw.origin = func(r int) int64 { return origin(g, r) }
 	if path != nil {
 		cw.markPath(path)
 	}
@@ -101,6 +102,10 @@ type chromeWriter struct {
 
 	spans    []int64 // the ends of the rank's spans (SpanEnds.ends)
 	nextSpan int     // the index of the next span to begin
+
+	// origin is where rank r's clock starts for --window: the end of its
+	// MPI_Init (see the package's origin).
+	origin func(r int) int64
 }
 
 func (c *chromeWriter) raw(s string) { c.w.WriteString(s) }
@@ -132,7 +137,7 @@ func (c *chromeWriter) kept(r int, start func() int64) bool {
 	if c.o.Ranks != nil && !c.o.Ranks.Contains(r) {
 		return false
 	}
-	return c.o.Window == nil || c.o.Window.Contains(time.Duration(start()-origin(c.g, r)))
+	return c.o.Window == nil || c.o.Window.Contains(time.Duration(start()-c.origin(r)))
 }
 
 // keptAt is kept for a known start.
@@ -388,16 +393,59 @@ var callArgs = func() (t [spec.NumKinds][]spec.Field) {
 }()
 
 func (c *chromeWriter) event(r int, off int64, th *threadState, strs *tracefmt.Strings, ev *tracefmt.Event, nodes []taskgraph.NodeID) {
+	mid, ok := c.writeEvent(r, off, strs, ev, c, nodes)
+	if !ok {
+		return
+	}
+	for _, v := range nodes {
+		c.flows(r, ev.Thread, mid, v)
+	}
+}
+
+// nextSpanEnd returns the end of the rank's next span to begin, -1 when
+// it has none.
+func (c *chromeWriter) nextSpanEnd() int64 {
+	end := int64(-1)
+	if c.nextSpan < len(c.spans) {
+		end = c.spans[c.nextSpan]
+	}
+	c.nextSpan++
+	return end
+}
+
+// onPathAny reports whether one of the nodes of a call of rank r is on the
+// critical path.
+func (c *chromeWriter) onPathAny(r int, nodes []taskgraph.NodeID) bool {
+	for _, v := range nodes {
+		if c.g.Kind(v) == taskgraph.KindCollective {
+			if c.collOnPath[[2]int64{int64(v), int64(r)}] {
+				return true
+			}
+		} else if c.critical(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// eventSource is what writeEvent asks of the rank being written: the end
+// of its next span and whether a call's nodes are on the critical path.
+type eventSource interface {
+	nextSpanEnd() int64
+	onPathAny(r int, nodes []taskgraph.NodeID) bool
+}
+
+// writeEvent writes the slice of event ev of rank r (offset off): a span
+// at its begin, an MPI call, nothing for other events or events cut by
+// --ranks or --window. For a call written, it returns the middle of its
+// slice on the common clock, where its flows attach.
+func (c *chromeWriter) writeEvent(r int, off int64, strs *tracefmt.Strings, ev *tracefmt.Event, es eventSource, nodes []taskgraph.NodeID) (mid int64, ok bool) {
 	k := ev.Kind
 	switch k {
 	case spec.LoopBegin, spec.IterBegin, spec.RegionBegin, spec.KernelBegin, spec.CopyBegin, spec.SectionBegin:
-		end := int64(-1)
-		if c.nextSpan < len(c.spans) {
-			end = c.spans[c.nextSpan]
-		}
-		c.nextSpan++
+		end := es.nextSpanEnd()
 		if end < 0 || !c.keptAt(r, ev.Start) {
-			return
+			return 0, false
 		}
 		var name string
 		args := c.args[:0]
@@ -417,12 +465,12 @@ func (c *chromeWriter) event(r int, off int64, th *threadState, strs *tracefmt.S
 		}
 		c.slice(r, ev.Thread, name, "span", ev.Start+off, max(end-ev.Start, 0), args)
 		c.args = args
-		return
+		return 0, false
 	case spec.LoopEnd, spec.IterEnd, spec.RegionEnd, spec.KernelEnd, spec.CopyEnd, spec.SectionEnd:
-		return // written at its begin
+		return 0, false // written at its begin
 	}
 	if int(k) >= len(callKinds) || !callKinds[k] || !c.keptAt(r, ev.Start) {
-		return
+		return 0, false
 	}
 	name, ok := strs.Lookup(ev.Fn())
 	if !ok {
@@ -432,24 +480,13 @@ func (c *chromeWriter) event(r int, off int64, th *threadState, strs *tracefmt.S
 	for _, f := range callArgs[k] {
 		args = append(args, chromeArg{key: spec.Fields[f].Name, n: ev.Get(f)})
 	}
-	crit := false
-	for _, v := range nodes {
-		if c.g.Kind(v) == taskgraph.KindCollective {
-			crit = crit || c.collOnPath[[2]int64{int64(v), int64(r)}]
-		} else {
-			crit = crit || c.critical(v)
-		}
-	}
-	if crit {
+	if es.onPathAny(r, nodes) {
 		args = append(args, chromeArg{key: "critical", flag: true})
 	}
 	start, dur := ev.Start+off, max(ev.End-ev.Start, 0)
 	c.slice(r, ev.Thread, name, "mpi", start, dur, args)
 	c.args = args
-	mid := start + dur/2
-	for _, v := range nodes {
-		c.flows(r, ev.Thread, mid, v)
-	}
+	return start + dur/2, true
 }
 
 // flows writes the flow ends on the slice of node v, at ts.

@@ -10,8 +10,12 @@ package testgen
 // recorded run does. That is 5 events per iteration (6 with the Allreduce),
 // so Halo(100, 40_000, 1) holds about 20M events. The same seed gives the
 // same trace.
-func Halo(size, iters int, seed uint64) *Builder {
-	b := New(size)
+func Halo(size, iters int, seed uint64) *Builder { return New(size).Halo(iters, seed) }
+
+// Halo records Halo's iterations on b's ranks (which it creates; set b's
+// options first) and returns b.
+func (b *Builder) Halo(iters int, seed uint64) *Builder {
+	size := b.Size
 	rnd := newRand(seed)
 	ranks := make([]*Rank, size)
 	for r := range ranks {

@@ -73,6 +73,32 @@ func BenchmarkExport(b *testing.B) {
 	})
 }
 
+// BenchmarkExportStream runs 'mpitrace export TRACEDIR -o FILE
+// --critical=false' on each benchmark trace: the streamed export, whose
+// peak heap does not grow with the trace (docs/performance.md, "Export").
+// The JSON goes to a discarding writer (it is 210 bytes an event).
+//
+//	go test ./cmd/mpitrace/internal/cli -run '^$' -bench ExportStream -benchtime 1x -cpu 1
+func BenchmarkExportStream(b *testing.B) {
+	benchtrace.Run(b, func(b *testing.B, dir string) {
+		var errb strings.Builder
+		var out countingWriter
+		code := run(context.Background(), []string{"export", dir, "-o", "-", "--critical=false"}, &Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+		if code != ExitOK || out == 0 {
+			b.Fatalf("mpitrace export --critical=false: exit status %d, %d bytes: %s", code, out, errb.String())
+		}
+		b.Logf("trace.json: %d bytes", out)
+	})
+}
+
+// countingWriter counts and discards what is written.
+type countingWriter int64
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	*w += countingWriter(len(p))
+	return len(p), nil
+}
+
 // BenchmarkCheck runs 'mpitrace check TRACEDIR --baseline FILE
 // --write-baseline' on each benchmark trace: the profile per MPI function
 // (one pass), then decoding, reconstruction, the critical path and its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -12,7 +13,6 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/render"
 	"github.com/mpitrace/mpitrace/tracefmt"
-	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
 
 type exportOptions struct {
@@ -20,6 +20,9 @@ type exportOptions struct {
 	Format string
 	Output string
 	Model  string
+	// Critical marks the critical path; without, the export streams in
+	// bounded memory.
+	Critical bool
 	cutFlags
 	traceFlags
 }
@@ -27,7 +30,7 @@ type exportOptions struct {
 func newExportCmd(s *Streams, runF func(context.Context, *exportOptions) error) *cobra.Command {
 	opts := &exportOptions{}
 	cmd := &cobra.Command{
-		Use:   "export [TRACEDIR] --format chrome -o FILE [--ranks LIST] [--window T0:T1]",
+		Use:   "export [TRACEDIR] --format chrome -o FILE [--ranks LIST] [--window T0:T1] [--critical=false]",
 		Short: "Write a timeline for Perfetto UI or chrome://tracing (Chrome trace-event JSON)",
 		Long: `Write the trace as a timeline in the Chrome trace-event JSON format, which
 Perfetto UI (https://ui.perfetto.dev, "Open trace file") and chrome://tracing
@@ -47,8 +50,11 @@ open. In the file:
     size) lays the path out step after step from MPI_Init, each slice as
     long as its share of the path's length.
 
-The file is written as the ranks are read, without holding the trace in
-memory. To cut a big trace:
+The critical path needs the task graph in memory (about 90 bytes per
+event). --critical=false leaves the path out and streams: the ranks are
+read merged by time and the messages matched as they go, in memory that
+does not grow with the trace's length (a 100-million-event trace fits in
+the memory of a small one). To cut a big trace:
   --ranks LIST      only these ranks (N, A-B, or a list: 0,2-3)
   --window T0:T1    only the slices that start between T0 and T1 after
                     their rank's MPI_Init, on its own clock (ns, us, ms, s;
@@ -59,7 +65,8 @@ Diagnostics go to stderr; the exit status is 1 when the trace has errors,
 2 on bad flags, and with --strict 3 when it lost data.`,
 		Example: `  mpitrace export traces/ --format chrome -o trace.json
   mpitrace export traces/ -o trace.json --ranks 0-7 --window 1s:1.5s
-  mpitrace export traces/ -o - | gzip > trace.json.gz`,
+  mpitrace export traces/ -o - | gzip > trace.json.gz
+  mpitrace export traces/ -o trace.json --critical=false   # a huge trace`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: runE(&opts.Dir, opts, opts.parse, runF, func(o *exportOptions) error { return runExport(o, s) }),
 	}
@@ -67,6 +74,7 @@ Diagnostics go to stderr; the exit status is 1 when the trace has errors,
 	f.StringVar(&opts.Format, "format", "chrome", "output `format`: chrome (trace-event JSON for Perfetto UI and chrome://tracing)")
 	opts.cutFlags.add(f, "export", "slices")
 	f.StringVar(&opts.Model, "model", "", "latency model `file` for the critical path (default: the embedded model)")
+	f.BoolVar(&opts.Critical, "critical", true, "mark the critical path (needs the task graph in memory); --critical=false streams the trace in memory independent of its length")
 	outputFlag(f, &opts.Output, "", "write the JSON to `file` ('-': stdout)")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
 	return cmd
@@ -87,33 +95,35 @@ func (o *exportOptions) parse(cmd *cobra.Command) error {
 }
 
 // exportPass1 collects, while the trace is read for the task graph, what
-// the export needs of each rank's events besides: its clock offset (that
-// of its MPI_Init clock synchronisation, else of its MPI_Finalize one)
-// and its spans paired.
+// the export needs of each rank's events besides: its clock offset
+// (render.ClockOffset) and its spans paired.
 type exportPass1 struct {
 	mu    sync.Mutex
-	off   map[int]int64
+	offs  map[int]*render.ClockOffset
 	spans map[int]*render.SpanEnds
 }
 
 func (c *exportPass1) observe(h *tracefmt.Header, _ *tracefmt.Strings, _ string) func(*tracefmt.Event) {
-	rank, found, init := h.Rank, false, false
-	spans := render.NewSpanEnds()
+	spans, co := render.NewSpanEnds(), &render.ClockOffset{}
 	c.mu.Lock()
-	c.spans[rank] = spans
+	c.spans[h.Rank], c.offs[h.Rank] = spans, co
 	c.mu.Unlock()
 	return func(ev *tracefmt.Event) {
 		spans.Event(ev)
-		if ev.Kind != spec.ClockSync || init {
-			return
-		}
-		if ev.Phase() == spec.PhaseInit || !found {
-			found, init = true, ev.Phase() == spec.PhaseInit
-			c.mu.Lock()
-			c.off[rank] = ev.Offset()
-			c.mu.Unlock()
+		co.Event(ev)
+	}
+}
+
+// offsets returns the ranks' clock offsets (those without a clock
+// synchronisation left out: 0).
+func (c *exportPass1) offsets() map[int]int64 {
+	m := map[int]int64{}
+	for r, co := range c.offs {
+		if off, ok := co.Offset(); ok {
+			m[r] = off
 		}
 	}
+	return m
 }
 
 func runExport(opts *exportOptions, s *Streams) error {
@@ -124,7 +134,10 @@ func runExport(opts *exportOptions, s *Streams) error {
 	if err := checkRanks("--ranks", opts.Ranks, t); err != nil {
 		return err
 	}
-	pass1 := &exportPass1{off: map[int]int64{}, spans: map[int]*render.SpanEnds{}}
+	if !opts.Critical {
+		return streamExport(t, opts, s)
+	}
+	pass1 := &exportPass1{offs: map[int]*render.ClockOffset{}, spans: map[int]*render.SpanEnds{}}
 	a, err := analyzeSpans(t, opts.Model, s, pass1.observe, false)
 	if err != nil {
 		return err
@@ -136,14 +149,8 @@ func runExport(opts *exportOptions, s *Streams) error {
 	if a.pathErr != nil && !errors.Is(a.pathErr, critpath.ErrEmpty) {
 		fmt.Fprintf(s.Err, "mpitrace: no critical path (exported without one): %v\n", a.pathErr)
 	}
-	ro := render.ChromeOptions{Ranks: opts.Ranks, Window: opts.Window, Offsets: pass1.off, Spans: pass1.spans,
-		Open: func(r int) (tracefmt.Source, func() error, error) {
-			rr, err := t.OpenRank(r)
-			if err != nil {
-				return nil, nil, err
-			}
-			return rr, rr.Close, nil
-		}}
+	ro := render.ChromeOptions{Ranks: opts.Ranks, Window: opts.Window, Offsets: pass1.offsets(), Spans: pass1.spans,
+		Open: openRankOf(t, nil)}
 	err = writeOutputTo(s, opts.Output, func(w io.Writer) error { return render.WriteChrome(w, a.graph, path, ro) })
 	if err != nil {
 		return err
@@ -155,4 +162,93 @@ func runExport(opts *exportOptions, s *Streams) error {
 		return fmt.Errorf("no critical path (the timeline is written without one): %w", a.pathErr)
 	}
 	return nil
+}
+
+// openRankOf returns what opens the ranks of t for the render package;
+// with diags, each reader's diagnostics are added to diags when it is
+// closed.
+func openRankOf(t *tracefmt.Trace, diags *tracefmt.Diagnostics) func(r int) (tracefmt.Source, func() error, error) {
+	return func(r int) (tracefmt.Source, func() error, error) {
+		rr, err := t.OpenRank(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		if diags == nil {
+			return rr, rr.Close, nil
+		}
+		return rr, func() error {
+			diags.Merge(rr.Diagnostics())
+			return rr.Close()
+		}, nil
+	}
+}
+
+// streamExport is export --critical=false: render.StreamChrome, in
+// memory independent of the trace's length. Its diagnostics are those of
+// reading the trace and of tracefmt.Validator's checks of each rank's
+// events (in the first pass), not reconstruction's: the graph is not
+// built.
+func streamExport(t *tracefmt.Trace, opts *exportOptions, s *Streams) error {
+	var ranks []int
+	for _, f := range t.Files {
+		ranks = append(ranks, f.Header.Rank)
+	}
+	slices.Sort(ranks)
+	diags := &tracefmt.Diagnostics{}
+	diags.Merge(t.Diagnostics())
+	var readDiags, checkDiags tracefmt.Diagnostics
+	opened := map[int]bool{}
+	so := render.StreamOptions{Ranks: opts.Ranks, Window: opts.Window, Size: t.Size, Logged: ranks,
+		Open: func(r int) (tracefmt.Source, func() error, error) {
+			if opened[r] {
+				// The second pass's readers report the damage.
+				return openRankOf(t, &readDiags)(r)
+			}
+			opened[r] = true
+			rr, err := t.OpenRank(r)
+			if err != nil {
+				return nil, nil, err
+			}
+			file := ""
+			if f, ok := t.Rank(r); ok {
+				file = f.Path
+			}
+			vs := &validatingSource{RankReader: rr, v: tracefmt.NewValidator(rr.Header(), rr.Strings(), file)}
+			return vs, func() error {
+				for _, d := range vs.v.Finish().All() {
+					if streamCodes[d.Code] {
+						checkDiags.Add(d)
+					}
+				}
+				return rr.Close()
+			}, nil
+		}}
+	if err := writeOutputTo(s, opts.Output, func(w io.Writer) error { return render.StreamChrome(w, so) }); err != nil {
+		return err
+	}
+	diags.Merge(&readDiags)
+	diags.Merge(&checkDiags)
+	return reportDiagnostics(s, diags, &opts.traceFlags)
+}
+
+// streamCodes are the codes of tracefmt.Validator's diagnostics that
+// export --critical=false reports: those reconstruction reports too, so
+// that a trace fails export the same way with and without the graph as
+// far as the stream can tell.
+var streamCodes = map[string]bool{tracefmt.CodeUnknownFn: true, tracefmt.CodeUndefinedComm: true,
+	tracefmt.CodeUnknownRequest: true, tracefmt.CodeRequestReused: true}
+
+// validatingSource is a rank's reader whose events also go through a
+// tracefmt.Validator.
+type validatingSource struct {
+	*tracefmt.RankReader
+	v *tracefmt.Validator
+}
+
+func (s *validatingSource) Next() bool {
+	if !s.RankReader.Next() {
+		return false
+	}
+	s.v.Event(s.RankReader.Event())
+	return true
 }

@@ -180,7 +180,7 @@ func checkChrome(t *testing.T, data []byte) (f chromeFile, messages, colls int) 
 		}
 	}
 	sends := []string{"MPI_Send", "MPI_Isend", "MPI_Sendrecv", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend"}
-	recvs := []string{"MPI_Recv", "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Test", "MPI_Testall", "MPI_Sendrecv"}
+	recvs := []string{"MPI_Recv", "MPI_Mrecv", "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome", "MPI_Sendrecv"}
 	for id, ss := range starts {
 		fs := finishes[id]
 		if len(ss) != 1 || len(fs) != 1 {
@@ -351,16 +351,19 @@ func TestExportBadInput(t *testing.T) {
 	p := filepath.Join(dir, "rank-00001.mpit")
 	b, _ := os.ReadFile(p)
 	os.WriteFile(p, b[:len(b)*2/3], 0o644)
-	code, stdout, errs := runCLI(t, "export", dir, "-o", "-")
-	if code != 0 && code != ExitError || errs == "" {
-		t.Fatalf("truncated: exit %d, stderr %q", code, errs)
+	for _, critical := range []string{"--critical=true", "--critical=false"} {
+		code, stdout, errs := runCLI(t, "export", dir, "-o", "-", critical)
+		if code != 0 && code != ExitError || errs == "" {
+			t.Fatalf("truncated, %s: exit %d, stderr %q", critical, code, errs)
+		}
+		checkChrome(t, []byte(stdout))
 	}
-	checkChrome(t, []byte(stdout))
 }
 
 // FuzzExport damages a rank file of exportTrace (a flipped byte, a cut)
-// and exports it: never a panic, a documented exit status, and when the
-// export succeeds, a file that passes checkChrome.
+// and exports it, with the graph and streamed (--critical=false): never a
+// panic, a documented exit status, and when the export succeeds, a file
+// that passes checkChrome.
 func FuzzExport(f *testing.F) {
 	src := filepath.Join(f.TempDir(), "traces")
 	if err := exportBuilder().WriteDir(src); err != nil {
@@ -386,16 +389,18 @@ func FuzzExport(f *testing.F) {
 			}
 			os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o644)
 		}
-		code, stdout, errs := runCLI(t, "export", dir, "-o", "-")
-		switch code {
-		case ExitOK:
-			checkChrome(t, []byte(stdout))
-		case ExitError, ExitDataLoss:
-			if !strings.HasPrefix(errs, "mpitrace: ") {
-				t.Fatalf("exit %d with stderr %q", code, errs)
+		for _, critical := range []string{"--critical=true", "--critical=false"} {
+			code, stdout, errs := runCLI(t, "export", dir, "-o", "-", critical)
+			switch code {
+			case ExitOK:
+				checkChrome(t, []byte(stdout))
+			case ExitError, ExitDataLoss:
+				if !strings.HasPrefix(errs, "mpitrace: ") {
+					t.Fatalf("%s: exit %d with stderr %q", critical, code, errs)
+				}
+			default:
+				t.Fatalf("%s: exit %d: %s", critical, code, errs)
 			}
-		default:
-			t.Fatalf("exit %d: %s", code, errs)
 		}
 	})
 }

@@ -1,0 +1,286 @@
+package reconstruct_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mpitrace/mpitrace/reconstruct"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/testgen"
+)
+
+// links are a graph's or a Linker's messages, "rank:event -> rank:event",
+// and collective instances, "coll rank:event rank:event ...", sorted.
+func graphLinks(g *taskgraph.Graph) []string {
+	var out []string
+	var edges []taskgraph.Edge
+	for v := range taskgraph.NodeID(g.NumNodes()) {
+		if g.Kind(v) != taskgraph.KindOp {
+			continue
+		}
+		edges = g.Out(v, edges[:0])
+		for _, e := range edges {
+			if e.Kind == taskgraph.Message {
+				out = append(out, fmt.Sprintf("%d:%d -> %d:%d", g.Rank(e.From), g.OpEvent(e.From), g.Rank(e.To), g.OpEvent(e.To)))
+			}
+		}
+	}
+	parts := map[taskgraph.NodeID][]string{}
+	for _, r := range g.Ranks() {
+		g.RankCollectives(r, func(v taskgraph.NodeID, ev int64) bool {
+			parts[v] = append(parts[v], fmt.Sprintf("%d:%d", r, ev))
+			return true
+		})
+	}
+	for _, ps := range parts {
+		out = append(out, "coll "+strings.Join(ps, " "))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// linkerLinks runs a Linker over ranks, interleaving their events as
+// order says: -1 rank after rank, else a random interleaving from seed.
+func linkerLinks(ranks []*tracefmt.RankData, seed int) []string {
+	size := 0
+	var ids []int
+	for _, d := range ranks {
+		size = d.Header.Size
+		ids = append(ids, d.Header.Rank)
+	}
+	var out []string
+	l := reconstruct.NewLinker(size, ids)
+	l.Message = func(s, r *reconstruct.Endpoint) {
+		out = append(out, fmt.Sprintf("%d:%d -> %d:%d", s.Rank, s.Event, r.Rank, r.Event))
+	}
+	l.Collective = func(ms []reconstruct.Endpoint, _ int) {
+		var ps []string
+		for _, m := range ms {
+			ps = append(ps, fmt.Sprintf("%d:%d", m.Rank, m.Event))
+		}
+		out = append(out, "coll "+strings.Join(ps, " "))
+	}
+	rls := make([]*reconstruct.RankLinker, len(ranks))
+	next := make([]int, len(ranks))
+	for i, d := range ranks {
+		rls[i] = l.Rank(d.Header.Rank, &d.Strings)
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 7))
+	step := func(i int) {
+		d := ranks[i]
+		if next[i] == len(d.Events) {
+			return
+		}
+		j := next[i]
+		next[i]++
+		ev := &d.Events[j]
+		rls[i].Event(ev, reconstruct.Endpoint{Rank: d.Header.Rank, Event: int64(j), Start: ev.Start})
+		if next[i] == len(d.Events) {
+			rls[i].Finish()
+		}
+	}
+	if seed < 0 {
+		for i, d := range ranks {
+			for range d.Events {
+				step(i)
+			}
+			if len(d.Events) == 0 {
+				rls[i].Finish()
+			}
+		}
+	} else {
+		for i, d := range ranks {
+			if len(d.Events) == 0 {
+				rls[i].Finish()
+			}
+		}
+		for {
+			var left []int
+			for i, d := range ranks {
+				if next[i] < len(d.Events) {
+					left = append(left, i)
+				}
+			}
+			if len(left) == 0 {
+				break
+			}
+			step(left[rng.IntN(len(left))])
+		}
+	}
+	l.Finish()
+	slices.Sort(out)
+	return out
+}
+
+// checkLinker compares a Linker's links under several interleavings with
+// Build's graph.
+func checkLinker(t *testing.T, name string, ranks []*tracefmt.RankData) bool {
+	_, ok := checkLinkerN(t, name, ranks)
+	return ok
+}
+
+// checkLinkerN is checkLinker that also returns the number of links
+// compared (-1 when the case was skipped).
+func checkLinkerN(t *testing.T, name string, ranks []*tracefmt.RankData) (int, bool) {
+	t.Helper()
+	g, diags, err := reconstruct.BuildFromRanks(ranks, reconstruct.Options{Workers: 1})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if diags.CountCode(reconstruct.CodeCommMembers)+diags.CountCode(reconstruct.CodeNotMember) > 0 {
+		// Members that disagree: Build groups the k-th calls of
+		// whichever ranks made them, the Linker closes an instance once
+		// the members it read first arrived (documented).
+		return -1, true
+	}
+	want := graphLinks(g)
+	for _, seed := range []int{-1, 1, 2, 3} {
+		if got := linkerLinks(ranks, seed); !slices.Equal(got, want) {
+			t.Errorf("%s, interleaving %d: the Linker's links differ from Build's:\nlinker: %q\nbuild:  %q", name, seed, got, want)
+			return len(want), false
+		}
+	}
+	return len(want), true
+}
+
+// TestLinkerGolden: on every golden case, the Linker pairs the messages
+// and groups the collectives as Build does, whatever the interleaving of
+// the ranks.
+func TestLinkerGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.test")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden cases: %v", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := parseGolden(string(data))
+		text, err := c.ranksText()
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		ranks, err := tracefmt.ParseText(strings.NewReader(text))
+		if err != nil {
+			continue // the bad-input cases
+		}
+		checkLinker(t, f, ranks)
+	}
+}
+
+// TestLinkerGenerated: the same on the generators' traces.
+func TestLinkerGenerated(t *testing.T) {
+	for name, b := range map[string]*testgen.Builder{
+		"halo": testgen.Halo(6, 30, 3), "serial": testgen.Serial(200, 1),
+	} {
+		checkLinker(t, name, ranksOf(t, b))
+	}
+}
+
+// ranksOf returns the ranks b built, written and read back.
+func ranksOf(t *testing.T, b *testgen.Builder) []*tracefmt.RankData {
+	t.Helper()
+	dir := t.TempDir()
+	if err := b.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ranks []*tracefmt.RankData
+	for _, f := range tr.Files {
+		rr, err := tr.OpenRank(f.Header.Rank)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := tracefmt.ReadAll(rr)
+		rr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranks = append(ranks, d)
+	}
+	return ranks
+}
+
+// TestLinkerInFlight: what the Linker holds is what is in flight: with
+// the ranks read in step, a receive posted and never completed on one
+// channel does not hold back the thousands of messages of another, and
+// the messages pair as they come.
+func TestLinkerInFlight(t *testing.T) {
+	b := testgen.New(2)
+	r0, r1 := b.Rank(0), b.Rank(1)
+	r0.Call("MPI_Init")
+	r1.Call("MPI_Init")
+	r1.Irecv(0, 99, 8) // never completed
+	const n = 5000
+	for range n {
+		r0.Send(1, 1, 8)
+		r1.Recv(0, 1, 8)
+		q := r1.Irecv(0, 2, 8)
+		r0.Send(1, 2, 8)
+		r1.Wait(q)
+	}
+	r0.Call("MPI_Finalize")
+	r1.Call("MPI_Finalize")
+	ranks := ranksOf(t, b)
+	pairs, most := 0, 0
+	l := reconstruct.NewLinker(2, []int{0, 1})
+	l.Message = func(_, _ *reconstruct.Endpoint) { pairs++ }
+	rls := []*reconstruct.RankLinker{l.Rank(0, &ranks[0].Strings), l.Rank(1, &ranks[1].Strings)}
+	// In step: rank 0's 2 events of an iteration, then rank 1's 3.
+	next := []int{0, 0}
+	feed := func(r, k int) {
+		for ; k > 0 && next[r] < len(ranks[r].Events); k-- {
+			rls[r].Event(&ranks[r].Events[next[r]], reconstruct.Endpoint{Rank: r, Event: int64(next[r])})
+			next[r]++
+			m, rc, _ := l.Pending()
+			most = max(most, m+rc)
+		}
+	}
+	feed(0, 1)
+	feed(1, 2)
+	for range n + 1 {
+		feed(0, 2)
+		feed(1, 3)
+	}
+	rls[0].Finish()
+	rls[1].Finish()
+	l.Finish()
+	if pairs != 2*n {
+		t.Errorf("%d messages paired, want %d", pairs, 2*n)
+	}
+	if most > 4 {
+		t.Errorf("the Linker held up to %d messages and receives at once: it holds more than what is in flight", most)
+	}
+}
+
+// TestLinkerRandom: the same on random event streams, mostly
+// inconsistent ones.
+func TestLinkerRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	bad, skipped, links := 0, 0, 0
+	for i := 0; i < 3000 && bad < 3; i++ {
+		n, ok := checkLinkerN(t, fmt.Sprintf("case %d", i), randomRanks(rng))
+		if !ok {
+			bad++
+		}
+		if n < 0 {
+			skipped++
+		} else {
+			links += n
+		}
+	}
+	t.Logf("%d links compared, %d cases skipped", links, skipped)
+	if links < 1000 || skipped > 300 {
+		t.Errorf("the random cases compared %d links and skipped %d cases: too weak a test", links, skipped)
+	}
+}
