@@ -122,6 +122,7 @@ type analysis struct {
 	model     *latency.Model
 	modelName string
 	path      *critpath.Path
+	fold      *critpath.Folded // folded() folds path once
 	// pathErr says why there is no path (no operations, or inconsistent
 	// data making a cycle); the graph is still there.
 	pathErr error
@@ -301,6 +302,7 @@ func summarize(a *analysis, sum *critpath.Summary, top int) *critpath.Summary {
 	if sum == nil {
 		sum = critpath.Summarize(a.graph, a.path, top)
 	}
+	sum.Repetition = critpath.SummarizeRepetition(a.folded())
 	if spans := loops.NewSpans(a.loops()); !spans.Empty() {
 		sum.Loops = critpath.AttributeLoops(a.path, sum, spans)
 	}
@@ -308,6 +310,14 @@ func summarize(a *analysis, sum *critpath.Summary, top int) *critpath.Summary {
 		sum.Regions = critpath.AttributeRegions(a.path, sum, spans)
 	}
 	return sum
+}
+
+// folded returns the critical path folded (critpath.Fold), folding it once.
+func (a *analysis) folded() *critpath.Folded {
+	if a.fold == nil {
+		a.fold = critpath.Fold(a.path)
+	}
+	return a.fold
 }
 
 // loops returns each rank's loops, as the reconstruction saw them.
