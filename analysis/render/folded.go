@@ -135,7 +135,7 @@ func (fw *foldWriter) label(m critpath.Model) string {
 	p := fw.p
 	lines := []string{
 		fmt.Sprintf("critical path: %s, %d vertices", fw.d.time(p.Length), p.NumVertices()),
-		fmt.Sprintf("folded: %d vertices drawn, %d repeated stretches (clusters: count x steps)", len(fw.leafStart), len(fw.runTimes)),
+		fmt.Sprintf("folded: %d vertices drawn; a cluster is a stretch of the path repeating one body (count x steps), drawn once", len(fw.leafStart)),
 		"steps folded together: " + critpath.LevelName(fw.f.Level),
 		"latency model: " + describeModel(m, fw.o.Model),
 		"'mpitrace dot --unfold' draws every vertex",

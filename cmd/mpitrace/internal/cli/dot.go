@@ -104,10 +104,11 @@ The picture:
     its length and the latency model used.
 
 Big runs make big graphs. To keep them viewable:
-  --critical-only   only the critical path, folded: a stretch of the path
-                    that repeats one body of steps (an iterative loop) is
-                    one cluster holding the body once, labelled with its
-                    repeat count, total time and share of the path
+  --critical-only   only the critical path; one of more than 300 vertices
+                    is folded: a stretch of the path that repeats one
+                    body of steps (an iterative loop) is one cluster
+                    holding the body once, labelled with its repeat count,
+                    total time and share of the path
   --unfold          with --critical-only, every vertex of the path
   --ranks LIST      only these ranks' clusters: a rank N, a range A-B, or a
                     list of them (0,2-3); a message to or from another
@@ -216,7 +217,9 @@ func runDot(opts *dotOptions, s *Streams) error {
 	ro := render.DOTOptions{Unit: opts.Unit, CriticalOnly: opts.CriticalOnly, Ranks: opts.Ranks, Window: opts.Window, Model: modelName}
 	cut := opts.Ranks != nil || opts.Window != nil
 	whole := !opts.CriticalOnly && !cut
-	folded := !opts.Unfold && !cut && path != nil && (opts.CriticalOnly || g.NumNodes() > bigDOTGraph)
+	// A path of FoldTarget vertices or fewer is drawn as it is.
+	folded := !opts.Unfold && !cut && path != nil && path.NumVertices() > critpath.FoldTarget &&
+		(opts.CriticalOnly || g.NumNodes() > bigDOTGraph)
 	var drawn int
 	switch {
 	case folded:
