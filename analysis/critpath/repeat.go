@@ -100,25 +100,37 @@ const FoldTarget = 300
 // per vertex for the signatures and, while folding, 12 more (package
 // fold), besides the fold.
 func Fold(p *Path) *Folded {
-	var best *Folded
-	bestLeaves := 0
 	seq := make([]uint32, p.NumVertices())
+	bestLevel, bestLeaves := -1, 0
+	var last *Folded
 	for level := range numLevels {
-		f := &Folded{Level: level, p: p}
-		sig := p.signatures(level, seq)
-		if level == Merged {
-			sig, f.tok = merge(sig)
-		}
-		f.Nodes = fold.Find(sig)
+		last = nil // its memory serves the next level
+		f := p.foldAt(level, seq)
 		leaves := fold.Leaves(f.Nodes)
-		if best == nil || leaves < bestLeaves {
-			best, bestLeaves = f, leaves
-		}
 		if leaves <= FoldTarget {
-			break
+			return f
 		}
+		if bestLevel < 0 || leaves < bestLeaves {
+			bestLevel, bestLeaves = level, leaves
+		}
+		last = f
 	}
-	return best
+	if last.Level == bestLevel {
+		return last
+	}
+	last = nil
+	return p.foldAt(bestLevel, seq)
+}
+
+// foldAt folds p at level, with seq (one entry per vertex) to work in.
+func (p *Path) foldAt(level int, seq []uint32) *Folded {
+	f := &Folded{Level: level, p: p}
+	sig := p.signatures(level, seq)
+	if level == Merged {
+		sig, f.tok = merge(sig)
+	}
+	f.Nodes = fold.Find(sig)
+	return f
 }
 
 // merge collapses each run of equal neighbours of seq into one, in place,
@@ -138,9 +150,14 @@ func merge(seq []uint32) ([]uint32, []int32) {
 }
 
 // signatures fills seq with a small integer per step of p, equal for
-// steps with equal signatures at level.
+// steps with equal signatures at level. Only SameStep needs a table of the
+// signatures seen; the coarser levels number them from the function's
+// name index.
 func (p *Path) signatures(level int, seq []uint32) []uint32 {
-	ids := make(map[StepKey]uint32)
+	var ids map[StepKey]uint32
+	if level == SameStep {
+		ids = make(map[StepKey]uint32)
+	}
 	prev := -1
 	for i := range seq {
 		_, rank, _, idx := p.g.Describe(p.p.Node(i))
@@ -149,13 +166,18 @@ func (p *Path) signatures(level int, seq []uint32) []uint32 {
 			ek, _, _, _ = p.p.EdgeAt(i - 1)
 		}
 		k := stepKey(level, ek, rank, idx, prev)
+		prev = rank
+		if ids == nil {
+			// Func < len(names)+2, Kind < 256, Peer 0 or 1.
+			seq[i] = (uint32(k.Func)<<8|uint32(k.Kind))<<1 | uint32(k.Peer)
+			continue
+		}
 		id, ok := ids[k]
 		if !ok {
 			id = uint32(len(ids))
 			ids[k] = id
 		}
 		seq[i] = id
-		prev = rank
 	}
 	return seq
 }

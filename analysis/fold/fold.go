@@ -13,34 +13,34 @@
 // candidate periods are the distances from i to the next occurrences of the
 // symbol at i (at most MaxCandidates of them, and at most half of what is
 // left). For each candidate p, a polynomial hash of every prefix (modulo
-// the prime 2^61-1) compares seq[i:i+p] with seq[i+p:i+2p] in O(1), and a
+// 2^64) compares seq[i:i+p] with seq[i+p:i+2p] in O(1), and a
 // galloping then binary search finds in O(log n) how many times the body
 // repeats from i. The candidate covering the most steps wins (on a tie the
 // shortest body); its repeat count is then checked step by step, so a hash
 // collision never folds unequal steps. A run of count ≥ 2 becomes a Node
 // whose body, the first repetition, is folded the same way (nested loops);
-// otherwise the step at i is a leaf and the scan moves on by one.
+// otherwise the step at i is a leaf (joining the leaves just before it in
+// one Node) and the scan moves on by one.
 //
 // Every step is compared directly at most once per nesting level, and each
 // position tried costs at most MaxCandidates hash comparisons and a binary
 // search, so the time is O(n · MaxCandidates · log n) in the worst case and
 // close to linear for iterative programs (the scan jumps over whole runs).
 // Memory: 4 bytes per step for the next-occurrence links and 8 for the
-// prefix hashes, besides the caller's sequence. The result depends only on
+// prefix hashes, besides the caller's sequence and the nodes returned. The result depends only on
 // the sequence.
 package fold
-
-import "math/bits"
 
 // MaxCandidates bounds the periods tried at one position: a body in which
 // the step at its start occurs more often than this is not found from that
 // position (it may be from a later one, as a rotated body).
 const MaxCandidates = 64
 
-// Node is a stretch of the sequence: a leaf (one step, Count 1, no Body)
-// or a run, Body repeated Count ≥ 2 times. A run covers [Start,
-// Start+Period*Count); its Body folds the first repetition, [Start,
-// Start+Period).
+// Node is a stretch of the sequence: leaves (Period steps that do not
+// repeat, each drawn on its own; Count 1, no Body) or a run, Body repeated
+// Count ≥ 2 times. A run covers [Start, Start+Period*Count); its Body
+// folds the first repetition, [Start, Start+Period). Consecutive leaves
+// are one Node, so that a sequence without repetition costs one Node.
 type Node struct {
 	Start  int
 	Period int // steps in one repetition (1 for a leaf)
@@ -65,33 +65,22 @@ func Leaves(nodes []Node) int {
 		if nodes[i].IsRun() {
 			k += Leaves(nodes[i].Body)
 		} else {
-			k++
+			k += nodes[i].Period
 		}
 	}
 	return k
 }
 
-const mod = 1<<61 - 1
-
-func mulmod(a, b uint64) uint64 {
-	hi, lo := bits.Mul64(a, b)
-	// a, b < 2^61: the product < 2^122; split it at bit 61.
-	x := (hi<<3 | lo>>61) + lo&mod
-	for x >= mod {
-		x -= mod
-	}
-	return x
-}
-
-// base of the hash: any number in [2, mod) works; a fixed one keeps the
-// result deterministic (a collision only costs a direct comparison).
-const base = 0x1f3a5c7e9b2d4f61 % mod
+// base of the polynomial hash, modulo 2^64: an odd constant, fixed so that
+// the result is deterministic. Hashes modulo 2^64 collide on some
+// sequences (Thue-Morse ones): a collision only costs a candidate, since
+// the chosen run is checked step by step.
+const base = 0x9E3779B97F4A7C15
 
 type finder struct {
 	seq  []uint32
 	next []int32  // next position with the same symbol, -1 if none
 	h    []uint64 // h[i]: hash of seq[:i]
-	pw   []uint64 // pw[k]: base^k (grown on demand)
 }
 
 // Find folds seq (see the package documentation). The nodes returned cover
@@ -101,7 +90,7 @@ func Find(seq []uint32) []Node {
 	if n == 0 {
 		return nil
 	}
-	f := &finder{seq: seq, next: make([]int32, n), h: make([]uint64, n+1), pw: []uint64{1}}
+	f := &finder{seq: seq, next: make([]int32, n), h: make([]uint64, n+1)}
 	last := make(map[uint32]int32)
 	for i := n - 1; i >= 0; i-- {
 		j, ok := last[seq[i]]
@@ -112,43 +101,31 @@ func Find(seq []uint32) []Node {
 		last[seq[i]] = int32(i)
 	}
 	for i, s := range seq {
-		f.h[i+1] = mulmod(f.h[i], base) + uint64(s) + 1
-		if f.h[i+1] >= mod {
-			f.h[i+1] -= mod
-		}
+		f.h[i+1] = f.h[i]*base + uint64(s) + 1
 	}
 	return f.fold(0, n)
 }
 
-// pow returns base^k.
-func (f *finder) pow(k int) uint64 {
-	for len(f.pw) <= k && len(f.pw) < len(f.h) {
-		f.pw = append(f.pw, mulmod(f.pw[len(f.pw)-1], base))
-	}
-	if k < len(f.pw) {
-		return f.pw[k]
-	}
+// pow returns base^k modulo 2^64.
+func pow(k int) uint64 {
 	r, b := uint64(1), uint64(base)
 	for ; k > 0; k >>= 1 {
 		if k&1 != 0 {
-			r = mulmod(r, b)
+			r *= b
 		}
-		b = mulmod(b, b)
+		b *= b
 	}
 	return r
 }
 
 // hash returns the hash of seq[i:i+k].
-func (f *finder) hash(i, k int) uint64 {
-	x := f.h[i+k] + mod - mulmod(f.h[i], f.pow(k))
-	if x >= mod {
-		x -= mod
-	}
-	return x
-}
+func (f *finder) hash(i, k int, pk uint64) uint64 { return f.h[i+k] - f.h[i]*pk }
 
 // same reports whether seq[a:a+k] and seq[b:b+k] hash alike.
-func (f *finder) same(a, b, k int) bool { return f.hash(a, k) == f.hash(b, k) }
+func (f *finder) same(a, b, k int) bool {
+	pk := pow(k)
+	return f.hash(a, k, pk) == f.hash(b, k, pk)
+}
 
 // repeats returns how many times seq[i:i+p] repeats back to back from i
 // within [i, hi), as the hashes say: the largest m with seq[i:i+(m-1)p] ==
@@ -211,7 +188,11 @@ func (f *finder) fold(lo, hi int) []Node {
 			bestM = f.verify(i, bestP, bestM)
 		}
 		if bestM < 2 {
-			out = append(out, Node{Start: i, Period: 1, Count: 1})
+			if k := len(out) - 1; k >= 0 && !out[k].IsRun() {
+				out[k].Period++
+			} else {
+				out = append(out, Node{Start: i, Period: 1, Count: 1})
+			}
 			i++
 			continue
 		}

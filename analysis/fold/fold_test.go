@@ -23,10 +23,18 @@ func check(t *testing.T, seq []uint32, nodes []Node, lo, hi int) string {
 			b.WriteByte(' ')
 		}
 		if !n.IsRun() {
-			if n.Period != 1 || n.Count != 1 {
-				t.Fatalf("leaf at %d: period %d count %d", n.Start, n.Period, n.Count)
+			if n.Period < 1 || n.Count != 1 {
+				t.Fatalf("leaves at %d: period %d count %d", n.Start, n.Period, n.Count)
 			}
-			fmt.Fprint(&b, seq[n.Start])
+			if k > 0 && !nodes[k-1].IsRun() {
+				t.Fatalf("leaves at %d follow leaves", n.Start)
+			}
+			for j := n.Start; j < n.End(); j++ {
+				if j > n.Start {
+					b.WriteByte(' ')
+				}
+				fmt.Fprint(&b, seq[j])
+			}
 		} else {
 			if n.Count < 2 || n.Period < 1 {
 				t.Fatalf("run at %d: period %d count %d", n.Start, n.Period, n.Count)

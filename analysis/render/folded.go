@@ -12,14 +12,16 @@ import (
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
-// GraphvizLimit is the number of vertices above which a DOT graph is more
-// than Graphviz lays out in reasonable time and memory (see
-// docs/performance.md for the measurements behind it).
-const GraphvizLimit = 5000
+// GraphvizLimit is the number of vertices above which a DOT graph of
+// rank clusters is more than Graphviz lays out in reasonable time: on
+// Graphviz 2.42, a critical path of 1,019 vertices took 3.7 s and 101 MB,
+// one of 2,053 vertices more than a minute (docs/performance.md).
+const GraphvizLimit = 1000
 
 // newrankLimit is the number of vertices up to which the full view sets
-// newrank=true: Graphviz 2.42 ranks large graphs with it far more slowly,
-// and crashes out of memory on some of 22,000 vertices.
+// newrank=true: it costs Graphviz 2.42 three times the memory (101 MB
+// against 32 MB at 1,019 vertices) and is tied to its crashes on graphs
+// of some 22,000 vertices.
 const newrankLimit = GraphvizLimit
 
 // FoldedVertices returns the number of vertices WriteFoldedDOT draws for f.
@@ -88,21 +90,9 @@ func (fw *foldWriter) sum(nodes []fold.Node, shift int) float64 {
 	for i := range nodes {
 		nd := &nodes[i]
 		if !nd.IsRun() {
-			k := fw.L
-			fw.L++
-			if k == len(fw.leafStart) {
-				fw.leafStart = append(fw.leafStart, nd.Start)
-				fw.leafCount = append(fw.leafCount, 0)
-				fw.leafW = append(fw.leafW, 0)
-				fw.leafRanks = append(fw.leafRanks, [2]int{math.MaxInt, math.MinInt})
+			for j := nd.Start; j < nd.End(); j++ {
+				total += fw.leaf(j, shift)
 			}
-			lo, hi := fw.f.StepRanks(nd.Start + shift)
-			fw.leafRanks[k] = [2]int{min(fw.leafRanks[k][0], lo), max(fw.leafRanks[k][1], hi)}
-			w := fw.f.StepWeight(nd.Start + shift)
-			first, end := fw.f.StepVertices(nd.Start + shift)
-			fw.leafCount[k] += end - first
-			fw.leafW[k] += w
-			total += w
 			continue
 		}
 		k := fw.R
@@ -122,6 +112,26 @@ func (fw *foldWriter) sum(nodes []fold.Node, shift int) float64 {
 		total += w
 	}
 	return total
+}
+
+// leaf adds step j+shift to the totals of the next leaf, and returns its
+// weight.
+func (fw *foldWriter) leaf(j, shift int) float64 {
+	k := fw.L
+	fw.L++
+	if k == len(fw.leafStart) {
+		fw.leafStart = append(fw.leafStart, j)
+		fw.leafCount = append(fw.leafCount, 0)
+		fw.leafW = append(fw.leafW, 0)
+		fw.leafRanks = append(fw.leafRanks, [2]int{math.MaxInt, math.MinInt})
+	}
+	lo, hi := fw.f.StepRanks(j + shift)
+	fw.leafRanks[k] = [2]int{min(fw.leafRanks[k][0], lo), max(fw.leafRanks[k][1], hi)}
+	w := fw.f.StepWeight(j + shift)
+	first, end := fw.f.StepVertices(j + shift)
+	fw.leafCount[k] += end - first
+	fw.leafW[k] += w
+	return w
 }
 
 func (fw *foldWriter) share(w float64) string {
@@ -164,6 +174,16 @@ func (fw *foldWriter) nodes(nodes []fold.Node, depth int) {
 			fmt.Fprintf(b, "%s}\n", in)
 			continue
 		}
+		for range nd.Period {
+			fw.leafNode(in)
+		}
+	}
+}
+
+// leafNode writes the next leaf's vertex.
+func (fw *foldWriter) leafNode(in string) {
+	b := fw.b
+	{
 		k := fw.L
 		fw.L++
 		start, _ := fw.f.StepVertices(fw.leafStart[k])
@@ -204,13 +224,15 @@ func (fw *foldWriter) edges(nodes []fold.Node, prev *int) {
 				*prev, first, fmt.Sprintf("repeat (%d x)", nd.Count))
 			continue
 		}
-		k := fw.L
-		fw.L++
-		if *prev >= 0 {
-			first, _ := fw.f.StepVertices(nd.Start)
-			fw.edge(*prev, k, first)
+		for j := nd.Start; j < nd.End(); j++ {
+			k := fw.L
+			fw.L++
+			if *prev >= 0 {
+				first, _ := fw.f.StepVertices(j)
+				fw.edge(*prev, k, first)
+			}
+			*prev = k
 		}
-		*prev = k
 	}
 }
 

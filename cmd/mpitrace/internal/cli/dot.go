@@ -117,10 +117,10 @@ Big runs make big graphs. To keep them viewable:
                     their rank's MPI_Init, on each rank's own clock (units
                     ns, us, ms, s; either end may be left out: :2s, 1s:)
 They combine, and the graph's label says what was left out. Without
---critical-only, --ranks or --window, a graph of more than 5,000 vertices
+--critical-only, --ranks or --window, a graph of more than 1,000 vertices
 (beyond what Graphviz lays out in reasonable time) is drawn as the folded
 critical path instead, which stderr says; --unfold draws it whole. Whenever
-the graph written has more than 5,000 vertices, stderr says so and what to
+the graph written has more than 1,000 vertices, stderr says so and what to
 do.
 
 Messages and collectives are weighed with the latency model of --model

@@ -237,7 +237,7 @@ func TestDotFoldAndBigGraphs(t *testing.T) {
 		t.Errorf("dot --unfold: %d vertices, newrank %v", n, strings.Contains(out, "newrank"))
 	}
 
-	// --critical-only --unfold: the path, over 5,000 vertices, with a
+	// --critical-only --unfold: the path, over 1,000 vertices, with a
 	// warning that says to fold.
 	code, out, errs = runCLI(t, "dot", dir, "--critical-only", "--unfold")
 	if code != 0 || !strings.Contains(errs, "drop --unfold") {
