@@ -140,3 +140,36 @@ func FuzzFind(f *testing.F) {
 		}
 	})
 }
+
+// Thue-Morse sequences make polynomial hashes modulo 2^64 collide: the
+// fold must stay exact (every run checked step by step).
+func TestFindThueMorse(t *testing.T) {
+	seq := make([]uint32, 1<<14)
+	for i := range seq {
+		c := 0
+		for x := i; x > 0; x &= x - 1 {
+			c++
+		}
+		seq[i] = uint32(c & 1)
+	}
+	nodes := Find(seq)
+	check(t, seq, nodes, 0, len(seq))
+	// Thue-Morse has no three consecutive equal blocks: no run above 2.
+	var walk func([]Node)
+	walk = func(ns []Node) {
+		for _, n := range ns {
+			if n.Count > 2 {
+				t.Fatalf("run of %d x %d at %d in a cube-free sequence", n.Count, n.Period, n.Start)
+			}
+			walk(n.Body)
+		}
+	}
+	walk(nodes)
+}
+
+func TestLeaves(t *testing.T) {
+	seq := syms("9 8 " + rep("1 2 3", 50) + " 7")
+	if l := Leaves(Find(seq)); l != 2+3+1 {
+		t.Errorf("Leaves = %d, want 6", l)
+	}
+}
