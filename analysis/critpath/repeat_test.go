@@ -1,15 +1,13 @@
 package critpath_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/fold"
 	"github.com/mpitrace/mpitrace/analysis/latency"
-	"github.com/mpitrace/mpitrace/reconstruct"
-	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/internal/testpath"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
@@ -18,22 +16,7 @@ import (
 // that only a coarse level folds it; the fold stays within FoldTarget and
 // the summary names the repetition.
 func TestFoldHalo(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "traces")
-	if err := testgen.Halo(8, 400, 3).WriteDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := tracefmt.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _, err := reconstruct.Build(tr, reconstruct.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := critpath.Compute(g, latency.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := testpath.Of(t, testgen.Halo(8, 400, 3), latency.Default())
 	f := critpath.Fold(p)
 	if l := fold.Leaves(f.Nodes); l > critpath.FoldTarget {
 		t.Errorf("%d leaves at level %d, want at most %d", l, f.Level, critpath.FoldTarget)

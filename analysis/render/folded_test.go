@@ -10,9 +10,8 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/render"
 	"github.com/mpitrace/mpitrace/internal/golden"
+	"github.com/mpitrace/mpitrace/internal/testpath"
 	"github.com/mpitrace/mpitrace/internal/textdiff"
-	"github.com/mpitrace/mpitrace/reconstruct"
-	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
@@ -40,22 +39,7 @@ func pingpong(t *testing.T, iters int) *critpath.Path {
 	}
 	r0.Compute(1_000).Call("MPI_Finalize")
 	r1.Compute(1_000).Call("MPI_Finalize")
-	dir := filepath.Join(t.TempDir(), "traces")
-	if err := b.WriteDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := tracefmt.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _, err := reconstruct.Build(tr, reconstruct.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := critpath.Compute(g, testModel{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := testpath.Of(t, b, testModel{})
 	return p
 }
 
