@@ -108,7 +108,8 @@ Big runs make big graphs. To keep them viewable:
                     is folded: a stretch of the path that repeats one
                     body of steps (an iterative loop) is one cluster
                     holding the body once, labelled with its repeat count,
-                    total time and share of the path
+                    total time and share of the path (with --ranks or
+                    --window, the part of the path is drawn unfolded)
   --unfold          with --critical-only, every vertex of the path
   --ranks LIST      only these ranks' clusters: a rank N, a range A-B, or a
                     list of them (0,2-3); a message to or from another
