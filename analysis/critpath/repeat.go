@@ -3,6 +3,7 @@ package critpath
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -87,6 +88,10 @@ type Folded struct {
 	tok []int32
 }
 
+// bigFold is the number of path vertices from which Fold collects garbage
+// before each level: below it, what a level leaves is small.
+const bigFold = 1 << 20
+
 // FoldTarget is the number of vertices a folded path aims at: Fold takes
 // the finest level whose fold draws at most this many.
 const FoldTarget = 300
@@ -100,11 +105,21 @@ const FoldTarget = 300
 // per vertex for the signatures and, while folding, 12 more (package
 // fold), besides the fold.
 func Fold(p *Path) *Folded {
+	if p.NumVertices() > bigFold {
+		runtime.GC() // what made the path is garbage: make room first
+	}
 	seq := make([]uint32, p.NumVertices())
 	bestLevel, bestLeaves := -1, 0
 	var last *Folded
 	for level := range numLevels {
-		last = nil // its memory serves the next level
+		if last != nil && p.NumVertices() > bigFold {
+			// The previous level's nodes and work arrays are garbage: a
+			// collection now lets the next level reuse their memory
+			// rather than grow the heap (on a path of 10 M vertices,
+			// hundreds of MB).
+			last = nil
+			runtime.GC()
+		}
 		f := p.foldAt(level, seq)
 		leaves := fold.Leaves(f.Nodes)
 		if leaves <= FoldTarget {
