@@ -54,6 +54,9 @@ type Summary struct {
 	// copies and sections, set (AttributeRegions) only for a trace with
 	// region events.
 	Regions *RegionSummary `json:"regions,omitempty"`
+	// Repetition is the heaviest repeated stretch of the path, set
+	// (SummarizeRepetition) when it covers a tenth of the path or more.
+	Repetition *Repetition `json:"repetition,omitempty"`
 }
 
 // RankShare is the part of the path on one rank: its computation edges and
@@ -370,6 +373,9 @@ func (s *Summary) WriteText(w io.Writer, unit Unit) error {
 	fmt.Fprintf(ew, "\n%d vertices on %d ranks, %d messages (%d bytes), %d collectives\n", s.Vertices, s.Ranks, s.Messages, s.MessageBytes, s.Collectives)
 	if s.Length > 0 {
 		fmt.Fprintf(ew, "computation %s (%s), communication %s (%s)\n", t(s.Computation), pct(s.Computation/s.Length), t(s.Communication), pct(s.Communication/s.Length))
+	}
+	if s.Repetition != nil && ew.Err == nil {
+		ew.Err = s.Repetition.WriteText(ew)
 	}
 	s.writeRunWhy(ew, t)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)

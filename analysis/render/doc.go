@@ -4,7 +4,8 @@
 //
 // The package only reads the graph and the path: it never reconstructs or
 // weighs anything itself beyond asking the latency model for the labels. It is
-// the only package of mpitrace that imports github.com/emicklei/dot.
+// the only package of mpitrace that imports github.com/emicklei/dot (the
+// folded path is written directly).
 //
 // # The picture
 //
@@ -42,6 +43,18 @@
 // kept operation is joined to it, and edges are drawn between kept vertices
 // only. The options combine (each keeps less), and the graph's label says
 // what was left out.
+//
+// # The folded path
+//
+// WriteFoldedDOT draws a critical path folded by critpath.Fold: each
+// stretch of the path that repeats one body of steps is a cluster
+// (`subgraph cluster_runN`) holding the body once, labelled with its
+// repeat count, total time and share of the path, nested for nested
+// loops; a vertex stands for all the steps at its place in the body. It
+// writes as it goes (no graph in memory), with no rank clusters and no
+// newrank, so that Graphviz lays out a path of millions of steps in well
+// under a second once folded. GraphvizLimit is the size beyond which the
+// command warns.
 //
 // # Determinism
 //

@@ -136,15 +136,34 @@ const (
 // collective labels as critpath.Compute weighed the path (nil: 0). See the
 // package documentation for the picture and the options.
 func WriteDOT(w io.Writer, g *taskgraph.Graph, p *critpath.Path, m critpath.Model, o DOTOptions) error {
+	_, err := WriteDOTCount(w, g, p, m, o)
+	return err
+}
+
+// WriteDOTCount is WriteDOT, and returns the number of vertices drawn.
+// Graphs of more than newrankLimit vertices are ranked cluster by cluster
+// (no newrank=true), which Graphviz does faster and in less memory.
+func WriteDOTCount(w io.Writer, g *taskgraph.Graph, p *critpath.Path, m critpath.Model, o DOTOptions) (int, error) {
 	if o.Unit <= 0 {
 		o.Unit = critpath.Microsecond
 	}
 	if err := checkOptions(g, p, &o); err != nil {
-		return err
+		return 0, err
 	}
 	v := selectView(g, p, &o)
 	d := &drawer{g: g, v: v, m: m, o: &o}
-	return d.draw(w, p)
+	return v.vertices(), d.draw(w, p)
+}
+
+// vertices returns the number of vertices the view draws.
+func (v *view) vertices() int {
+	n := len(v.stubs)
+	for _, k := range v.keep {
+		if k {
+			n++
+		}
+	}
+	return n
 }
 
 func checkOptions(g *taskgraph.Graph, p *critpath.Path, o *DOTOptions) error {
@@ -315,8 +334,12 @@ func (d *drawer) draw(w io.Writer, p *critpath.Path) error {
 	root.Attr("label", d.label(p))
 	root.Attr("labelloc", "t")
 	// Rank the whole graph at once, not cluster by cluster: a path that
-	// hops between ranks then runs downwards instead of folding back.
-	root.Attr("newrank", "true")
+	// hops between ranks then runs downwards instead of folding back. Not
+	// beyond newrankLimit vertices: Graphviz 2.42 then takes far longer,
+	// and crashes on some graphs (see docs/performance.md).
+	if v.vertices() <= newrankLimit {
+		root.Attr("newrank", "true")
+	}
 	d.nodes = make(map[taskgraph.NodeID]dot.Node)
 	d.stubs = make(map[int]dot.Node)
 

@@ -124,6 +124,7 @@ type analysis struct {
 	model     *latency.Model
 	modelName string
 	path      *critpath.Path
+	fold      *critpath.Folded // folded() folds path once
 	// pathErr says why there is no path (no operations, or inconsistent
 	// data making a cycle); the graph is still there.
 	pathErr error
@@ -328,6 +329,7 @@ func summarizePath(a *analysis, path *critpath.Path, sum *critpath.Summary, top 
 	if sum == nil {
 		sum = critpath.Summarize(a.graph, path, top)
 	}
+	sum.Repetition = critpath.SummarizeRepetition(a.folded())
 	if spans := loops.NewSpans(a.loops()); !spans.Empty() {
 		sum.Loops = critpath.AttributeLoops(path, sum, spans)
 	}
@@ -335,6 +337,14 @@ func summarizePath(a *analysis, path *critpath.Path, sum *critpath.Summary, top 
 		sum.Regions = critpath.AttributeRegions(path, sum, spans)
 	}
 	return sum
+}
+
+// folded returns the critical path folded (critpath.Fold), folding it once.
+func (a *analysis) folded() *critpath.Folded {
+	if a.fold == nil {
+		a.fold = critpath.Fold(a.path)
+	}
+	return a.fold
 }
 
 // loops returns each rank's loops, as the reconstruction saw them.

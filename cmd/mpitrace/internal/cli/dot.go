@@ -16,13 +16,15 @@ import (
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
-// bigDOTGraph is the number of vertices above which dot warns that the
-// whole graph is more than Graphviz lays out quickly.
-const bigDOTGraph = 20_000
+// bigDOTGraph is the number of vertices above which a graph is more than
+// Graphviz lays out in reasonable time and memory: dot warns, and draws
+// the folded critical path in place of a whole graph that big.
+const bigDOTGraph = render.GraphvizLimit
 
 type dotOptions struct {
 	Dir          string
 	CriticalOnly bool
+	Unfold       bool
 	cutFlags
 	Model  string // --model file ("" for the embedded default)
 	Unit   critpath.Unit
@@ -83,7 +85,7 @@ func runE[O any](dir *string, o O, parse func(*cobra.Command) error, runF func(c
 func newDotCmd(s *Streams, runF func(context.Context, *dotOptions) error) *cobra.Command {
 	opts := &dotOptions{}
 	cmd := &cobra.Command{
-		Use:   "dot [TRACEDIR] [--critical-only] [--ranks LIST] [--window T0:T1] [--model FILE] [-o FILE]",
+		Use:   "dot [TRACEDIR] [--critical-only] [--unfold] [--ranks LIST] [--window T0:T1] [--model FILE] [-o FILE]",
 		Short: "Draw the task graph in Graphviz DOT, critical path highlighted",
 		Long: `Write the MPI task graph of a trace in Graphviz's DOT language, with its
 critical path highlighted, for xdot or dot. Nothing but DOT goes to stdout.
@@ -102,14 +104,25 @@ The picture:
     its length and the latency model used.
 
 Big runs make big graphs. To keep them viewable:
-  --critical-only   only the critical path's vertices and edges
+  --critical-only   only the critical path; one of more than 300 vertices
+                    is folded: a stretch of the path that repeats one
+                    body of steps (an iterative loop) is one cluster
+                    holding the body once, labelled with its repeat count,
+                    total time and share of the path (with --ranks or
+                    --window, the part of the path is drawn unfolded)
+  --unfold          with --critical-only, every vertex of the path
   --ranks LIST      only these ranks' clusters: a rank N, a range A-B, or a
                     list of them (0,2-3); a message to or from another
                     rank ends at a small "rank N" stub node
   --window T0:T1    only the operations that start between T0 and T1 after
                     their rank's MPI_Init, on each rank's own clock (units
                     ns, us, ms, s; either end may be left out: :2s, 1s:)
-They combine, and the graph's label says what was left out.
+They combine, and the graph's label says what was left out. Without
+--critical-only, --ranks or --window, a graph of more than 1,000 vertices
+(beyond what Graphviz lays out in reasonable time) is drawn as the folded
+critical path instead, which stderr says; --unfold draws it whole. Whenever
+the graph written has more than 1,000 vertices, stderr says so and what to
+do.
 
 Messages and collectives are weighed with the latency model of --model
 (written by 'mpitrace calibrate'), else with the default model embedded in
@@ -119,12 +132,14 @@ errors, and with --strict 3 when it lost data.`,
   mpitrace dot traces/ | dot -Tsvg > graph.svg
   mpitrace dot traces/ --critical-only --model model.json -o critpath.dot
   mpitrace dot traces/ --ranks 0-3 --window 1.5s:2s | xdot -
-  mpitrace dot traces/ --ranks 0,7 --critical-only | xdot -`,
+  mpitrace dot traces/ --ranks 0,7 --critical-only | xdot -
+  mpitrace dot traces/ --critical-only --unfold -o path.dot`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: runE(&opts.Dir, opts, opts.parse, runF, func(o *dotOptions) error { return runDot(o, s) }),
 	}
 	f := cmd.Flags()
-	f.BoolVar(&opts.CriticalOnly, "critical-only", false, "draw only the critical path's vertices and edges")
+	f.BoolVar(&opts.CriticalOnly, "critical-only", false, "draw only the critical path, its repetitions folded")
+	f.BoolVar(&opts.Unfold, "unfold", false, "draw every vertex: do not fold the critical path's repetitions, nor replace a big graph by the folded path")
 	opts.cutFlags.add(f, "draw", "operations")
 	f.StringVar(&opts.Model, "model", "", "latency model `file` from mpitrace calibrate (default: the embedded model)")
 	f.StringVar(&opts.unitArg, "unit", "us", "`unit` of the times in labels: ns, us, ms or s")
@@ -193,9 +208,6 @@ func runDot(opts *dotOptions, s *Streams) error {
 		return fmt.Errorf("%s: a program without MPI (no MPI call recorded, no MPI library in the logs): it has no task graph of MPI calls to draw; 'mpitrace loops %s' shows its loops", t.Dir, t.Dir)
 	}
 	g, diags, path, pathErr, m, modelName := a.graph, a.diags, a.path, a.pathErr, a.model, a.modelName
-	if !opts.CriticalOnly && opts.Ranks == nil && opts.Window == nil && g.NumNodes() > bigDOTGraph {
-		fmt.Fprintf(s.Err, "mpitrace: the task graph has %d vertices, more than Graphviz lays out quickly: --critical-only, --ranks A-B or --window T0:T1 draw a part of it\n", g.NumNodes())
-	}
 	// A graph with a cycle (inconsistent data) has no critical path but is
 	// worth seeing: it is drawn without one, and the command fails after.
 	var cycle *taskgraph.CycleError
@@ -204,9 +216,31 @@ func runDot(opts *dotOptions, s *Streams) error {
 		return pathErr
 	}
 	ro := render.DOTOptions{Unit: opts.Unit, CriticalOnly: opts.CriticalOnly, Ranks: opts.Ranks, Window: opts.Window, Model: modelName}
-	err = writeOutputTo(s, opts.Output, func(w io.Writer) error { return render.WriteDOT(w, g, path, m, ro) })
+	cut := opts.Ranks != nil || opts.Window != nil
+	whole := !opts.CriticalOnly && !cut
+	// A path of FoldTarget vertices or fewer is drawn as it is.
+	folded := !opts.Unfold && !cut && path != nil && path.NumVertices() > critpath.FoldTarget &&
+		(opts.CriticalOnly || g.NumNodes() > bigDOTGraph)
+	var drawn int
+	switch {
+	case folded:
+		f := a.folded()
+		drawn = render.FoldedVertices(f)
+		if whole {
+			fmt.Fprintf(s.Err, "mpitrace: the task graph has %d vertices, more than Graphviz lays out (%d): drawing its critical path folded (%d vertices); --unfold draws it whole, --ranks A-B or --window T0:T1 a part of it\n", g.NumNodes(), bigDOTGraph, drawn)
+		}
+		err = writeOutputTo(s, opts.Output, func(w io.Writer) error { return render.WriteFoldedDOT(w, f, m, ro) })
+	default:
+		err = writeOutputTo(s, opts.Output, func(w io.Writer) (err error) {
+			drawn, err = render.WriteDOTCount(w, g, path, m, ro)
+			return err
+		})
+	}
 	if err != nil {
 		return err
+	}
+	if drawn > bigDOTGraph {
+		fmt.Fprintf(s.Err, "mpitrace: the graph written has %d vertices, more than Graphviz lays out in reasonable time and memory (%d): %s\n", drawn, bigDOTGraph, bigGraphAdvice(folded, opts))
 	}
 	if err := reportDiagnostics(s, diags, &opts.traceFlags); err != nil {
 		return err
@@ -215,4 +249,17 @@ func runDot(opts *dotOptions, s *Streams) error {
 		return fmt.Errorf("no critical path (the graph is drawn without one): %w", pathErr)
 	}
 	return nil
+}
+
+// bigGraphAdvice says what draws less than the options did.
+func bigGraphAdvice(folded bool, opts *dotOptions) string {
+	switch {
+	case folded:
+		return "the path does not repeat enough to fold; --ranks A-B or --window T0:T1 draw a part of it"
+	case opts.CriticalOnly && opts.Ranks == nil && opts.Window == nil:
+		return "drop --unfold to fold the path's repetitions, or draw a part of it with --ranks A-B or --window T0:T1"
+	case opts.CriticalOnly:
+		return "draw fewer ranks or a shorter --window"
+	}
+	return "--critical-only draws the critical path folded; fewer --ranks or a shorter --window draw less"
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +178,85 @@ func TestDotCycle(t *testing.T) {
 	}
 	if code, out, _ := runCLI(t, "dot", dir, "--critical-only"); code != ExitError || out != "" {
 		t.Fatalf("cycle --critical-only: exit %d, stdout %.80q", code, out)
+	}
+}
+
+// A big trace: the critical path is folded by default, --unfold draws every
+// vertex, and a graph beyond what Graphviz lays out is never written
+// without a warning on stderr.
+func TestDotFoldAndBigGraphs(t *testing.T) {
+	b := testgen.New(2)
+	const iters = 2500
+	for r := range 2 {
+		b.Rank(r).Call("MPI_Init")
+	}
+	for it := range iters {
+		for r := range 2 {
+			rk := b.Rank(r)
+			rk.Compute(int64(10_000 + 1_000*r))
+			q := rk.Irecv(int64(1-r), 1, 1024)
+			rk.Send(int64(1-r), 1, 1024)
+			rk.Wait(q)
+			if it%10 == 9 {
+				rk.Allreduce(8)
+			}
+		}
+	}
+	for r := range 2 {
+		b.Rank(r).Call("MPI_Finalize")
+	}
+	dir := saveTrace(t, b)
+	nodes := func(dot string) int { return strings.Count(dot, "shape=") }
+
+	// Default: the whole graph (15,000 vertices) is too big, the
+	// folded critical path is drawn in its place, and stderr says so.
+	code, out, errs := runCLI(t, "dot", dir)
+	if code != 0 || !strings.Contains(errs, "drawing its critical path folded") || strings.Count(errs, "\n") != 1 {
+		t.Fatalf("dot: exit %d, stderr %q", code, errs)
+	}
+	if n := nodes(out); n > 100 || !strings.Contains(out, "subgraph cluster_run") || !strings.Contains(out, " x ") {
+		t.Fatalf("dot: %d vertices:\n%.2000s", n, out)
+	}
+	checkDotRenders(t, out)
+
+	// --critical-only folds too, without a word.
+	code, folded, errs := runCLI(t, "dot", dir, "--critical-only")
+	if code != 0 || errs != "" || folded != out {
+		t.Fatalf("dot --critical-only: exit %d, stderr %q, same as the default: %v", code, errs, folded == out)
+	}
+	if !regexp.MustCompile(`label="2[45]\d x \d+ steps`).MatchString(out) {
+		t.Errorf("no cluster of the ~250 iterations of 10:\n%.3000s", out)
+	}
+
+	// --unfold: the whole graph, and a warning naming what to do.
+	code, out, errs = runCLI(t, "dot", dir, "--unfold")
+	if code != 0 || !strings.Contains(errs, "more than Graphviz lays out") || !strings.Contains(errs, "--critical-only") || strings.Count(errs, "\n") != 1 {
+		t.Fatalf("dot --unfold: exit %d, stderr %q", code, errs)
+	}
+	if n := nodes(out); n < 2*3*iters || strings.Contains(out, "newrank") {
+		t.Errorf("dot --unfold: %d vertices, newrank %v", n, strings.Contains(out, "newrank"))
+	}
+
+	// --critical-only --unfold: the path, over 1,000 vertices, with a
+	// warning that says to fold.
+	code, out, errs = runCLI(t, "dot", dir, "--critical-only", "--unfold")
+	if code != 0 || !strings.Contains(errs, "drop --unfold") {
+		t.Fatalf("dot --critical-only --unfold: exit %d, stderr %q", code, errs)
+	}
+	if n := nodes(out); n <= render.GraphvizLimit {
+		t.Errorf("dot --critical-only --unfold: %d vertices", n)
+	}
+}
+
+func checkDotRenders(t *testing.T, src string) {
+	t.Helper()
+	dotBin, err := exec.LookPath("dot")
+	if err != nil {
+		t.Fatal("Graphviz's dot is not on PATH: install graphviz (make deps)")
+	}
+	cmd := exec.Command(dotBin, "-Tsvg")
+	cmd.Stdin = strings.NewReader(src)
+	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), "<svg") {
+		t.Fatalf("dot -Tsvg: %v\n%.400s", err, b)
 	}
 }

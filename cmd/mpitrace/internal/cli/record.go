@@ -281,6 +281,9 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	}
 	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.modelName, CriticalOnly: a.graph.NumNodes() > bigDOTGraph}
 	if err := writeOutput(filepath.Join(dir, taskGraphDOT), func(w io.Writer) error {
+		if ro.CriticalOnly && a.path.NumVertices() > critpath.FoldTarget {
+			return render.WriteFoldedDOT(w, a.folded(), a.model, ro)
+		}
 		return render.WriteDOT(w, a.graph, a.path, a.model, ro)
 	}); err != nil {
 		return err
@@ -291,7 +294,7 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	}
 	what := "the task graph"
 	if ro.CriticalOnly {
-		what = "the critical path (the whole graph is too big to draw)"
+		what = "the critical path (the whole graph is too big to draw; a path of more than 300 vertices is folded)"
 	}
 	fmt.Fprintf(s.Err, "%s: %s with the critical path in red; view it with: xdot %s\n",
 		filepath.Join(opts.Out, taskGraphDOT), what, filepath.Join(opts.Out, taskGraphDOT))

@@ -1,0 +1,369 @@
+package critpath
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/mpitrace/mpitrace/analysis/fold"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+)
+
+// StepKey is what makes two steps of a path the same step when the path
+// is folded: a step is a vertex of the path with the hop into it. A
+// coarser Level leaves fields zero.
+type StepKey struct {
+	Rank int32 // the vertex's rank, -1 for shared vertices
+	Func int32 // the vertex's MPI function (taskgraph.Graph.Describe's nameIdx)
+	Kind taskgraph.EdgeKind
+	Peer int32 // the rank of the vertex the hop comes from
+}
+
+// Levels of likeness of the steps of a path, from the finest: Fold tries
+// them in turn until the folded path is small enough to draw.
+const (
+	// SameStep: same rank, MPI function, kind of hop and rank it comes
+	// from.
+	SameStep = iota
+	// SameCall: same MPI function and kind of hop, and whether the hop
+	// stays on one rank; the ranks may differ (a path that moves across
+	// ranks from one iteration to the next).
+	SameCall
+	// SameFunction: same MPI function (the path may reach it by a
+	// message in one iteration and by computation in the next).
+	SameFunction
+	// Merged: as SameFunction, and consecutive vertices of one MPI
+	// function are one step (three MPI_Wait in one iteration, four in the
+	// next).
+	Merged
+	numLevels
+)
+
+// stepKey is the signature of a step at a level: the vertex on rank rank
+// with MPI function nameIdx, reached by a hop of kind kind from a vertex
+// on rank prev. It is the one place that decides which steps fold
+// together (the call site of the vertex goes here once the graph has
+// them).
+func stepKey(level int, kind taskgraph.EdgeKind, rank, nameIdx, prev int) StepKey {
+	switch level {
+	case SameStep:
+		return StepKey{Rank: int32(rank), Func: int32(nameIdx), Kind: kind, Peer: int32(prev)}
+	case SameCall:
+		same := int32(0)
+		if rank == prev {
+			same = 1
+		}
+		return StepKey{Func: int32(nameIdx), Kind: kind, Peer: same}
+	}
+	return StepKey{Func: int32(nameIdx)}
+}
+
+// LevelName says which steps a level folds together.
+func LevelName(level int) string {
+	switch level {
+	case SameStep:
+		return "same rank, MPI function and hop"
+	case SameCall:
+		return "same MPI function and hop, on any rank"
+	case SameFunction:
+		return "same MPI function, on any rank, reached by any hop"
+	}
+	return "same MPI function, on any rank, reached by any hop; consecutive calls of one function merged"
+}
+
+// Folded is a critical path folded by package fold: the repetitions of
+// the loops of an iterative program, each body once with its count.
+type Folded struct {
+	// Nodes cover the steps 0 to Steps()-1: step i is vertex i and the
+	// hop into it, or at level Merged the vertices StepVertices(i).
+	Nodes []fold.Node
+	// Level is the likeness of the steps folded together (SameStep...).
+	Level int
+	p     *Path
+	// tok, at level Merged, is the first path vertex of each step (a step
+	// is then a run of vertices of one MPI function); nil when a step is
+	// a vertex.
+	tok []int32
+}
+
+// bigFold is the number of path vertices from which Fold collects garbage
+// before each level: below it, what a level leaves is small.
+const bigFold = 1 << 20
+
+// FoldTarget is the number of vertices a folded path aims at: Fold takes
+// the finest level whose fold draws at most this many.
+const FoldTarget = 300
+
+// Fold folds p: it gives each step a signature (at level SameStep, its
+// vertex's rank and MPI function, the kind of the hop into it and the
+// rank it comes from) and finds the runs of repeated steps (package
+// fold). When that leaves more than FoldTarget leaves, it folds again at
+// the coarser levels, and keeps the first fold within FoldTarget, else
+// the one with the fewest leaves (the finest on a tie). It keeps 4 bytes
+// per vertex for the signatures and, while folding, 12 more (package
+// fold), besides the fold.
+func Fold(p *Path) *Folded {
+	if p.NumVertices() > bigFold {
+		runtime.GC() // what made the path is garbage: make room first
+	}
+	seq := make([]uint32, p.NumVertices())
+	bestLevel, bestLeaves := -1, 0
+	var last *Folded
+	for level := range numLevels {
+		if last != nil && p.NumVertices() > bigFold {
+			// The previous level's nodes and work arrays are garbage: a
+			// collection now lets the next level reuse their memory
+			// rather than grow the heap (on a path of 10 M vertices,
+			// hundreds of MB).
+			last = nil
+			runtime.GC()
+		}
+		f := p.foldAt(level, seq)
+		leaves := fold.Leaves(f.Nodes)
+		if leaves <= FoldTarget {
+			return f
+		}
+		if bestLevel < 0 || leaves < bestLeaves {
+			bestLevel, bestLeaves = level, leaves
+		}
+		last = f
+	}
+	if last.Level == bestLevel {
+		return last
+	}
+	last = nil
+	return p.foldAt(bestLevel, seq)
+}
+
+// foldAt folds p at level, with seq (one entry per vertex) to work in.
+func (p *Path) foldAt(level int, seq []uint32) *Folded {
+	f := &Folded{Level: level, p: p}
+	sig := p.signatures(level, seq)
+	if level == Merged {
+		sig, f.tok = merge(sig)
+	}
+	f.Nodes = fold.Find(sig)
+	return f
+}
+
+// merge collapses each run of equal neighbours of seq into one, in place,
+// and returns what is left and the position in seq of each's first.
+func merge(seq []uint32) ([]uint32, []int32) {
+	var starts []int32
+	k := 0
+	for i, x := range seq {
+		if i > 0 && x == seq[k-1] {
+			continue
+		}
+		seq[k] = x
+		k++
+		starts = append(starts, int32(i))
+	}
+	return seq[:k], starts
+}
+
+// signatures fills seq with a small integer per step of p, equal for
+// steps with equal signatures at level. Only SameStep needs a table of the
+// signatures seen; the coarser levels number them from the function's
+// name index.
+func (p *Path) signatures(level int, seq []uint32) []uint32 {
+	var ids map[StepKey]uint32
+	if level == SameStep {
+		ids = make(map[StepKey]uint32)
+	}
+	prev := -1
+	for i := range seq {
+		_, rank, _, idx := p.g.Describe(p.p.Node(i))
+		var ek taskgraph.EdgeKind
+		if i > 0 {
+			ek, _, _, _ = p.p.EdgeAt(i - 1)
+		}
+		k := stepKey(level, ek, rank, idx, prev)
+		prev = rank
+		if ids == nil {
+			// Func < len(names)+2, Kind < 256, Peer 0 or 1.
+			seq[i] = (uint32(k.Func)<<8|uint32(k.Kind))<<1 | uint32(k.Peer)
+			continue
+		}
+		id, ok := ids[k]
+		if !ok {
+			id = uint32(len(ids))
+			ids[k] = id
+		}
+		seq[i] = id
+	}
+	return seq
+}
+
+// Path returns the folded path.
+func (f *Folded) Path() *Path { return f.p }
+
+// Steps returns the number of steps of the fold: the path's vertices, or
+// at level Merged the runs of vertices of one MPI function.
+func (f *Folded) Steps() int {
+	if f.tok != nil {
+		return len(f.tok)
+	}
+	return f.p.NumVertices()
+}
+
+// StepVertices returns the path vertices [first, end) of step i.
+func (f *Folded) StepVertices(i int) (first, end int) {
+	if f.tok == nil {
+		return i, i + 1
+	}
+	if i+1 < len(f.tok) {
+		return int(f.tok[i]), int(f.tok[i+1])
+	}
+	return int(f.tok[i]), f.p.NumVertices()
+}
+
+// StepWeight returns step i's share of the path in ns: the hops into its
+// vertices (none into vertex 0) and their own weights (a collective's).
+func (f *Folded) StepWeight(i int) float64 {
+	p := f.p
+	var w float64
+	first, end := f.StepVertices(i)
+	for v := first; v < end; v++ {
+		if v > 0 {
+			k, _, weight, bytes := p.p.EdgeAt(v - 1)
+			if k == taskgraph.Message {
+				w += p.w.Message(bytes)
+			} else {
+				w += float64(weight)
+			}
+		}
+		if id := p.p.Node(v); p.g.Kind(id) == taskgraph.KindCollective {
+			w += p.w.coll(id).ns
+		}
+	}
+	return w
+}
+
+// StepRanks returns the lowest and highest rank of step i's vertices (-1
+// for a shared vertex).
+func (f *Folded) StepRanks(i int) (lo, hi int) {
+	first, end := f.StepVertices(i)
+	lo, hi = f.p.g.Rank(f.p.p.Node(first)), 0
+	hi = lo
+	for v := first + 1; v < end; v++ {
+		r := f.p.g.Rank(f.p.p.Node(v))
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	return lo, hi
+}
+
+// Weight returns the total StepWeight of the steps in [from, to).
+func (f *Folded) Weight(from, to int) float64 {
+	var w float64
+	for i := from; i < to; i++ {
+		w += f.StepWeight(i)
+	}
+	return w
+}
+
+// StepLabel names step i's first vertex: "MPI_Irecv 1", or the function
+// alone for a shared vertex (MPI_Init, MPI_Finalize, a collective).
+func (f *Folded) StepLabel(i int) string {
+	first, _ := f.StepVertices(i)
+	_, rank, name, _ := f.p.g.Describe(f.p.p.Node(first))
+	if rank < 0 {
+		return name
+	}
+	return name + " " + strconv.Itoa(rank)
+}
+
+// Repetition is the heaviest stretch of the path that repeats one body of
+// steps: "the path is 200 iterations of a 6-step body".
+type Repetition struct {
+	Iterations int `json:"iterations"`
+	BodySteps  int `json:"body_steps"`
+	// First and Last name the body's first and last vertex ("MPI_Irecv 1",
+	// "MPI_Allreduce").
+	First string `json:"first"`
+	Last  string `json:"last"`
+	// Start is the path vertex where the repetition starts.
+	Start  int     `json:"start_vertex"`
+	Weight float64 `json:"weight_ns"`
+	Share  float64 `json:"share"`       // of the path's length
+	Steps  float64 `json:"steps_share"` // of the path's vertices
+	// Vertices is the number of path vertices the repetition covers; it
+	// is Iterations*BodySteps but when Merged folds several calls of one
+	// function into one step.
+	Vertices int    `json:"vertices"`
+	Likeness string `json:"likeness"` // which steps are alike (LevelName)
+}
+
+// minRepetitionShare is the share of the path's length or vertices a
+// repetition needs for the summary to name it.
+const minRepetitionShare = 0.1
+
+// minIterations is the repeat count a run needs for the summary to name it.
+const minIterations = 3
+
+// SummarizeRepetition returns the heaviest run at the top of f, nil when
+// the path has none of at least minIterations repetitions covering at
+// least a tenth of its length or of its vertices.
+func SummarizeRepetition(f *Folded) *Repetition {
+	var best *Repetition
+	for i := range f.Nodes {
+		nd := &f.Nodes[i]
+		if !nd.IsRun() || nd.Count < minIterations {
+			continue
+		}
+		r := &Repetition{Iterations: nd.Count, BodySteps: nd.Period, Start: nd.Start,
+			First: f.StepLabel(nd.Start), Last: f.StepLabel(nd.Start + nd.Period - 1),
+			Weight: f.Weight(nd.Start, nd.End()), Likeness: LevelName(f.Level)}
+		first, _ := f.StepVertices(nd.Start)
+		_, end := f.StepVertices(nd.End() - 1)
+		r.Vertices = end - first
+		r.Steps = float64(r.Vertices) / float64(f.p.NumVertices())
+		if f.p.Length > 0 {
+			r.Share = r.Weight / f.p.Length
+		}
+		if best == nil || r.Weight > best.Weight || r.Weight == best.Weight && nd.Len() > best.Iterations*best.BodySteps {
+			best = r
+		}
+	}
+	if best == nil || best.Share < minRepetitionShare && best.Steps < minRepetitionShare {
+		return nil
+	}
+	return best
+}
+
+// Body describes the repeated body: "MPI_Irecv 1 -> ... -> MPI_Allreduce".
+func (r *Repetition) Body() string {
+	switch r.BodySteps {
+	case 1:
+		return r.First
+	case 2:
+		return r.First + " -> " + r.Last
+	}
+	return r.First + " -> ... -> " + r.Last
+}
+
+// WriteText writes the repetition's line: "the path is 200 iterations of a body
+// of 6 steps (MPI_Irecv 1 -> ... -> MPI_Allreduce), 100.0% of the path", or
+// for a part of it "200 iterations ... make 93.0% of the path (95.1% of
+// its vertices)".
+func (r *Repetition) WriteText(w io.Writer) error {
+	var b strings.Builder
+	steps := "steps"
+	if r.BodySteps == 1 {
+		steps = "step"
+	}
+	what := fmt.Sprintf("%d iterations of a body of %d %s (%s)", r.Iterations, r.BodySteps, steps, r.Body())
+	if r.Share >= 0.995 && r.Steps >= 0.995 {
+		fmt.Fprintf(&b, "the path is %s, %.1f%% of the path", what, 100*r.Share)
+	} else {
+		fmt.Fprintf(&b, "%s make %.1f%% of the path (%.1f%% of its vertices)", what, 100*r.Share, 100*r.Steps)
+	}
+	if r.Vertices != r.Iterations*r.BodySteps {
+		fmt.Fprintf(&b, "; %.1f vertices an iteration, consecutive calls of one function counted as one step", float64(r.Vertices)/float64(r.Iterations))
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

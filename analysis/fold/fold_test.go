@@ -1,0 +1,175 @@
+package fold
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// check verifies that nodes fold seq[lo:hi]: they cover it in order, every
+// run's repetitions equal its first, and each body folds its first
+// repetition. It returns the tree in a short notation: a leaf is its
+// symbol, a run (body)xCount.
+func check(t *testing.T, seq []uint32, nodes []Node, lo, hi int) string {
+	t.Helper()
+	var b strings.Builder
+	pos := lo
+	for k, n := range nodes {
+		if n.Start != pos {
+			t.Fatalf("node %d starts at %d, want %d", k, n.Start, pos)
+		}
+		if k > 0 {
+			b.WriteByte(' ')
+		}
+		if !n.IsRun() {
+			if n.Period < 1 || n.Count != 1 {
+				t.Fatalf("leaves at %d: period %d count %d", n.Start, n.Period, n.Count)
+			}
+			if k > 0 && !nodes[k-1].IsRun() {
+				t.Fatalf("leaves at %d follow leaves", n.Start)
+			}
+			for j := n.Start; j < n.End(); j++ {
+				if j > n.Start {
+					b.WriteByte(' ')
+				}
+				fmt.Fprint(&b, seq[j])
+			}
+		} else {
+			if n.Count < 2 || n.Period < 1 {
+				t.Fatalf("run at %d: period %d count %d", n.Start, n.Period, n.Count)
+			}
+			for j := n.Start + n.Period; j < n.End(); j++ {
+				if seq[j] != seq[j-n.Period] {
+					t.Fatalf("run at %d (period %d, count %d) is not periodic at %d", n.Start, n.Period, n.Count, j)
+				}
+			}
+			fmt.Fprintf(&b, "(%s)x%d", check(t, seq, n.Body, n.Start, n.Start+n.Period), n.Count)
+		}
+		pos = n.End()
+	}
+	if pos != hi {
+		t.Fatalf("nodes end at %d, want %d", pos, hi)
+	}
+	return b.String()
+}
+
+// syms turns "1 2 3" into a sequence.
+func syms(s string) []uint32 {
+	var out []uint32
+	for _, f := range strings.Fields(s) {
+		var x uint32
+		fmt.Sscan(f, &x)
+		out = append(out, x)
+	}
+	return out
+}
+
+func rep(s string, n int) string { return strings.TrimSpace(strings.Repeat(s+" ", n)) }
+
+func TestFind(t *testing.T) {
+	for _, tc := range []struct{ name, seq, want string }{
+		{"empty", "", ""},
+		{"one", "7", "7"},
+		{"no repetition", "1 2 3 4 5", "1 2 3 4 5"},
+		{"period 1", rep("4", 1000), "(4)x1000"},
+		{"period 1 twice", "4 4", "(4)x2"},
+		{"body of 6", rep("1 2 3 4 5 6", 200), "(1 2 3 4 5 6)x200"},
+		{"prologue and epilogue", "9 8 " + rep("1 2 3", 50) + " 1 2 7", "9 8 (1 2 3)x50 1 2 7"},
+		{"nested", rep(rep("1 2", 5)+" 3", 100), "((1 2)x5 3)x100"},
+		{"nested twice", rep(rep(rep("1", 3)+" 2", 4)+" 5", 10), "(((1)x3 2)x4 5)x10"},
+		{"symbol twice in body", rep("1 2 1 3", 30), "(1 2 1 3)x30"},
+		{"inner run in body", rep("1 1 2", 100), "((1)x2 2)x100"},
+		{"two loops", rep("1 2", 10) + " " + rep("3 4 5", 20), "(1 2)x10 (3 4 5)x20"},
+		{"partial last repetition", rep("1 2 3", 10) + " 1 2", "(1 2 3)x10 1 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seq := syms(tc.seq)
+			nodes := Find(seq)
+			if got := check(t, seq, nodes, 0, len(seq)); got != tc.want {
+				t.Errorf("Find(%s) = %s, want %s", tc.seq, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFindLong(t *testing.T) {
+	// A path of 10^6 steps: prologue, 50000 iterations of a 20-step body
+	// with an inner loop, epilogue.
+	var seq []uint32
+	seq = append(seq, 100, 101)
+	for range 50_000 {
+		for k := range 4 {
+			seq = append(seq, 1, 2, uint32(3+k%2))
+		}
+		seq = append(seq, 7, 8, 9, 10, 11, 12, 13, 14)
+	}
+	seq = append(seq, 200)
+	nodes := Find(seq)
+	got := check(t, seq, nodes, 0, len(seq))
+	if want := "100 101 ((1 2 3 1 2 4)x2 7 8 9 10 11 12 13 14)x50000 200"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if l := Leaves(nodes); l != 3+6+8 {
+		t.Errorf("Leaves = %d, want 17", l)
+	}
+}
+
+func TestFindDeterministic(t *testing.T) {
+	seq := syms(rep("1 2 3 2 1", 40) + " " + rep("5 6", 7))
+	a, b := Find(seq), Find(slices.Clone(seq))
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Error("two folds of one sequence differ")
+	}
+}
+
+func FuzzFind(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 1, 2, 3, 1, 2, 3})
+	f.Add([]byte{1, 1, 1, 1})
+	f.Add([]byte{})
+	f.Add([]byte{0, 1, 1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 1, 1, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		seq := make([]uint32, len(data))
+		for i, c := range data {
+			seq[i] = uint32(c % 5)
+		}
+		nodes := Find(seq)
+		check(t, seq, nodes, 0, len(seq))
+		if l := Leaves(nodes); l > len(seq) {
+			t.Fatalf("%d leaves for %d steps", l, len(seq))
+		}
+	})
+}
+
+// Thue-Morse sequences make polynomial hashes modulo 2^64 collide: the
+// fold must stay exact (every run checked step by step).
+func TestFindThueMorse(t *testing.T) {
+	seq := make([]uint32, 1<<14)
+	for i := range seq {
+		c := 0
+		for x := i; x > 0; x &= x - 1 {
+			c++
+		}
+		seq[i] = uint32(c & 1)
+	}
+	nodes := Find(seq)
+	check(t, seq, nodes, 0, len(seq))
+	// Thue-Morse has no three consecutive equal blocks: no run above 2.
+	var walk func([]Node)
+	walk = func(ns []Node) {
+		for _, n := range ns {
+			if n.Count > 2 {
+				t.Fatalf("run of %d x %d at %d in a cube-free sequence", n.Count, n.Period, n.Start)
+			}
+			walk(n.Body)
+		}
+	}
+	walk(nodes)
+}
+
+func TestLeaves(t *testing.T) {
+	seq := syms("9 8 " + rep("1 2 3", 50) + " 7")
+	if l := Leaves(Find(seq)); l != 2+3+1 {
+		t.Errorf("Leaves = %d, want 6", l)
+	}
+}
