@@ -1,6 +1,7 @@
 package callsite
 
 import (
+	"cmp"
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/hex"
@@ -327,13 +328,7 @@ func symbolsOf(f *elf.File) []symbol {
 	add(f.Symbols())
 	add(f.DynamicSymbols())
 	slices.SortFunc(out, func(a, b symbol) int {
-		if a.addr != b.addr {
-			if a.addr < b.addr {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.name, b.name)
+		return cmp.Or(cmp.Compare(a.addr, b.addr), strings.Compare(a.name, b.name))
 	})
 	return out
 }
@@ -390,13 +385,7 @@ func unitsOf(dw *dwarf.Data) []unitRange {
 		r.SkipChildren()
 	}
 	slices.SortFunc(out, func(a, b unitRange) int {
-		switch {
-		case a.lo < b.lo:
-			return -1
-		case a.lo > b.lo:
-			return 1
-		}
-		return int(a.off) - int(b.off)
+		return cmp.Or(cmp.Compare(a.lo, b.lo), cmp.Compare(a.off, b.off))
 	})
 	return out
 }

@@ -1,6 +1,7 @@
 package callsite
 
 import (
+	"cmp"
 	"debug/dwarf"
 	"slices"
 	"sort"
@@ -109,13 +110,7 @@ func parseUnit(b *binary, off dwarf.Offset) *unit {
 		}
 	}
 	slices.SortFunc(u.tops, func(a, b topRange) int {
-		switch {
-		case a.lo < b.lo:
-			return -1
-		case a.lo > b.lo:
-			return 1
-		}
-		return a.scope - b.scope
+		return cmp.Or(cmp.Compare(a.lo, b.lo), cmp.Compare(a.scope, b.scope))
 	})
 	return u
 }
@@ -136,17 +131,7 @@ func readRows(lr *dwarf.LineReader) []row {
 	// Sequences may come in any order; at one address an end of sequence
 	// sorts before the start of the next.
 	slices.SortStableFunc(rows, func(a, b row) int {
-		switch {
-		case a.addr < b.addr:
-			return -1
-		case a.addr > b.addr:
-			return 1
-		case a.endSeq && !b.endSeq:
-			return -1
-		case !a.endSeq && b.endSeq:
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(a.addr, b.addr), -cmp.Compare(boolInt(a.endSeq), boolInt(b.endSeq)))
 	})
 	return rows
 }
@@ -253,4 +238,11 @@ func (b *binary) nameAt(off dwarf.Offset, depth int) string {
 	}
 	b.names[off] = name
 	return name
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
