@@ -90,6 +90,8 @@ type Rank struct {
 	// where the rank hung, or was stopped (one per thread at most).
 	Unfinished []Unfinished `json:"unfinished,omitempty"`
 	byName     map[string]*Func
+	// bySite are the rank's calls by call site and function (Profile.BySite).
+	bySite map[siteKey]*Func
 }
 
 // Unfinished is an MPI call that never returned in a rank's log.
@@ -145,10 +147,12 @@ func (p *Profile) MPIPercent() float64 {
 
 // RankOf profiles one rank's events, read to the end from r.
 func RankOf(r *tracefmt.RankReader) (*Rank, error) {
-	rs := &Rank{Rank: r.Rank(), byName: map[string]*Func{}}
+	rs := &Rank{Rank: r.Rank(), byName: map[string]*Func{}, bySite: map[siteKey]*Func{}}
 	names := r.Strings()
 	byID := map[uint64]*Func{}
 	var first, last, initEnd, finStart int64 = -1, -1, -1, -1
+	var lastKey siteKey // the last call's site, and its profile lastSite
+	var lastSite *Func
 	for r.Next() {
 		ev := r.Event()
 		if ev.Kind >= spec.NumKinds || !spec.Kinds[ev.Kind].IsCall {
@@ -182,26 +186,21 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 		case "MPI_Finalize":
 			finStart = ev.Start
 		}
-		switch ev.Kind {
-		case spec.Send:
-			if ev.Peer() != spec.ProcNull { // a send to MPI_PROC_NULL moves nothing
-				f.Sent += ev.Bytes()
+		sent, received := moved(ev)
+		f.Sent += sent
+		f.Received += received
+		sk := siteKey{siteOf(ev), f.Name}
+		sf := lastSite
+		if sf == nil || sk != lastKey {
+			if sf = rs.bySite[sk]; sf == nil {
+				sf = &Func{Name: f.Name}
+				rs.bySite[sk] = sf
 			}
-		case spec.Recv:
-			f.Received += ev.SBytes()
-		case spec.Sendrecv:
-			if ev.Peer() != spec.ProcNull {
-				f.Sent += ev.Bytes()
-			}
-			f.Received += ev.SBytes()
-		case spec.Complete:
-			for _, c := range ev.Completions {
-				f.Received += c.Bytes
-			}
-		case spec.Coll:
-			f.Sent += ev.Bytes()
-			f.Received += ev.RBytes()
+			lastKey, lastSite = sk, sf
 		}
+		sf.add(dur)
+		sf.Sent += sent
+		sf.Received += received
 		if !isInitFinalize(f.Name) {
 			rs.MPINs += dur
 			rs.Calls++
@@ -231,6 +230,30 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 	}
 	rs.Funcs, rs.InitFinalize = splitFuncs(rs.byName)
 	return rs, nil
+}
+
+// moved returns the bytes a call event sent and received.
+func moved(ev *tracefmt.Event) (sent, received uint64) {
+	switch ev.Kind {
+	case spec.Send:
+		if ev.Peer() != spec.ProcNull { // a send to MPI_PROC_NULL moves nothing
+			sent = ev.Bytes()
+		}
+	case spec.Recv:
+		received = ev.SBytes()
+	case spec.Sendrecv:
+		if ev.Peer() != spec.ProcNull {
+			sent = ev.Bytes()
+		}
+		received = ev.SBytes()
+	case spec.Complete:
+		for _, c := range ev.Completions {
+			received += c.Bytes
+		}
+	case spec.Coll:
+		sent, received = ev.Bytes(), ev.RBytes()
+	}
+	return sent, received
 }
 
 // unfinished lists r's calls that never returned; origin is the rank's
