@@ -142,8 +142,6 @@ type Op struct {
 	Expanded bool
 	// RecvHalf marks the receive half of an MPI_Sendrecv.
 	RecvHalf bool
-	// Site is the call's call-site id in the rank's table, 0 when unknown.
-	Site uint32
 }
 
 // AddOp appends an operation and returns its local index (0 for the
@@ -161,7 +159,7 @@ func (rb *RankBuilder) AddOp(o Op) uint32 {
 		rb.err = fmt.Errorf("rank %d: more than %d operations: too large for a task graph", rb.rank, d.ops.n)
 		return uint32(d.ops.n - 1)
 	}
-	return d.ops.add(o.Start, o.End, o.Bytes, o.Event, rb.opName(o.Name, o.Kind, o.Expanded, o.RecvHalf), o.Site)
+	return d.ops.add(o.Start, o.End, o.Bytes, o.Event, rb.opName(o.Name, o.Kind, o.Expanded, o.RecvHalf))
 }
 
 // opName returns the id of an op name, through a small per-rank cache in
@@ -289,8 +287,6 @@ type Part struct {
 	Start, End int64
 	// Event is the index of the call's event in the rank's stream.
 	Event int64
-	// Site is the call's call-site id in the rank's table, 0 when unknown.
-	Site uint32
 }
 
 // Collective is a collective instance to add.
@@ -332,7 +328,7 @@ func (b *Builder) AddCollective(c Collective) (NodeID, error) {
 	}
 	ci := uint32(len(b.colls))
 	col := collective{name: c.Name, gid: c.GID, members: c.Members, procs: c.Procs, bytes: c.Bytes,
-		first: uint32(len(b.parts)), n: uint32(len(c.Parts)), site: c.Parts[0].Site}
+		first: uint32(len(b.parts)), n: uint32(len(c.Parts))}
 	switch {
 	case col.procs == 0:
 		col.procs = len(c.Members)

@@ -125,11 +125,6 @@ type Node struct {
 	Bytes int64
 	// Event locates an operation's event.
 	Event EventRef
-	// Site is the call-site id of an operation's call in its rank's
-	// call-site table; for a collective, of the first participant's call
-	// (the lowest rank's, Participants' first); 0 when unknown (traces
-	// before format version 5).
-	Site uint32
 
 	// Collectives only.
 	GID uint64 // global communicator id
@@ -197,9 +192,6 @@ type collective struct {
 	first, n    uint32 // participants: Graph.parts[first : first+n], by rank
 	start, end  int64
 	nonblocking bool
-	// site is the call site of the first participant's call (the lowest
-	// rank's), 0 when unknown.
-	site uint32
 }
 
 type participant struct {
@@ -444,43 +436,6 @@ func (g *Graph) Describe(v NodeID) (kind NodeKind, rank int, name string, nameId
 	return 0, -1, "", -1
 }
 
-// Site returns the call site of node v: the rank whose call-site table
-// holds it and its id there (Node.Site), or (-1, 0) when unknown. For a
-// collective it is the first participant's call.
-func (g *Graph) Site(v NodeID) (rank int, site uint32) {
-	switch g.Kind(v) {
-	case KindOp:
-		ri := g.indexOf(v)
-		d := &g.ranks[ri]
-		if s := d.ops.site(uint32(v - d.base)); s != 0 {
-			return g.index.rank(ri), s
-		}
-	case KindCollective:
-		c := &g.colls[v-g.collBase]
-		if c.site != 0 {
-			return g.index.rank(int(g.parts[c.first].ri)), c.site
-		}
-	}
-	return -1, 0
-}
-
-// HasSites reports whether any operation or collective has a call site.
-func (g *Graph) HasSites() bool {
-	for ri := range g.ranks {
-		for _, c := range g.ranks[ri].ops.chunks {
-			if c.sites != nil {
-				return true
-			}
-		}
-	}
-	for i := range g.colls {
-		if g.colls[i].site != 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // CollectiveInfo is what a latency model needs of a collective node.
 type CollectiveInfo struct {
 	Name  string
@@ -525,7 +480,7 @@ func (g *Graph) Node(v NodeID) Node {
 		i := uint32(v - d.base)
 		on := g.opNames[d.ops.name(i)]
 		n := Node{ID: v, Kind: KindOp, Name: g.names[on.fn], Rank: r, Start: d.ops.start(i), End: d.ops.end(i),
-			EventKind: on.kind, Bytes: d.ops.bytes(i), Event: EventRef{Rank: r, Index: d.ops.event(i), Completion: -1}, Site: d.ops.site(i)}
+			EventKind: on.kind, Bytes: d.ops.bytes(i), Event: EventRef{Rank: r, Index: d.ops.event(i), Completion: -1}}
 		switch {
 		case on.kind == spec.Sendrecv && on.expanded:
 			n.Event.Completion = 0
@@ -544,7 +499,7 @@ func (g *Graph) Node(v NodeID) Node {
 		c := &g.colls[v-g.collBase]
 		return Node{ID: v, Kind: KindCollective, Name: g.names[c.name], Rank: -1, Start: c.start, End: c.end,
 			EventKind: spec.Coll, Bytes: c.bytes, Event: EventRef{Rank: -1, Index: -1, Completion: -1},
-			GID: c.gid, Members: c.members, Procs: c.procs, Participants: int(c.n), Nonblocking: c.nonblocking, Site: c.site}
+			GID: c.gid, Members: c.members, Procs: c.procs, Participants: int(c.n), Nonblocking: c.nonblocking}
 	}
 	panic(fmt.Sprintf("taskgraph: node %d out of range (the graph has %d nodes)", v, g.NumNodes()))
 }

@@ -400,10 +400,10 @@ func TestCycle(t *testing.T) {
 
 func TestOpStoreOverflow(t *testing.T) {
 	var s opStore
-	s.add(10, 10+math.MaxUint32+5, math.MaxUint32+1, 0, 1, 0)
-	s.add(20, 15, 3, 1<<40, 2, 0) // negative duration, far event
+	s.add(10, 10+math.MaxUint32+5, math.MaxUint32+1, 0, 1)
+	s.add(20, 15, 3, 1<<40, 2) // negative duration, far event
 	for i := 0; i < chunkLen; i++ {
-		s.add(int64(i), int64(i)+1, uint64(i), int64(i)+(1<<40), 3, 0)
+		s.add(int64(i), int64(i)+1, uint64(i), int64(i)+(1<<40), 3)
 	}
 	if s.end(0) != 10+math.MaxUint32+5 || s.bytes(0) != math.MaxUint32+1 || s.event(0) != 0 {
 		t.Errorf("op 0: %d %d %d", s.end(0), s.bytes(0), s.event(0))
@@ -441,7 +441,7 @@ func TestOpStoreStarts(t *testing.T) {
 			if c == 1 && i >= 10+len(starts) {
 				st = base + int64(i)
 			}
-			s.add(st, st+1, 0, int64(len(want)), 1, 0)
+			s.add(st, st+1, 0, int64(len(want)), 1)
 			want = append(want, st)
 		}
 	}
@@ -488,52 +488,5 @@ func TestPathWideRanks(t *testing.T) {
 	}
 	if p.chunks[0].wideRank != nil || p.chunks[1].wideRank == nil || p.chunks[2].wideRank != nil {
 		t.Error("wide ranks in the wrong chunks")
-	}
-}
-
-// TestSites: operations and collectives keep their call sites; a graph
-// without any takes no site column.
-func TestSites(t *testing.T) {
-	b := NewBuilder(2)
-	send, recv, bar := b.Name("MPI_Send"), b.Name("MPI_Recv"), b.Name("MPI_Barrier")
-	b.Rank(0).AddOp(Op{Name: send, Kind: spec.Send, Start: 10, End: 20, Event: 0, Site: 3})
-	b.Rank(0).AddOp(Op{Name: send, Kind: spec.Send, Start: 30, End: 40, Event: 1})
-	b.Rank(1).AddOp(Op{Name: recv, Kind: spec.Recv, Start: 10, End: 20, Event: 0, Site: 1 << 20})
-	if err := b.Layout(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := b.AddCollective(Collective{Name: bar, GID: 1, Members: []int32{0, 1},
-		Parts: []Part{{Rank: 0, At: 2, Start: 50, End: 60, Event: 2, Site: 7}, {Rank: 1, At: 1, Start: 50, End: 60, Event: 1, Site: 9}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	op00, op01, op10 := b.OpID(0, 0), b.OpID(0, 1), b.OpID(1, 0)
-	g, err := b.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !g.HasSites() {
-		t.Error("HasSites() = false")
-	}
-	for _, c := range []struct {
-		v        NodeID
-		rank     int
-		site     uint32
-		nodeSite uint32
-	}{
-		{op00, 0, 3, 3},
-		{op01, -1, 0, 0},
-		{op10, 1, 1 << 20, 1 << 20},
-		{c, 0, 7, 7},
-	} {
-		if r, s := g.Site(c.v); r != c.rank || s != c.site {
-			t.Errorf("Site(%d) = %d, %d; want %d, %d", c.v, r, s, c.rank, c.site)
-		}
-		if n := g.Node(c.v); n.Site != c.nodeSite {
-			t.Errorf("Node(%d).Site = %d, want %d", c.v, n.Site, c.nodeSite)
-		}
-	}
-	if sample(t).HasSites() {
-		t.Error("a graph without sites: HasSites() = true")
 	}
 }

@@ -26,9 +26,6 @@ const (
 type opChunk struct {
 	*opCols
 	wide   *[chunkLen]int64 // the starts, once one is not base + a uint32
-	// sites are the operations' call-site ids, once one is not 0 (traces
-	// before format version 5 have none: no memory taken).
-	sites  *[chunkLen]uint32
 	base   int64            // start of the chunk's first operation
 	evBase int64            // event index of the chunk's first operation
 }
@@ -66,7 +63,7 @@ type opStore struct {
 	bigEv    map[uint32]int64
 }
 
-func (s *opStore) add(start, end int64, bytes uint64, ev int64, name opNameID, site uint32) uint32 {
+func (s *opStore) add(start, end int64, bytes uint64, ev int64, name opNameID) uint32 {
 	i := uint32(s.n)
 	j := i & chunkMask
 	if j == 0 {
@@ -112,12 +109,6 @@ func (s *opStore) add(start, end int64, bytes uint64, ev int64, name opNameID, s
 		s.bigEv[i] = ev
 	}
 	c.name[j] = name
-	if site != 0 {
-		if c.sites == nil {
-			c.sites = new([chunkLen]uint32)
-		}
-		c.sites[j] = site
-	}
 	s.n++
 	return i
 }
@@ -178,14 +169,6 @@ func (s *opStore) event(i uint32) int64 {
 
 func (s *opStore) name(i uint32) opNameID { return s.chunks[i>>chunkBits].name[i&chunkMask] }
 
-// site returns operation i's call-site id, 0 when unknown.
-func (s *opStore) site(i uint32) uint32 {
-	if c := &s.chunks[i>>chunkBits]; c.sites != nil {
-		return c.sites[i&chunkMask]
-	}
-	return 0
-}
-
 // remap renames every operation.
 func (s *opStore) remap(m []opNameID) {
 	for ci, c := range s.chunks {
@@ -206,7 +189,7 @@ func (s *opStore) permute(perm []uint32) {
 	for _, i := range order {
 		c := &s.chunks[i>>chunkBits]
 		j := i & chunkMask
-		t.add(c.startAt(j), s.end(i), uint64(s.bytes(i)), s.event(i), c.name[j], s.site(i))
+		t.add(c.startAt(j), s.end(i), uint64(s.bytes(i)), s.event(i), c.name[j])
 	}
 	*s = t
 }
