@@ -200,8 +200,8 @@ func TestProblems(t *testing.T) {
 		path, problem string
 	}{
 		{stripped, stripped + " has no debug information: rebuild with -g to see file:line"},
-		{rebuilt, fmt.Sprintf("%s has changed since the run (build id %s, now %s): rebuild the binary that ran or give its copy's place", rebuilt, oldID, newID)},
-		{filepath.Join(dir, "gone"), filepath.Join(dir, "gone") + " is missing (it ran from there): give its new place to see its call sites"},
+		{rebuilt, fmt.Sprintf("%s has changed since the run (build id %s, now %s): rebuild the binary that ran, or point --binary at a copy of it", rebuilt, oldID, newID)},
+		{filepath.Join(dir, "gone"), filepath.Join(dir, "gone") + " is missing (it ran from there): point --binary at a copy of it to see its call sites"},
 	} {
 		for _, site := range []string{"main", "inlined"} {
 			loc := r.Resolve(retarget(c.path), sites[site])

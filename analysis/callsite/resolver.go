@@ -163,7 +163,7 @@ func (b *binary) load(recorded, local, buildID string, debugDirs []string) {
 		var fe *elf.FormatError
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			b.fail(fmt.Sprintf("%s is missing (it ran from there): give its new place to see its call sites", local))
+			b.fail(fmt.Sprintf("%s is missing (it ran from there): point --binary at a copy of it to see its call sites", local))
 		case errors.As(err, &fe):
 			b.fail(fmt.Sprintf("%s: not a readable ELF file (%v)", local, err))
 		default:
@@ -176,7 +176,7 @@ func (b *binary) load(recorded, local, buildID string, debugDirs []string) {
 		if now == "" {
 			now = "none"
 		}
-		b.fail(fmt.Sprintf("%s has changed since the run (build id %s, now %s): rebuild the binary that ran or give its copy's place", local, buildID, now))
+		b.fail(fmt.Sprintf("%s has changed since the run (build id %s, now %s): rebuild the binary that ran, or point --binary at a copy of it", local, buildID, now))
 		return
 	}
 	for _, p := range f.Progs {

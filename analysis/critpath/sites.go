@@ -15,6 +15,21 @@ import (
 // exchange"); "" when unknown.
 type SiteLabel func(rank int, site uint32) string
 
+// VertexSite returns the call site of vertex v: the rank whose call-site
+// table holds it and its id there; for a collective, the lowest
+// participant's call. Site 0 is unknown (traces before format version 5).
+func VertexSite(g *taskgraph.Graph, v taskgraph.NodeID) (rank int, site uint32) {
+	switch g.Kind(v) {
+	case taskgraph.KindOp:
+		return g.OpSite(v)
+	case taskgraph.KindCollective:
+		if ps := g.Participants(v); len(ps) > 0 {
+			return ps[0], g.PartSite(v, ps[0])
+		}
+	}
+	return -1, 0
+}
+
 // UnknownSite labels the vertices whose call site is not known.
 const UnknownSite = "(unknown call site)"
 
@@ -81,7 +96,7 @@ func AttributeSites(g *taskgraph.Graph, p *Path, top int, label SiteLabel) *Site
 		if kind == taskgraph.KindInit || kind == taskgraph.KindFinalize {
 			return siteKey{"", name}
 		}
-		r, s := g.Site(v)
+		r, s := VertexSite(g, v)
 		if s == 0 {
 			return siteKey{UnknownSite, name}
 		}

@@ -30,8 +30,10 @@ func pingPongGraph(t *testing.T, n int) *taskgraph.Graph {
 	const it = 3_000_000
 	for i := range n {
 		base := int64(i) * it
-		r0.AddOp(taskgraph.Op{Name: send, Kind: spec.Send, Start: base + 1_000_000, End: base + 1_000_100, Bytes: 800, Event: int64(2 * i), Site: 1})
-		r1.AddOp(taskgraph.Op{Name: recv, Kind: spec.Recv, Start: base + 10, End: base + 1_000_200, Bytes: 800, Event: int64(2 * i), Site: 2})
+		r0.AddOp(taskgraph.Op{Name: send, Kind: spec.Send, Start: base + 1_000_000, End: base + 1_000_100, Bytes: 800, Event: int64(2 * i)})
+		r0.SetSite(int64(2*i), 1)
+		r1.AddOp(taskgraph.Op{Name: recv, Kind: spec.Recv, Start: base + 10, End: base + 1_000_200, Bytes: 800, Event: int64(2 * i)})
+		r1.SetSite(int64(2*i), 2)
 	}
 	r0.SetFinalize(int64(n) * it)
 	r1.SetFinalize(int64(n) * it)
@@ -39,10 +41,14 @@ func pingPongGraph(t *testing.T, n int) *taskgraph.Graph {
 		t.Fatal(err)
 	}
 	for i := range n {
+		r0.SetSite(int64(2*i+1), 3)
+		r1.SetSite(int64(2*i+1), 4)
+	}
+	for i := range n {
 		base := int64(i) * it
 		if _, err := b.AddCollective(taskgraph.Collective{Name: bar, GID: 1, Members: []int32{0, 1},
-			Parts: []taskgraph.Part{{Rank: 0, At: uint32(i + 1), Start: base + 1_000_100, End: base + 2_000_000, Event: int64(2*i + 1), Site: 3},
-				{Rank: 1, At: uint32(i + 1), Start: base + 1_000_200, End: base + 2_000_000, Event: int64(2*i + 1), Site: 4}}}); err != nil {
+			Parts: []taskgraph.Part{{Rank: 0, At: uint32(i + 1), Start: base + 1_000_100, End: base + 2_000_000, Event: int64(2*i + 1)},
+				{Rank: 1, At: uint32(i + 1), Start: base + 1_000_200, End: base + 2_000_000, Event: int64(2*i + 1)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -315,7 +315,7 @@ func (d *drawer) siteTip(id taskgraph.NodeID) string {
 	if d.o.Sites == nil {
 		return ""
 	}
-	r, site := d.g.Site(id)
+	r, site := critpath.VertexSite(d.g, id)
 	if site == 0 {
 		return ""
 	}

@@ -535,13 +535,16 @@ func TestHugeClaimedWorld(t *testing.T) {
 func TestSiteTooltips(t *testing.T) {
 	b := taskgraph.NewBuilder(2)
 	send, recv, bar := b.Name("MPI_Send"), b.Name("MPI_Recv"), b.Name("MPI_Barrier")
-	b.Rank(0).AddOp(taskgraph.Op{Name: send, Kind: spec.Send, Start: 10, End: 20, Bytes: 8, Event: 1, Site: 1})
+	b.Rank(0).AddOp(taskgraph.Op{Name: send, Kind: spec.Send, Start: 10, End: 20, Bytes: 8, Event: 1})
+	b.Rank(0).SetSite(1, 1)
+	b.Rank(0).SetSite(2, 2)
+	b.Rank(1).SetSite(2, 5)
 	b.Rank(1).AddOp(taskgraph.Op{Name: recv, Kind: spec.Recv, Start: 10, End: 30, Bytes: 8, Event: 1})
 	if err := b.Layout(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.AddCollective(taskgraph.Collective{Name: bar, GID: 1, Members: []int32{0, 1},
-		Parts: []taskgraph.Part{{Rank: 0, At: 1, Start: 40, End: 50, Event: 2, Site: 2}, {Rank: 1, At: 1, Start: 40, End: 50, Event: 2, Site: 5}}}); err != nil {
+		Parts: []taskgraph.Part{{Rank: 0, At: 1, Start: 40, End: 50, Event: 2}, {Rank: 1, At: 1, Start: 40, End: 50, Event: 2}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Rank(1).AddIncoming(0, b.OpID(0, 0), 8); err != nil {

@@ -92,6 +92,7 @@ type Rank struct {
 	byName     map[string]*Func
 	// bySite are the rank's calls by call site and function (Profile.BySite).
 	bySite map[siteKey]*Func
+	sites  *tracefmt.Sites
 }
 
 // Unfinished is an MPI call that never returned in a rank's log.
@@ -213,6 +214,7 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 	if initEnd >= 0 {
 		start = initEnd
 	}
+	rs.sites = r.Sites()
 	rs.Unfinished = unfinished(r, start, last)
 	if finStart >= 0 {
 		end = finStart

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mpitrace/mpitrace/analysis/callsite"
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/analysis/loops"
@@ -32,6 +33,7 @@ type critpathOptions struct {
 	JSON     bool
 	Top      int
 	traceFlags
+	siteFlags
 }
 
 func newCritpathCmd(s *Streams, runF func(context.Context, *critpathOptions) error) *cobra.Command {
@@ -57,6 +59,13 @@ to an integer in --unit, a message edge its size in bytes. A summary goes to
 stdout: the path's length against the measured run time, its share by rank,
 by MPI function, computation against communication, and its heaviest
 edges. With -o - the path goes to stdout instead of the summary.
+
+For a trace with call sites (format version 5 on), the summary adds the
+path by call site (file:line and function of each MPI call, from the
+binary's debug information: build with -g), and lists its heaviest steps
+grouped by the call sites at their two ends, once per pair rather than once
+per iteration. A binary without debug information, changed or missing
+since the run gets one note on stderr (--binary points at a copy).
 
 With --json, stdout holds one JSON object instead: the summary, the path
 itself (its vertices, and the edges between them with their weights in ns),
@@ -88,6 +97,7 @@ and with --strict 3 when it lost data.`,
 	f.BoolVar(&opts.JSON, "json", false, "print the summary and the path as JSON on stdout")
 	f.IntVar(&opts.Top, "top", 10, "heaviest edges to list in the summary")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
+	addSiteFlags(f, &opts.siteFlags)
 	return cmd
 }
 
@@ -131,6 +141,31 @@ type analysis struct {
 	regionAggs  []*regions.Aggregator
 	regionRanks []*regions.RankRegions // the aggregators' Finish (regions)
 	loopRanks   []*loops.RankLoops     // the aggregators' Finish (loops)
+	// resolver resolves the call sites (set by commands with --binary;
+	// the default resolver when nil); sites is their table, made on first
+	// use by siteLabel.
+	resolver *callsite.Resolver
+	sites    *callsite.Table
+}
+
+// siteLabel returns the labeller of the graph's call sites, nil when the
+// graph has none (traces before format version 5).
+func (a *analysis) siteLabel() critpath.SiteLabel {
+	if a.sites == nil {
+		r := a.resolver
+		if r == nil {
+			r = callsite.NewResolver()
+		}
+		ranks := map[int]*tracefmt.Sites{}
+		for _, rk := range a.graph.Ranks() {
+			ranks[rk] = a.graph.RankSites(rk)
+		}
+		a.sites = siteTable(r, ranks)
+	}
+	if a.sites.Empty() {
+		return nil
+	}
+	return a.sites.Label
 }
 
 // observer is what else an analysis wants to see of each rank's events:
@@ -251,10 +286,15 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	if err := checkOutputFlag(opts.Out); err != nil {
 		return err
 	}
+	resolver, err := opts.resolver()
+	if err != nil {
+		return err
+	}
 	a, err := analyzePath(opts.Dir, opts.Model, s)
 	if err != nil {
 		return err
 	}
+	a.resolver = resolver
 	// Where critPath.out goes: -o (stdout for -), critPath.out by default;
 	// with --json only where -o says, and never to the JSON's stdout (the
 	// JSON holds the path).
@@ -291,6 +331,9 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	if err != nil {
 		return err
 	}
+	if a.sites != nil {
+		reportSiteProblems(s, a.sites)
+	}
 	return reportDiagnostics(s, a.diags, &opts.traceFlags)
 }
 
@@ -300,6 +343,9 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 func summarize(a *analysis, sum *critpath.Summary, top int) *critpath.Summary {
 	if sum == nil {
 		sum = critpath.Summarize(a.graph, a.path, top)
+	}
+	if label := a.siteLabel(); label != nil {
+		sum.Sites = critpath.AttributeSites(a.graph, a.path, top, label)
 	}
 	if spans := loops.NewSpans(a.loops()); !spans.Empty() {
 		sum.Loops = critpath.AttributeLoops(a.path, sum, spans)
