@@ -35,6 +35,11 @@ type Func struct {
 	MaxNs    int64  `json:"max_ns"`
 	Sent     uint64 `json:"bytes_sent"`
 	Received uint64 `json:"bytes_received"`
+
+	// site and siteF are, while a rank is profiled, the last call site
+	// of the function's calls and their profile.
+	site  uint32
+	siteF *Func
 }
 
 // MeanNs is the mean time per call.
@@ -152,8 +157,7 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 	names := r.Strings()
 	byID := map[uint64]*Func{}
 	var first, last, initEnd, finStart int64 = -1, -1, -1, -1
-	var lastKey siteKey // the last call's site, and its profile lastSite
-	var lastSite *Func
+	byIDSite := map[idSite]*Func{} // the calls by function id and call site
 	for r.Next() {
 		ev := r.Event()
 		if ev.Kind >= spec.NumKinds || !spec.Kinds[ev.Kind].IsCall {
@@ -190,14 +194,17 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 		sent, received := moved(ev)
 		f.Sent += sent
 		f.Received += received
-		sk := siteKey{siteOf(ev), f.Name}
-		sf := lastSite
-		if sf == nil || sk != lastKey {
-			if sf = rs.bySite[sk]; sf == nil {
+		// By function and call site: each function caches its last site,
+		// as a function is mostly called from one site at a time.
+		site := siteOf(ev)
+		sf := f.siteF
+		if sf == nil || f.site != site {
+			sk := idSite{id, site}
+			if sf = byIDSite[sk]; sf == nil {
 				sf = &Func{Name: f.Name}
-				rs.bySite[sk] = sf
+				byIDSite[sk] = sf
 			}
-			lastKey, lastSite = sk, sf
+			f.site, f.siteF = site, sf
 		}
 		sf.add(dur)
 		sf.Sent += sent
@@ -215,6 +222,14 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 		start = initEnd
 	}
 	rs.sites = r.Sites()
+	for k, f := range byIDSite {
+		sk := siteKey{k.site, f.Name}
+		if g := rs.bySite[sk]; g != nil {
+			g.merge(f) // two ids with one name
+		} else {
+			rs.bySite[sk] = f
+		}
+	}
 	rs.Unfinished = unfinished(r, start, last)
 	if finStart >= 0 {
 		end = finStart
@@ -232,6 +247,12 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 	}
 	rs.Funcs, rs.InitFinalize = splitFuncs(rs.byName)
 	return rs, nil
+}
+
+// idSite is a call's function id and call site.
+type idSite struct {
+	id   uint64
+	site uint32
 }
 
 // moved returns the bytes a call event sent and received.
