@@ -127,7 +127,7 @@ extern MPIT_HIDDEN MPIT_TLS uintptr_t mpit_fret;
 #define MPIT_F_LEAVE() mpit_fret = mpit_fret_saved_
 
 /* mpit_start_at notes the call's site and reads the clock at its start. */
-static inline uint64_t mpit_start_at(mpit_tb *tb, uintptr_t site) {
+MPIT_INLINE uint64_t mpit_start_at(mpit_tb *tb, uintptr_t site) {
     tb->cur_site = mpit_site(tb, site);
     return mpit_start(tb);
 }

@@ -1308,7 +1308,7 @@ MPIT_HIDDEN uint32_t mpit_site_slow(mpit_tb *tb, uintptr_t addr) {
 out:
     pthread_mutex_unlock(&S.mu);
     if (id) {
-        unsigned h = (unsigned)((addr >> 2) ^ (addr >> 9)) & (MPIT_SITE_CACHE - 1);
+        unsigned h = MPIT_SITE_SLOT(addr);
         tb->site_addr[h] = addr;
         tb->site_id[h] = id;
     }

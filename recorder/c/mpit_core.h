@@ -27,19 +27,24 @@
 #define MPIT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MPIT_HIDDEN __attribute__((visibility("hidden")))
 #define MPIT_TLS __thread __attribute__((tls_model("initial-exec")))
+#define MPIT_INLINE static inline __attribute__((always_inline))
 #else
 #define MPIT_LIKELY(x) (x)
 #define MPIT_UNLIKELY(x) (x)
 #define MPIT_HIDDEN
 #define MPIT_TLS __thread
+#define MPIT_INLINE static inline
 #endif
 
 /* Reserved room in front of a thread buffer's events for the block's frame
  * header and its events-block header (thread, seq, count, base). */
 #define MPIT_BLOCK_PREFIX (MPIT_BLOCK_HEADER_SIZE + 4 * 10)
 
-/* Entries of a thread's call-site cache (a power of two). */
+/* Entries of a thread's call-site cache (a power of two), and the entry
+ * of a return address: call instructions are at least 5 bytes apart, and
+ * the calls of one loop within a few hundred bytes. */
 #define MPIT_SITE_CACHE 64
+#define MPIT_SITE_SLOT(a) ((unsigned)((a) ^ ((a) >> 6)) & (MPIT_SITE_CACHE - 1))
 
 /* One recording thread's buffer. Only its owner appends, and only the owner
  * reads len, count and last_end. It publishes them for the other threads
@@ -108,7 +113,9 @@ static inline uint64_t mpit_now(void) {
 /* mpit_begin returns the calling thread's buffer when this call of function
  * fn is to be recorded, NULL when it is to pass straight through (recording
  * off, function excluded, or nested inside another recorded MPI call). */
-static inline mpit_tb *mpit_begin(int fn) {
+/* (Always inlined: the wrappers' hot path; the compiler would outline it
+ * from the larger wrappers.) */
+MPIT_INLINE mpit_tb *mpit_begin(int fn) {
     mpit_tb *tb = mpit_self;
     if (MPIT_UNLIKELY(tb == NULL)) {
         if (!mpit_on) return NULL;
@@ -172,8 +179,8 @@ static inline void mpit_abandon(mpit_tb *tb) { __atomic_store_n(&tb->depth, 0, _
  * under a lock; later uses hit the thread's cache. */
 MPIT_HIDDEN uint32_t mpit_site_slow(mpit_tb *tb, uintptr_t addr);
 
-static inline uint32_t mpit_site(mpit_tb *tb, uintptr_t addr) {
-    unsigned h = (unsigned)((addr >> 2) ^ (addr >> 9)) & (MPIT_SITE_CACHE - 1);
+MPIT_INLINE uint32_t mpit_site(mpit_tb *tb, uintptr_t addr) {
+    unsigned h = MPIT_SITE_SLOT(addr);
     if (MPIT_LIKELY(tb->site_addr[h] == addr)) return tb->site_id[h];
     return mpit_site_slow(tb, addr);
 }
