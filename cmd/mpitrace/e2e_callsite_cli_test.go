@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
 // siteLabel is a resolved call site as the commands print it:
@@ -40,6 +42,7 @@ func TestCallSiteCommands(t *testing.T) {
 					lines := siteLines(t, src)
 					checkStatsBySite(t, dir, prog.src, lines)
 					checkCritpathSites(t, dir, prog.src, lines)
+					checkDumpAndDOTSites(t, dir, prog.src, lines)
 					checkSiteProblems(t, m, dir, src, bin)
 				})
 			}
@@ -244,5 +247,46 @@ func checkSiteProblems(t *testing.T, m mpiImpl, dir, src, bin string) {
 	}
 	if res := run(t, "", mpitraceBin, "stats", dir, "--by", "callsite", "--binary", bin+"="+bin+"-none"); res.code != 2 {
 		t.Errorf("--binary with a missing file: exit %d, want 2 (usage)\n%s", res.code, res.stderr)
+	}
+}
+
+// checkDumpAndDOTSites: dump's comment table names a marked line for every
+// site of each rank and the dump still parses back; DOT tooltips name the
+// marked lines.
+func checkDumpAndDOTSites(t *testing.T, dir, file string, lines map[string]siteLine) {
+	t.Helper()
+	res := run(t, "", mpitraceBin, "dump", dir)
+	if res.code != 0 {
+		t.Fatalf("dump: exit %d\n%s", res.code, res.stderr)
+	}
+	comment := regexp.MustCompile(`(?m)^# site (\d+) 0x[0-9a-f]+ (.*)$`)
+	rows := comment.FindAllStringSubmatch(res.stdout, -1)
+	if want := 2 * len(lines); len(rows) != want {
+		t.Errorf("dump: %d site comments, want %d (2 ranks):\n%s", len(rows), want, res.stdout)
+	}
+	for _, r := range rows {
+		if _, ok := markedLine(r[2], file, lines); !ok {
+			t.Errorf("dump: site %s at %q, not a marked line", r[1], r[2])
+		}
+	}
+	ranks, err := tracefmt.ParseText(strings.NewReader(res.stdout))
+	if err != nil || len(ranks) != 2 {
+		t.Errorf("dump does not parse back: %d ranks, %v", len(ranks), err)
+	}
+	if quiet := run(t, "", mpitraceBin, "dump", dir, "--no-locations"); strings.Contains(quiet.stdout, "# site") {
+		t.Errorf("dump --no-locations has site comments")
+	}
+	dot := run(t, "", mpitraceBin, "dot", dir)
+	if dot.code != 0 {
+		t.Fatalf("dot: exit %d\n%s", dot.code, dot.stderr)
+	}
+	tips := regexp.MustCompile(`called (?:on rank \d+ )?at ([^"]*)"`).FindAllStringSubmatch(dot.stdout, -1)
+	if len(tips) == 0 {
+		t.Errorf("dot: no tooltip names a call site")
+	}
+	for _, tip := range tips {
+		if _, ok := markedLine(tip[1], file, lines); !ok {
+			t.Errorf("dot: tooltip call site %q is not a marked line", tip[1])
+		}
 	}
 }
