@@ -1,9 +1,11 @@
 package callsite
 
 import (
+	"debug/elf"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -35,25 +37,60 @@ func FuzzResolve(f *testing.F) {
 	})
 }
 
-// TestCorruptBinary damages a real -g binary at random places: resolving
-// in it reports or resolves, never panics.
+// TestCorruptBinary damages a real -g binary at random places, half the
+// time inside its DWARF sections: resolving in it reports or resolves,
+// never panics.
 func TestCorruptBinary(t *testing.T) {
 	dir := t.TempDir()
 	exe := build(t, "gcc", dir, "sites", []string{"-g", "-O2"}, "sites.c")
+	sites, maps := run(t, exe)
+	for i := range maps {
+		maps[i].BuildID = "" // the damage may hit the build id: resolve anyway
+	}
 	good, err := os.ReadFile(exe)
 	if err != nil {
 		t.Fatal(err)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var debug [][2]int // file ranges of the .debug_* sections
+	for _, s := range f.Sections {
+		if strings.HasPrefix(s.Name, ".debug_") && s.Type != elf.SHT_NOBITS && s.Size > 0 {
+			debug = append(debug, [2]int{int(s.Offset), int(s.Size)})
+		}
+	}
+	f.Close()
+	if len(debug) < 3 {
+		t.Fatalf("%s has %d debug sections", exe, len(debug))
 	}
 	rng := rand.New(rand.NewSource(1))
 	for i := range 300 {
 		bad := append([]byte(nil), good...)
 		for range 1 + i%16 {
-			bad[rng.Intn(len(bad))] = byte(rng.Intn(256))
+			at := rng.Intn(len(bad))
+			if i%2 == 0 {
+				d := debug[rng.Intn(len(debug))]
+				at = d[0] + rng.Intn(d[1])
+			}
+			bad[at] = byte(rng.Intn(256))
 		}
 		p := filepath.Join(dir, "bad")
 		if err := os.WriteFile(p, bad, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		resolveFile(p, uint64(len(bad)))
+		// And as it was mapped in the run, at its real call sites.
+		r := NewResolver()
+		ms := append([]Mapping(nil), maps...)
+		for j := range ms {
+			if ms[j].Path == exe {
+				ms[j].Path = p
+			}
+		}
+		for _, a := range sites {
+			_ = r.Resolve(ms, a).Long()
+		}
 	}
 }
