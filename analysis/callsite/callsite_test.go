@@ -232,6 +232,25 @@ func TestProblems(t *testing.T) {
 		t.Errorf("through Paths: %s (%s)", loc, loc.Problem)
 	}
 
+	// Root: the recorded paths are read under it.
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, exe), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = NewResolver()
+	r.Root = root
+	if loc := r.Resolve(maps, sites["main"]); loc.Func() != "main" || loc.Problem != "" {
+		t.Errorf("under Root: %s (%s)", loc, loc.Problem)
+	}
+	r = NewResolver()
+	r.Root = t.TempDir()
+	if loc := r.Resolve(maps, sites["main"]); loc.Known() || !strings.Contains(loc.Problem, r.Root+exe+" is missing") {
+		t.Errorf("under an empty Root: %s (%s)", loc, loc.Problem)
+	}
+
 	// Addresses outside every mapping, and 0.
 	if loc := r.Resolve(maps, 1); loc.Problem == "" || loc.Known() {
 		t.Errorf("address 1: %+v", loc)

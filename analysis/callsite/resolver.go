@@ -27,6 +27,11 @@ type Resolver struct {
 	// Paths maps a recorded binary's path, or its base name, to the file to
 	// read instead (the binary moved since the run). Set before resolving.
 	Paths map[string]string
+	// Root, when not "", is the directory the recorded paths (and the
+	// debug directories) are under, as a debugger's sysroot: a trace
+	// analysed on another machine, with the run's files copied under
+	// Root. Paths' files are read as they are.
+	Root string
 
 	mu       sync.Mutex
 	bins     map[binKey]*binary
@@ -115,12 +120,19 @@ func (r *Resolver) binary(m Mapping) *binary {
 		r.bins[k] = b
 	}
 	local := m.Path
+	dirs := r.DebugDirs
+	if r.Root != "" {
+		local = filepath.Join(r.Root, m.Path)
+		dirs = make([]string, len(r.DebugDirs))
+		for i, d := range r.DebugDirs {
+			dirs[i] = filepath.Join(r.Root, d)
+		}
+	}
 	if p, ok := r.Paths[m.Path]; ok {
 		local = p
 	} else if p, ok := r.Paths[filepath.Base(m.Path)]; ok {
 		local = p
 	}
-	dirs := r.DebugDirs
 	r.mu.Unlock()
 	b.once.Do(func() { b.load(m.Path, local, m.BuildID, dirs) })
 	return b

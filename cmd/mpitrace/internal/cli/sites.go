@@ -15,17 +15,25 @@ import (
 // siteFlags are the flags of the commands that resolve call sites.
 type siteFlags struct {
 	Binaries []string // --binary: PATH, or RECORDED=PATH
+	Sysroot  string   // --sysroot: where the recorded paths are
 }
 
 func addSiteFlags(f *pflag.FlagSet, o *siteFlags) {
 	f.StringArrayVar(&o.Binaries, "binary", nil,
 		"resolve call sites of the recorded binary with PATH's base name in `PATH` (or RECORDED=PATH for one recorded path); repeatable")
+	f.StringVar(&o.Sysroot, "sysroot", "", "read the recorded binaries (and /usr/lib/debug) under `DIR`, as copied from the machine of the run")
 }
 
 // resolver returns a call-site resolver that reads the binaries --binary
 // gives in place of the recorded ones.
 func (o *siteFlags) resolver() (*callsite.Resolver, error) {
 	r := callsite.NewResolver()
+	if o.Sysroot != "" {
+		if st, err := os.Stat(o.Sysroot); err != nil || !st.IsDir() {
+			return nil, flagErrorf("--sysroot %s: not a directory", o.Sysroot)
+		}
+		r.Root = o.Sysroot
+	}
 	for _, b := range o.Binaries {
 		recorded, local, ok := strings.Cut(b, "=")
 		if !ok {
