@@ -23,6 +23,10 @@ func build(t *testing.T, compiler, dir, name string, flags []string, sources ...
 	out := filepath.Join(dir, name)
 	args := append(append([]string{}, flags...), "-o", out)
 	for _, s := range sources {
+		if strings.HasPrefix(s, "-") { // a flag among the sources: -xc
+			args = append(args, s)
+			continue
+		}
 		abs, err := filepath.Abs(filepath.Join("testdata", s))
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +83,8 @@ func lineOf(t *testing.T, file, name string) int {
 		t.Fatal(err)
 	}
 	for i, l := range strings.Split(string(b), "\n") {
-		if strings.HasSuffix(strings.TrimSpace(l), "site: "+name+" */") || strings.HasSuffix(strings.TrimSpace(l), "! site: "+name) {
+		l = strings.TrimSpace(l)
+		if strings.HasSuffix(l, "site: "+name+" */") || strings.HasSuffix(l, "! site: "+name) || strings.HasSuffix(l, "// site: "+name) {
 			return i + 1
 		}
 	}
@@ -160,6 +165,19 @@ func TestResolveFortran(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestResolveCXX(t *testing.T) {
+	dir := t.TempDir()
+	exe := build(t, "g++", dir, "sites", []string{"-g", "-O2"}, "-xc++", "sites.cpp", "-xc", "rec.c")
+	sites, maps := run(t, exe)
+	r := NewResolver()
+	for site, fn := range map[string]string{"method": "halo::Grid::exchange", "function": "halo::update"} {
+		loc := r.Resolve(maps, sites[site])
+		if want := fmt.Sprintf("sites.cpp:%d %s", lineOf(t, "sites.cpp", site), fn); loc.String() != want {
+			t.Errorf("%s: got %q, want %q", site, loc.String(), want)
+		}
 	}
 }
 
