@@ -81,50 +81,75 @@ type siteKey struct {
 	site, fn string
 }
 
-type stepKey struct {
-	kind     string
-	from, to siteKey
-}
-
 // AttributeSites sums the path by call site, as Summarize sums it by
 // function, and groups its hops by the call sites at their ends, keeping
 // the top heaviest groups (all when top < 0).
 func AttributeSites(g *taskgraph.Graph, p *Path, top int, label SiteLabel) *SiteSummary {
+	// Each vertex's (rank, site, function) maps to a share by an integer
+	// key; the shares and their labels are made once per distinct key.
+	type vkey struct {
+		rank int32
+		site uint32
+		name int32
+	}
+	idx := map[vkey]int32{}
+	byKey := map[siteKey]int32{}
 	labels := map[[2]int64]string{}
-	keyOf := func(v taskgraph.NodeID) siteKey {
-		kind, _, name, _ := g.Describe(v)
-		if kind == taskgraph.KindInit || kind == taskgraph.KindFinalize {
-			return siteKey{"", name}
+	var shares []*SiteShare
+	var keys []siteKey
+	shareOf := func(v taskgraph.NodeID) int32 {
+		kind, _, name, nameIdx := g.Describe(v)
+		vk := vkey{rank: -1, name: int32(nameIdx)}
+		if kind != taskgraph.KindInit && kind != taskgraph.KindFinalize {
+			r, s := VertexSite(g, v)
+			vk.rank, vk.site = int32(r), s
+		} else {
+			vk.site = ^uint32(0) // no call site: the function alone
 		}
-		r, s := VertexSite(g, v)
-		if s == 0 {
-			return siteKey{UnknownSite, name}
+		if i, ok := idx[vk]; ok {
+			return i
 		}
-		k := [2]int64{int64(r), int64(s)}
-		l, ok := labels[k]
-		if !ok {
-			l = label(r, s)
-			if l == "" {
-				l = UnknownSite
+		var k siteKey
+		switch {
+		case vk.site == ^uint32(0):
+			k = siteKey{"", name}
+		case vk.site == 0:
+			k = siteKey{UnknownSite, name}
+		default:
+			lk := [2]int64{int64(vk.rank), int64(vk.site)}
+			l, ok := labels[lk]
+			if !ok {
+				if l = label(int(vk.rank), vk.site); l == "" {
+					l = UnknownSite
+				}
+				labels[lk] = l
 			}
-			labels[k] = l
+			k = siteKey{l, name}
 		}
-		return siteKey{l, name}
-	}
-	bySite := map[siteKey]*SiteShare{}
-	share := func(k siteKey) *SiteShare {
-		x, ok := bySite[k]
+		i, ok := byKey[k]
 		if !ok {
-			x = &SiteShare{Site: k.site, Function: k.fn}
-			bySite[k] = x
+			i = int32(len(shares))
+			shares = append(shares, &SiteShare{Site: k.site, Function: k.fn})
+			keys = append(keys, k)
+			byKey[k] = i
 		}
-		return x
+		idx[vk] = i
+		return i
 	}
-	steps := map[stepKey]*StepGroup{}
-	step := func(k stepKey, w float64, bytes int64) {
+	type skey struct {
+		kind     taskgraph.EdgeKind
+		coll     bool
+		from, to int32
+	}
+	steps := map[skey]*StepGroup{}
+	step := func(k skey, w float64, bytes int64) {
 		x, ok := steps[k]
 		if !ok {
-			x = &StepGroup{Kind: k.kind, From: k.from.String(), To: k.to.String()}
+			kind := "collective"
+			if !k.coll {
+				kind = k.kind.String()
+			}
+			x = &StepGroup{Kind: kind, From: keys[k.from].String(), To: keys[k.to].String()}
 			steps[k] = x
 		}
 		x.Count++
@@ -133,16 +158,16 @@ func AttributeSites(g *taskgraph.Graph, p *Path, top int, label SiteLabel) *Site
 		x.Bytes += bytes
 	}
 	n := p.NumVertices()
-	prev := siteKey{}
+	prev := int32(-1)
 	for i := 0; i < n; i++ {
 		v := p.p.Node(i)
-		k := keyOf(v)
-		to := share(k)
+		k := shareOf(v)
+		to := shares[k]
 		to.Count++
 		if g.Kind(v) == taskgraph.KindCollective {
 			w := p.Vertex(i).Weight
 			to.Communication += w
-			step(stepKey{"collective", k, k}, w, 0)
+			step(skey{coll: true, from: k, to: k}, w, 0)
 		}
 		if i > 0 {
 			ek, _, ew, eb := p.p.EdgeAt(i - 1)
@@ -155,7 +180,7 @@ func AttributeSites(g *taskgraph.Graph, p *Path, top int, label SiteLabel) *Site
 				to.Computation += w
 				eb = 0
 			}
-			step(stepKey{ek.String(), prev, k}, w, eb)
+			step(skey{kind: ek, from: prev, to: k}, w, eb)
 		}
 		prev = k
 	}
@@ -166,7 +191,7 @@ func AttributeSites(g *taskgraph.Graph, p *Path, top int, label SiteLabel) *Site
 		return x / p.Length
 	}
 	s := &SiteSummary{BySite: []SiteShare{}, Steps: []StepGroup{}}
-	for _, x := range bySite {
+	for _, x := range shares {
 		x.Share = frac(x.Computation + x.Communication)
 		s.BySite = append(s.BySite, *x)
 	}

@@ -20,7 +20,7 @@ var updateSites = flag.Bool("update", false, "rewrite the golden files under tes
 // site 1 (rank 0's table); rank 1 receives at site 2 (rank 1's table),
 // then both meet in a barrier at site 3 (rank 0's). Rank 1's sends have no
 // site when noSite.
-func pingPongGraph(t *testing.T, n int) *taskgraph.Graph {
+func pingPongGraph(t testing.TB, n int) *taskgraph.Graph {
 	t.Helper()
 	b := taskgraph.NewBuilder(2)
 	send, recv, bar := b.Name("MPI_Send"), b.Name("MPI_Recv"), b.Name("MPI_Barrier")
@@ -133,4 +133,20 @@ func TestAttributeSites(t *testing.T) {
 	if strings.Contains(fmt.Sprint(u.Steps), "pp.c") {
 		t.Errorf("unlabelled steps name a site: %+v", u.Steps)
 	}
+}
+
+// BenchmarkAttributeSites sums a path of 300,000 vertices by call site.
+//
+//	go test ./analysis/critpath -run '^$' -bench AttributeSites
+func BenchmarkAttributeSites(b *testing.B) {
+	g := pingPongGraph(b, 100_000)
+	p, err := Compute(g, fixedModel{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		AttributeSites(g, p, 10, siteNames)
+	}
+	b.ReportMetric(float64(p.NumVertices())*float64(b.N)/b.Elapsed().Seconds(), "vertices/s")
 }
