@@ -113,6 +113,7 @@ type rankPass struct {
 	names *nameTable
 	strs  *tracefmt.Strings
 	diags tracefmt.Diagnostics
+	sites tracefmt.Sites // the rank's Site and Map events
 
 	fnCache []nameInfo
 	fnMap   map[uint64]nameInfo
@@ -408,7 +409,11 @@ func (p *rankPass) Event(ev *tracefmt.Event) {
 	p.evIndex++
 	k := ev.Kind
 	if k >= spec.NumKinds || !spec.Kinds[k].IsCall {
+		p.sites.Add(ev, p.strs)
 		return
+	}
+	if s := ev.F[spec.Site]; s != 0 {
+		p.rb.SetSite(idx, uint64(s))
 	}
 	if k == spec.CommNew && ev.Fn() == 0 {
 		// A communicator the recorder described on first use: no call.
@@ -742,6 +747,9 @@ func (p *rankPass) unfinishedRecv(e *reqEntry) bool {
 
 // Finish ends the rank's pass; end says how its log ends.
 func (p *rankPass) Finish(end rankEnd) {
+	// A copy: the graph must not keep the pass alive.
+	sites := p.sites
+	p.rb.SetSites(&sites)
 	for _, e := range p.reqs.live() {
 		if !e.active {
 			continue

@@ -206,6 +206,9 @@ var wrapOptions = wrap.Options{
 	NoDeprecationWarnings: true,
 	Fortran:               true,
 	FortranManglings:      wrap.MangleLower | wrap.MangleUnderscore | wrap.MangleDoubleUnderscore,
+	// A Fortran call's site is the Fortran caller's (see mpit.h).
+	FortranEnter: "MPIT_F_ENTER();",
+	FortranLeave: "MPIT_F_LEAVE();",
 }
 
 // recorderExclusions are the declarations the recorder does not wrap: only

@@ -3,6 +3,7 @@ package tracefmt_test
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -53,14 +54,15 @@ func TestBlockBudget(t *testing.T) {
 	}
 	d := r.Diagnostics()
 	over := d.CountCode(tracefmt.CodeOverBudget)
-	perBlock := (raw - 4*binary.MaxVarintLen64) / 4
+	perBlock := (raw - 4*binary.MaxVarintLen64) / testgen.CallBytes
 	if over == 0 || over == threads || n != (threads-over)*perBlock || d.Len() != over {
 		t.Fatalf("%d events, %d blocks over budget: %s", n, over, d.Summary())
 	}
 	for _, x := range d.All() {
 		if x.Code == tracefmt.CodeOverBudget && (x.Rank != 0 || x.Block < 2 || x.File != "bomb.mpit" ||
-			!strings.Contains(x.Message, "events block of 1048546 bytes (") || !strings.Contains(x.Message, "stored)") ||
-			!strings.Contains(x.Message, "thread ") || !strings.Contains(x.Message, "262134 events lost")) {
+			// The block: its 10-byte prefix (thread, seq, count, base), then its events.
+			!strings.Contains(x.Message, fmt.Sprintf("events block of %d bytes (", 10+perBlock*testgen.CallBytes)) || !strings.Contains(x.Message, "stored)") ||
+			!strings.Contains(x.Message, "thread ") || !strings.Contains(x.Message, fmt.Sprintf("%d events lost", perBlock))) {
 			t.Errorf("%v", x)
 		}
 	}

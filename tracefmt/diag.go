@@ -76,6 +76,8 @@ const (
 	CodeUnknownRequest     = "unknown_request"      // a request completed, started or freed that was never created
 	CodeRequestReused      = "request_reused"       // a request id created twice while live
 	CodeUnknownFn          = "unknown_fn"           // a function name id not in the string table
+	CodeUndefinedSite      = "undefined_site"       // a call's site id that no Site event defines
+	CodeBadSite            = "bad_site"             // a Site event with id 0, address 0, or redefining an id with another address
 	CodeNegativeDuration   = "negative_duration"    // a duration above math.MaxInt64
 	CodeNonMonotonicStart  = "non_monotonic_start"  // a thread's event starts before the previous one
 	CodeBadRank            = "bad_rank"             // a rank value outside -5..size-1

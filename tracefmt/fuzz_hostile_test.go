@@ -52,7 +52,7 @@ func listGrowth(blocks, step int) []byte {
 	bs := [][]byte{testgen.HeaderBlock(0, 1, "hostile"), stringsBlock("MPI_Startall")}
 	for i := 1; i <= blocks; i++ {
 		n := min(step*i, spec.MaxBlockSize-64)
-		pfx := append(uvarints(0, uint64(i-1), 1, 1000), uvarints(uint64(spec.Start), 1, 0, 0, uint64(n))...)
+		pfx := append(uvarints(0, uint64(i-1), 1, 1000), uvarints(uint64(spec.Start), 1, 0, 0, 1, uint64(n))...)
 		bs = append(bs, testgen.RLEBlock(spec.BlockEvents, pfx, 0, n))
 	}
 	return testgen.RawFile(bs...)
@@ -66,13 +66,14 @@ func threadSequence(threads, raw int) []byte {
 	bs := [][]byte{testgen.HeaderBlock(0, 1, "hostile"), stringsBlock("MPI_Test")}
 	const t0, step = 1_000_000_000, 1_000_000
 	for th := uint64(0); th < uint64(threads); th++ {
-		p := append(uvarints(th, 0, 2, 1000+th), 1, 1, 0, 0, 1, 1)
-		p = append(binary.AppendVarint(p, int64(t0+th*step-10-(1000+th))), 0)
+		p := append(uvarints(th, 0, 2, 1000+th), 1, 1, 0, 0, 1, 1, 1)
+		p = append(binary.AppendVarint(p, int64(t0+th*step-10-(1000+th))), 0, 1)
 		bs = append(bs, tracefmt.AppendBlock(nil, spec.BlockEvents, spec.CodecNone, len(p), p))
 	}
 	for th := uint64(0); th < uint64(threads); th++ {
 		n := raw - 64
-		bs = append(bs, testgen.RLEBlock(spec.BlockEvents, uvarints(th, 2, uint64(n/4), t0+th*step), 1, n))
+		n -= n % testgen.CallBytes
+		bs = append(bs, testgen.RLEBlock(spec.BlockEvents, uvarints(th, 2, uint64(n/testgen.CallBytes), t0+th*step), 1, n))
 	}
 	return testgen.RawFile(bs...)
 }
@@ -83,9 +84,11 @@ func threadSequence(threads, raw int) []byte {
 func windowFrames(threads, raw int) []byte {
 	bs := [][]byte{testgen.HeaderBlock(0, 1, "hostile"), stringsBlock("MPI_Test")}
 	for th := uint64(0); th < uint64(threads); th++ {
-		pfx := uvarints(th, 0, uint64(raw-64)/4, 1000)
-		z := zstdrle.WindowFrame(26, pfx, 1, raw-64)
-		bs = append(bs, tracefmt.AppendBlock(nil, spec.BlockEvents, spec.CodecZstd, len(pfx)+raw-64, z))
+		n := raw - 64
+		n -= n % testgen.CallBytes
+		pfx := uvarints(th, 0, uint64(n/testgen.CallBytes), 1000)
+		z := zstdrle.WindowFrame(26, pfx, 1, n)
+		bs = append(bs, tracefmt.AppendBlock(nil, spec.BlockEvents, spec.CodecZstd, len(pfx)+n, z))
 	}
 	return testgen.RawFile(bs...)
 }

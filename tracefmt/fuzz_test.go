@@ -91,6 +91,7 @@ func readerSeeds(t testing.TB) map[string][]byte {
 		"seq-gap":                seqGap,
 		"every-kind":             writeFile(t, 2, 4, every, &WriterOptions{Compression: NoCompression, BlockSize: 256}, nil),
 		"pending-mpi-error":      binaryOf(t, pendingText),
+		"sites":                  binaryOf(t, sitesText),
 	}
 }
 
@@ -117,6 +118,7 @@ func textSeeds(t testing.TB) map[string][]byte {
 	return map[string][]byte{
 		"dump-small":      []byte(textOf(t, writeFile(t, 0, 2, small.evs, nil, nil))),
 		"dump-every-kind": []byte(textOf(t, writeFile(t, 2, 4, everyKindSmall(), nil, nil))),
+		"dump-sites":      []byte(textOf(t, binaryOf(t, sitesText))),
 		"hand-written": []byte("# by hand\nrank 0\nmeta run_id=\"r\"\nSend fn=MPI_Send peer=1 tag=7 bytes=8\n" +
 			"t=100 thr=1 CommNew fn=MPI_Comm_split parent=1 comm=3 gid=9 ranks=[1,0]\n" +
 			"t=90 gap=-4 Complete fn=#3 completions=[{req=1},{req=2 src=-1 stag=-1}]\nend reason=exit\n" +

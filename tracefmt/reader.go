@@ -84,6 +84,7 @@ type RankReader struct {
 	afterEnd    bool
 	diags       Diagnostics
 	pending     []Pending // every pending block, in file order
+	sites       Sites     // from the Site and Map events read so far
 	unfinished  []Pending // per thread, the last call that never returned
 
 	blocks  []eventsBlock
@@ -391,9 +392,10 @@ func (r *RankReader) readFileHeader() error {
 		return &VersionError{File: r.name, Version: r.version}
 	}
 	r.header.Version = r.version
-	for k := range kindTab {
-		if kindTab[k].ok && kindTab[k].since <= r.version {
-			r.kinds[k] = &kindTab[k]
+	tab := kindsOf(r.version)
+	for k := range tab {
+		if tab[k].ok && tab[k].since <= r.version {
+			r.kinds[k] = &tab[k]
 		}
 	}
 	return nil
@@ -1001,6 +1003,7 @@ func (r *RankReader) Next() bool {
 			return false
 		}
 		r.cur = c
+		r.noteSites()
 		return true
 	}
 	if !r.started {
@@ -1028,8 +1031,21 @@ func (r *RankReader) Next() bool {
 		return false
 	}
 	r.cur = r.heap[0]
+	r.noteSites()
 	return true
 }
+
+// noteSites adds the current event to the call-site table when it is a
+// Site or Map event.
+func (r *RankReader) noteSites() {
+	if k := r.cur.ev.Kind; k == spec.SiteDef || k == spec.Map {
+		r.sites.Add(&r.cur.ev, &r.strings)
+	}
+}
+
+// Sites returns the rank's call-site table and mappings, from the Site and
+// Map events read so far: complete once Next has returned false.
+func (r *RankReader) Sites() *Sites { return &r.sites }
 
 func cursorLess(a, b *cursor) bool {
 	return a.ev.Start < b.ev.Start || (a.ev.Start == b.ev.Start && a.thread < b.thread)

@@ -25,7 +25,11 @@ type kindInfo struct {
 }
 
 var (
+	// kindTab is the current version's layout of every kind.
 	kindTab [spec.NumKinds]kindInfo
+	// oldKindTabs are the layouts of the versions whose kinds had fewer
+	// fields (spec.KindSpec.Grown), by version; the others read kindTab.
+	oldKindTabs = map[uint16]*[spec.NumKinds]kindInfo{}
 	// clearTab[a][b] are the fields of kind a that kind b does not have:
 	// what an Event must clear when its kind changes from a to b.
 	clearTab  [spec.NumKinds][spec.NumKinds][]spec.Field
@@ -45,30 +49,60 @@ func fieldCode(f spec.Field) uint8 {
 	return c
 }
 
-func init() {
-	minEventSize = 1 << 30
+// fillKinds fills tab with every kind's layout in format version v.
+func fillKinds(tab *[spec.NumKinds]kindInfo, v uint16) {
 	for k := spec.Kind(1); k < spec.NumKinds; k++ {
 		ks := &spec.Kinds[k]
 		if ks.Name == "" {
 			continue
 		}
-		ki := &kindTab[k]
+		ki := &tab[k]
 		ki.ok = true
 		ki.name = ks.Name
-		ki.fields = ks.Fields
+		ki.fields = ks.FieldsAt(v)
 		ki.list = ks.List
 		ki.since = ks.Since
-		for _, f := range ks.Fields {
+		for _, f := range ki.fields {
 			ki.codes = append(ki.codes, fieldCode(f))
 			if f == spec.Dur {
 				ki.hasDur = true
 			}
 		}
-		ki.minSize = 1 + len(ks.Fields)
+		ki.minSize = 1 + len(ki.fields)
 		if ks.List != spec.NoList {
 			ki.minSize++
 		}
-		minEventSize = min(minEventSize, ki.minSize)
+	}
+}
+
+// kindsOf returns the kinds' layouts in format version v.
+func kindsOf(v uint16) *[spec.NumKinds]kindInfo {
+	if t, ok := oldKindTabs[v]; ok {
+		return t
+	}
+	return &kindTab
+}
+
+func init() {
+	fillKinds(&kindTab, spec.Current)
+	for _, v := range spec.Versions {
+		for k := range spec.Kinds {
+			if len(spec.Kinds[k].FieldsAt(v)) != len(spec.Kinds[k].Fields) {
+				t := new([spec.NumKinds]kindInfo)
+				fillKinds(t, v)
+				oldKindTabs[v] = t
+				break
+			}
+		}
+	}
+	minEventSize = 1 << 30
+	for _, v := range spec.Versions {
+		t := kindsOf(v)
+		for k := range t {
+			if t[k].ok {
+				minEventSize = min(minEventSize, t[k].minSize)
+			}
+		}
 	}
 	for a := range kindTab {
 		for b := range kindTab {

@@ -140,7 +140,9 @@ func (tw *textWriter) appendEvent(b []byte, ev *Event) []byte {
 	ki := &kindTab[ev.Kind]
 	for i, f := range ki.fields {
 		v := ev.F[f]
-		if f == spec.Gap && v == implied {
+		if f == spec.Gap && v == implied || f == spec.Site && v == 0 {
+			// The gap the times imply; no call site (every event of
+			// format versions before 5).
 			continue
 		}
 		b = append(b, ' ')
@@ -148,6 +150,11 @@ func (tw *textWriter) appendEvent(b []byte, ev *Event) []byte {
 		b = append(b, '=')
 		if spec.Fields[f].Str {
 			b = append(b, tw.fnName(uint64(v))...)
+			continue
+		}
+		if spec.Fields[f].Hex {
+			b = append(b, "0x"...)
+			b = strconv.AppendUint(b, uint64(v), 16)
 			continue
 		}
 		b = appendValue(b, ki.codes[i], v)
@@ -649,6 +656,14 @@ func (s *textSection) event(line string) error {
 			continue
 		}
 		v, err := parseValue(ki.codes[idx], val)
+		if h, ok := strings.CutPrefix(val, "0x"); ok && spec.Fields[f].Hex {
+			var n uint64
+			n, err = strconv.ParseUint(h, 16, 64)
+			v = int64(n)
+			if err != nil {
+				err = fmt.Errorf("%q: not a hexadecimal unsigned integer", val)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("%s.%s: %w", kindTok, key, err)
 		}

@@ -19,6 +19,11 @@ import (
 //     been lost, or the request came from a call the recorder does not
 //     describe), or created twice while live (request_reused, warning);
 //   - an fn id not in the string table (unknown_fn, error);
+//   - call sites (version 5): a call's site id that no Site event of the
+//     rank defines (undefined_site, error, one per id, from Finish: the
+//     Site event may be on another thread, later in time), a Site event
+//     with id 0, address 0, or an id defined before with another address
+//     (bad_site, error);
 //   - a duration above math.MaxInt64, i.e. negative (negative_duration, error);
 //   - a start before the previous event's start in the same thread
 //     (non_monotonic_start, warning);
@@ -61,7 +66,11 @@ type Validator struct {
 	nest  map[int][]nestFrame   // per thread: the open regions, kernels and copies, innermost last
 	secs  map[int]map[int64]int // per thread: the open sections by id, and how many times each is open
 	n     uint64                // events seen
-	diags Diagnostics
+	sites Sites                 // the Site events seen
+	// unsited are the site ids calls used before a Site event defined
+	// them (on another thread it may come later), with the first such call.
+	unsited map[uint64]uint64
+	diags   Diagnostics
 }
 
 // NewValidator returns a validator for a rank with the given header and
@@ -118,6 +127,18 @@ func (v *Validator) Event(ev *Event) {
 		switch {
 		case spec.Fields[f].Rank:
 			v.checkRank(ev, spec.Fields[f].Name, val)
+		case f == spec.BuildID && val == 0: // none
+		case f == spec.Site:
+			if id := uint64(val); id != 0 {
+				if _, ok := v.sites.Addr(id); !ok {
+					if v.unsited == nil {
+						v.unsited = make(map[uint64]uint64)
+					}
+					if _, seen := v.unsited[id]; !seen {
+						v.unsited[id] = v.n
+					}
+				}
+			}
 		case spec.Fields[f].Str && f != spec.Fn && f != spec.File: // fn and file have codes of their own
 			if _, ok := v.strs.Lookup(uint64(val)); !ok {
 				v.report(Error, CodeUnknownString, ev, "%s id %d is not in the string table", spec.Fields[f].Name, uint64(val))
@@ -141,6 +162,13 @@ func (v *Validator) Event(ev *Event) {
 	}
 	if ev.Kind >= spec.RegionBegin && ev.Kind <= spec.SectionEnd {
 		v.regionEvent(ev)
+	}
+
+	if ev.Kind == spec.SiteDef {
+		id, addr := uint64(ev.F[spec.Site]), uint64(ev.F[spec.Addr])
+		if !v.sites.Define(id, addr) {
+			v.report(Error, CodeBadSite, ev, "site %d at address %#x: %s", id, addr, badSiteWhy(&v.sites, id, addr))
+		}
 	}
 
 	switch ev.Kind {
@@ -370,6 +398,7 @@ func (v *Validator) regionEvent(ev *Event) {
 // open and returns the diagnostics.
 func (v *Validator) Finish() *Diagnostics {
 	v.finishRegions()
+	v.finishSites()
 	threads := make([]int, 0, len(v.loops))
 	for t, stack := range v.loops {
 		if len(stack) > 0 {
@@ -412,5 +441,34 @@ func (v *Validator) finishRegions() {
 		v.diags.Add(Diagnostic{Severity: Warning, Code: CodeRegionUnclosed, Rank: v.rank, File: v.file, Block: -1, Offset: -1, Message: msg})
 		delete(v.nest, t)
 		delete(v.secs, t)
+	}
+}
+
+// badSiteWhy says why Sites.Define refused a site.
+func badSiteWhy(s *Sites, id, addr uint64) string {
+	switch {
+	case id == 0:
+		return "id 0 means no site"
+	case id >= maxSiteID:
+		return fmt.Sprintf("id above the %d a table holds", maxSiteID-1)
+	case addr == 0:
+		return "address 0"
+	}
+	old, _ := s.Addr(id)
+	return fmt.Sprintf("already defined with address %#x", old)
+}
+
+// finishSites reports the site ids calls used that no Site event defined.
+func (v *Validator) finishSites() {
+	ids := make([]uint64, 0, len(v.unsited))
+	for id := range v.unsited {
+		if _, ok := v.sites.Addr(id); !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		v.diags.Add(Diagnostic{Severity: Error, Code: CodeUndefinedSite, Rank: v.rank, File: v.file, Block: -1, Offset: -1,
+			Message: fmt.Sprintf("invalid: site %d used (first by event %d) but no Site event defines it", id, v.unsited[id])})
 	}
 }

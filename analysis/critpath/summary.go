@@ -57,6 +57,9 @@ type Summary struct {
 	// Repetition is the heaviest repeated stretch of the path, set
 	// (SummarizeRepetition) when it covers a tenth of the path or more.
 	Repetition *Repetition `json:"repetition,omitempty"`
+	// Sites is the path by call site, set (AttributeSites) only for a
+	// trace with call sites.
+	Sites *SiteSummary `json:"callsites,omitempty"`
 }
 
 // RankShare is the part of the path on one rank: its computation edges and
@@ -395,7 +398,11 @@ func (s *Summary) WriteText(w io.Writer, unit Unit) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t\n", x.Name, x.Count, t(x.Computation), t(x.Communication), pct(x.Share))
 	}
 	tw.Flush()
-	if len(s.Top) > 0 {
+	if s.Sites != nil && ew.Err == nil {
+		// The heaviest steps grouped by call site replace the heaviest
+		// single steps, which repeat per iteration.
+		ew.Err = s.Sites.WriteText(ew, unit)
+	} else if len(s.Top) > 0 {
 		fmt.Fprintf(ew, "\nheaviest:\n")
 		for _, it := range s.Top {
 			what := it.Kind

@@ -40,6 +40,9 @@ type DOTOptions struct {
 	// file). When empty it is described from the model: a *latency.Model's
 	// Source (and machine), "none" for a nil model.
 	Model string
+	// Sites, when not nil, names the vertices' call sites in their
+	// tooltips.
+	Sites critpath.SiteLabel
 }
 
 // RankRange is an inclusive range of world ranks.
@@ -325,6 +328,26 @@ type drawer struct {
 	stubs map[int]dot.Node
 }
 
+// siteTip is ", called at stencil.c:88 exchange" for a vertex whose call
+// site is known, "" otherwise.
+func (d *drawer) siteTip(id taskgraph.NodeID) string {
+	if d.o.Sites == nil {
+		return ""
+	}
+	r, site := critpath.VertexSite(d.g, id)
+	if site == 0 {
+		return ""
+	}
+	l := d.o.Sites(r, site)
+	if l == "" {
+		return ""
+	}
+	if d.g.Kind(id) == taskgraph.KindCollective {
+		return fmt.Sprintf(", called on rank %d at %s", r, l)
+	}
+	return ", called at " + l
+}
+
 func nodeKey(id taskgraph.NodeID) string { return fmt.Sprintf("v%010d", id) }
 
 func (d *drawer) draw(w io.Writer, p *critpath.Path) error {
@@ -369,6 +392,7 @@ func (d *drawer) draw(w io.Writer, p *critpath.Path) error {
 			if nd.Bytes > 0 {
 				tip += fmt.Sprintf(", %d bytes", nd.Bytes)
 			}
+			tip += d.siteTip(id)
 			n := sub.Node(nodeKey(id))
 			n.Attrs("label", nd.Name+"\n"+d.time(float64(nd.End-nd.Start)), "shape", "box",
 				"id", fmt.Sprintf("v%d", id), "tooltip", tip)
@@ -388,7 +412,7 @@ func (d *drawer) draw(w io.Writer, p *critpath.Path) error {
 			nd := g.Node(id)
 			ns, used := d.collective(id)
 			tip := fmt.Sprintf("%s on %d processes (%d calls recorded), %d bytes per process; model %s: %s",
-				nd.Name, nd.Procs, nd.Participants, nd.Bytes, used, d.time(ns))
+				nd.Name, nd.Procs, nd.Participants, nd.Bytes, used, d.time(ns)) + d.siteTip(id)
 			n := root.Node(nodeKey(id))
 			n.Attrs("label", nd.Name+"\n"+d.time(ns), "shape", "hexagon",
 				"id", fmt.Sprintf("v%d", id), "tooltip", tip)

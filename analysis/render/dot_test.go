@@ -24,6 +24,7 @@ import (
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
@@ -527,5 +528,54 @@ func TestHugeClaimedWorld(t *testing.T) {
 		if !o.CriticalOnly && (!strings.Contains(b.String(), "cluster_rank0 ") || (o.Ranks == nil) != strings.Contains(b.String(), "cluster_rank16777215 ")) {
 			t.Errorf("%+v:\n%s", o, b.String())
 		}
+	}
+}
+
+// Vertex tooltips name the call site when the graph has one and
+// DOTOptions.Sites names it.
+func TestSiteTooltips(t *testing.T) {
+	b := taskgraph.NewBuilder(2)
+	send, recv, bar := b.Name("MPI_Send"), b.Name("MPI_Recv"), b.Name("MPI_Barrier")
+	b.Rank(0).AddOp(taskgraph.Op{Name: send, Kind: spec.Send, Start: 10, End: 20, Bytes: 8, Event: 1})
+	b.Rank(0).SetSite(1, 1)
+	b.Rank(0).SetSite(2, 2)
+	b.Rank(1).SetSite(2, 5)
+	b.Rank(1).AddOp(taskgraph.Op{Name: recv, Kind: spec.Recv, Start: 10, End: 30, Bytes: 8, Event: 1})
+	if err := b.Layout(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddCollective(taskgraph.Collective{Name: bar, GID: 1, Members: []int32{0, 1},
+		Parts: []taskgraph.Part{{Rank: 0, At: 1, Start: 40, End: 50, Event: 2}, {Rank: 1, At: 1, Start: 40, End: 50, Event: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Rank(1).AddIncoming(0, b.OpID(0, 0), 8); err != nil {
+		t.Fatal(err)
+	}
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := func(rank int, site uint32) string {
+		return map[[2]int]string{{0, 1}: "a.c:7 send_halo", {0, 2}: "a.c:9 main"}[[2]int{rank, int(site)}]
+	}
+	var out bytes.Buffer
+	if err := render.WriteDOT(&out, g, nil, testModel{}, render.DOTOptions{Sites: labels}); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{", called at a.c:7 send_halo\"", ", called on rank 0 at a.c:9 main\""} {
+		if !strings.Contains(s, want) {
+			t.Errorf("DOT lacks %q:\n%s", want, s)
+		}
+	}
+	if n := strings.Count(s, "called"); n != 2 {
+		t.Errorf("%d tooltips name a call site, want 2 (MPI_Recv has none):\n%s", n, s)
+	}
+	out.Reset()
+	if err := render.WriteDOT(&out, g, nil, testModel{}, render.DOTOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "called") {
+		t.Errorf("without Sites, a tooltip names a call site:\n%s", out.String())
 	}
 }

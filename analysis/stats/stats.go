@@ -35,6 +35,11 @@ type Func struct {
 	MaxNs    int64  `json:"max_ns"`
 	Sent     uint64 `json:"bytes_sent"`
 	Received uint64 `json:"bytes_received"`
+
+	// site and siteF are, while a rank is profiled, the last call site
+	// of the function's calls and their profile.
+	site  uint32
+	siteF *Func
 }
 
 // MeanNs is the mean time per call.
@@ -90,6 +95,9 @@ type Rank struct {
 	// where the rank hung, or was stopped (one per thread at most).
 	Unfinished []Unfinished `json:"unfinished,omitempty"`
 	byName     map[string]*Func
+	// bySite are the rank's calls by call site and function (Profile.BySite).
+	bySite map[siteKey]*Func
+	sites  *tracefmt.Sites
 }
 
 // Unfinished is an MPI call that never returned in a rank's log.
@@ -145,10 +153,11 @@ func (p *Profile) MPIPercent() float64 {
 
 // RankOf profiles one rank's events, read to the end from r.
 func RankOf(r *tracefmt.RankReader) (*Rank, error) {
-	rs := &Rank{Rank: r.Rank(), byName: map[string]*Func{}}
+	rs := &Rank{Rank: r.Rank(), byName: map[string]*Func{}, bySite: map[siteKey]*Func{}}
 	names := r.Strings()
 	byID := map[uint64]*Func{}
 	var first, last, initEnd, finStart int64 = -1, -1, -1, -1
+	byIDSite := map[idSite]*Func{} // the calls by function id and call site
 	for r.Next() {
 		ev := r.Event()
 		if ev.Kind >= spec.NumKinds || !spec.Kinds[ev.Kind].IsCall {
@@ -182,26 +191,24 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 		case "MPI_Finalize":
 			finStart = ev.Start
 		}
-		switch ev.Kind {
-		case spec.Send:
-			if ev.Peer() != spec.ProcNull { // a send to MPI_PROC_NULL moves nothing
-				f.Sent += ev.Bytes()
+		sent, received := moved(ev)
+		f.Sent += sent
+		f.Received += received
+		// By function and call site: each function caches its last site,
+		// as a function is mostly called from one site at a time.
+		site := siteOf(ev)
+		sf := f.siteF
+		if sf == nil || f.site != site {
+			sk := idSite{id, site}
+			if sf = byIDSite[sk]; sf == nil {
+				sf = &Func{Name: f.Name}
+				byIDSite[sk] = sf
 			}
-		case spec.Recv:
-			f.Received += ev.SBytes()
-		case spec.Sendrecv:
-			if ev.Peer() != spec.ProcNull {
-				f.Sent += ev.Bytes()
-			}
-			f.Received += ev.SBytes()
-		case spec.Complete:
-			for _, c := range ev.Completions {
-				f.Received += c.Bytes
-			}
-		case spec.Coll:
-			f.Sent += ev.Bytes()
-			f.Received += ev.RBytes()
+			f.site, f.siteF = site, sf
 		}
+		sf.add(dur)
+		sf.Sent += sent
+		sf.Received += received
 		if !isInitFinalize(f.Name) {
 			rs.MPINs += dur
 			rs.Calls++
@@ -213,6 +220,15 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 	start, end := first, last
 	if initEnd >= 0 {
 		start = initEnd
+	}
+	rs.sites = r.Sites()
+	for k, f := range byIDSite {
+		sk := siteKey{k.site, f.Name}
+		if g := rs.bySite[sk]; g != nil {
+			g.merge(f) // two ids with one name
+		} else {
+			rs.bySite[sk] = f
+		}
 	}
 	rs.Unfinished = unfinished(r, start, last)
 	if finStart >= 0 {
@@ -231,6 +247,36 @@ func RankOf(r *tracefmt.RankReader) (*Rank, error) {
 	}
 	rs.Funcs, rs.InitFinalize = splitFuncs(rs.byName)
 	return rs, nil
+}
+
+// idSite is a call's function id and call site.
+type idSite struct {
+	id   uint64
+	site uint32
+}
+
+// moved returns the bytes a call event sent and received.
+func moved(ev *tracefmt.Event) (sent, received uint64) {
+	switch ev.Kind {
+	case spec.Send:
+		if ev.Peer() != spec.ProcNull { // a send to MPI_PROC_NULL moves nothing
+			sent = ev.Bytes()
+		}
+	case spec.Recv:
+		received = ev.SBytes()
+	case spec.Sendrecv:
+		if ev.Peer() != spec.ProcNull {
+			sent = ev.Bytes()
+		}
+		received = ev.SBytes()
+	case spec.Complete:
+		for _, c := range ev.Completions {
+			received += c.Bytes
+		}
+	case spec.Coll:
+		sent, received = ev.Bytes(), ev.RBytes()
+	}
+	return sent, received
 }
 
 // unfinished lists r's calls that never returned; origin is the rank's

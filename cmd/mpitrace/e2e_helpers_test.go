@@ -206,7 +206,7 @@ func (c *call) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s", c.Name(), c.fn)
 	for _, f := range spec.Kinds[c.Kind].Fields {
-		if f == spec.Fn || f == spec.Gap || f == spec.Dur {
+		if f == spec.Fn || f == spec.Gap || f == spec.Dur || f == spec.Site {
 			continue
 		}
 		fmt.Fprintf(&b, " %s=%d", spec.Fields[f].Name, c.F[f])
@@ -227,6 +227,7 @@ type rankLog struct {
 	rank   int
 	header tracefmt.Header
 	calls  []call           // every MPI call, in order
+	sites  *tracefmt.Sites  // the call-site table and mappings
 	clocks []tracefmt.Event // ClockSync events
 	end    *tracefmt.End
 	diags  *tracefmt.Diagnostics
@@ -252,6 +253,9 @@ func readTrace(t *testing.T, dir string) (*tracefmt.Trace, []*rankLog) {
 				l.clocks = append(l.clocks, ev.Clone())
 				continue
 			}
+			if ev.Kind == spec.SiteDef || ev.Kind == spec.Map {
+				continue // the call-site table: r.Sites()
+			}
 			name, ok := r.Strings().Lookup(ev.Fn())
 			if !ok {
 				t.Fatalf("rank %d: event %s has fn id %d without a name", f.Rank, ev.Name(), ev.Fn())
@@ -262,6 +266,7 @@ func readTrace(t *testing.T, dir string) (*tracefmt.Trace, []*rankLog) {
 			t.Fatalf("rank %d: reading: %v", f.Rank, err)
 		}
 		l.end = r.End()
+		l.sites = r.Sites()
 		d := *r.Diagnostics()
 		l.diags = &d
 		r.Close()

@@ -523,6 +523,21 @@ func TestRecordThreads(t *testing.T) {
 				if len(perThread) != threads {
 					t.Fatalf("rank %d: Sendrecv on %d recorder threads, want %d", l.rank, len(perThread), threads)
 				}
+				// Call sites: the threads share the rank's table; the
+				// program's one MPI_Sendrecv line is one site, whichever
+				// thread first called it.
+				sendrecvSites := map[uint64]bool{}
+				for _, c := range l.calls {
+					if _, ok := l.sites.Addr(c.Site()); !ok {
+						t.Fatalf("rank %d thread %d: %s with site %d, not in the table", l.rank, c.Thread, c.fn, c.Site())
+					}
+					if c.fn == "MPI_Sendrecv" {
+						sendrecvSites[c.Site()] = true
+					}
+				}
+				if len(sendrecvSites) != 1 {
+					t.Errorf("rank %d: MPI_Sendrecv from %d sites, want 1", l.rank, len(sendrecvSites))
+				}
 				for th, n := range perThread {
 					if n != iters {
 						t.Errorf("rank %d thread %d: %d Sendrecv, want %d", l.rank, th, n, iters)

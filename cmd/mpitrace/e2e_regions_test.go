@@ -41,7 +41,7 @@ func readSequences(t *testing.T, dir string, keep func(spec.Kind) bool) map[int]
 		threads := map[int][]string{}
 		for r.Next() {
 			ev := r.Event()
-			if ev.Kind == spec.ClockSync || (keep != nil && !keep(ev.Kind)) {
+			if ev.Kind == spec.ClockSync || ev.Kind == spec.SiteDef || ev.Kind == spec.Map || (keep != nil && !keep(ev.Kind)) {
 				continue
 			}
 			var b strings.Builder

@@ -67,3 +67,17 @@ func demangleType(s string) (string, bool) {
 func mangledStart(c byte) bool {
 	return c >= '1' && c <= '9' || c == 'N' || c == 'Z' || c == 'S'
 }
+
+// Symbol returns a linker symbol's readable name: a mangled C++ symbol
+// ("_ZN4halo8exchangeEv") demangled without its parameters
+// ("halo::exchange"), any other name unchanged.
+func Symbol(sym string) string {
+	if !strings.HasPrefix(sym, "_Z") {
+		return sym
+	}
+	d, err := demangle.ToString(sym, demangle.NoParams)
+	if err != nil {
+		return sym
+	}
+	return d
+}

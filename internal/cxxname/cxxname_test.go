@@ -40,3 +40,17 @@ func FuzzReadable(f *testing.F) {
 		_ = Readable(s) // never panics
 	})
 }
+
+func TestSymbol(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"_ZN4halo8exchangeEv", "halo::exchange"},
+		{"_Z7computePdi", "compute"},
+		{"exchange", "exchange"},
+		{"_Zbroken", "_Zbroken"},
+		{"", ""},
+	} {
+		if got := Symbol(c.in); got != c.want {
+			t.Errorf("Symbol(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

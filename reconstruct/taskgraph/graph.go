@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
 
@@ -170,6 +171,9 @@ type rankData struct {
 	xFrom  []NodeID
 	xBytes []uint32
 	xBig   map[uint32]uint64 // by index into xTo
+
+	sites   siteCol         // call-site ids by event index
+	siteTab *tracefmt.Sites // the rank's call-site table, nil: none
 }
 
 func (d *rankData) n() int { return d.ops.n }
@@ -523,20 +527,29 @@ func (g *Graph) Participants(v NodeID) []int {
 // (on r's clock); ok is false when v is not a collective or r does not
 // take part in it.
 func (g *Graph) PartTimes(v NodeID, r int) (start, end int64, ok bool) {
-	if g.Kind(v) != KindCollective {
+	p := g.part(v, r)
+	if p == nil {
 		return 0, 0, false
+	}
+	return p.start, p.end, true
+}
+
+// part returns rank r's participation in collective v, nil when there is none.
+func (g *Graph) part(v NodeID, r int) *participant {
+	if g.Kind(v) != KindCollective {
+		return nil
 	}
 	c := &g.colls[v-g.collBase]
 	// The parts are in rank order.
 	i := sort.Search(int(c.n), func(i int) bool { return g.index.rank(int(g.parts[c.first+uint32(i)].ri)) >= r })
 	if i == int(c.n) {
-		return 0, 0, false
+		return nil
 	}
 	p := &g.parts[c.first+uint32(i)]
 	if g.index.rank(int(p.ri)) != r {
-		return 0, 0, false
+		return nil
 	}
-	return p.start, p.end, true
+	return p
 }
 
 // clamp returns max(d, 0).

@@ -113,10 +113,29 @@ static inline uint64_t mpit_start(mpit_tb *tb) {
     return t;
 }
 
+/* The call site. A C caller calls the wrapper directly: its return
+ * address is the call site. A Fortran caller calls the recorder's Fortran
+ * entry point, which calls the C wrapper: the entry point notes its own
+ * return address, in the Fortran caller, in mpit_fret (MPIT_F_ENTER) and
+ * clears it when the call returns (MPIT_F_LEAVE), so a Fortran call's site
+ * is in the Fortran code, not in the binding layer. MPIT_CALLER is only
+ * meaningful in a wrapper's own body (not in a function it calls). */
+extern MPIT_HIDDEN MPIT_TLS uintptr_t mpit_fret;
+#define MPIT_CALLER() (mpit_fret ? mpit_fret : (uintptr_t)__builtin_return_address(0))
+#define MPIT_F_ENTER() uintptr_t mpit_fret_saved_ = mpit_fret; \
+    if (!mpit_fret_saved_) mpit_fret = (uintptr_t)__builtin_return_address(0)
+#define MPIT_F_LEAVE() mpit_fret = mpit_fret_saved_
+
+/* mpit_start_at notes the call's site and reads the clock at its start. */
+MPIT_INLINE uint64_t mpit_start_at(mpit_tb *tb, uintptr_t site) {
+    tb->cur_site = mpit_site(tb, site);
+    return mpit_start(tb);
+}
+
 /* MPIT_BEGIN opens a wrapper: tb_ is the buffer when the call is recorded. */
 #define MPIT_BEGIN(fn)                     \
     mpit_tb *tb_ = mpit_begin(fn);         \
-    uint64_t t0_ = tb_ ? mpit_start(tb_) : 0
+    uint64_t t0_ = tb_ ? mpit_start_at(tb_, MPIT_CALLER()) : 0
 
 /* MPIT_BEGIN_DO is MPIT_BEGIN that runs `pre` when the call is recorded,
  * before the clock is read (e.g. looking up request ids). */
@@ -125,7 +144,7 @@ static inline uint64_t mpit_start(mpit_tb *tb) {
     if (tb_) {                             \
         pre;                               \
     }                                      \
-    uint64_t t0_ = tb_ ? mpit_start(tb_) : 0
+    uint64_t t0_ = tb_ ? mpit_start_at(tb_, MPIT_CALLER()) : 0
 
 /* MPI errors. At MPI_Init the recorder puts its own error handler on
  * MPI_COMM_WORLD and MPI_COMM_SELF where MPI_ERRORS_ARE_FATAL is: it writes

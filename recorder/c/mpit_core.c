@@ -1142,3 +1142,177 @@ __attribute__((constructor(101))) static void mpit_core_load(void) {
     if (enable) atexit(at_exit);
     mpit_on = enable;
 }
+
+/* ---- call sites ---- */
+
+#include <elf.h>
+#include <link.h>
+
+/* The rank's call-site table: return address -> id, open addressing, and
+ * the executable mappings written so far (to tell when an address is in
+ * an object loaded since). Changed under S.mu. */
+static struct {
+    pthread_mutex_t mu;
+    uintptr_t *addr; /* 0: empty slot */
+    uint32_t *id;
+    size_t n, cap;
+    uint32_t next;
+    struct seg {
+        uintptr_t start, end;
+    } *segs;
+    size_t nsegs, capsegs;
+} S = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* append_event appends the complete event ev[0:n) (no duration) to tb,
+ * the owner's buffer, in the middle of a recorded call: the call's own
+ * event comes after it. */
+static void append_event(mpit_tb *tb, const uint8_t *ev, size_t n) {
+    if (MPIT_UNLIKELY(tb->len + n > tb->cap)) mpit_reserve_slow(tb, n);
+    if (tb->len + n > tb->cap) return;
+    memcpy(tb->buf + MPIT_BLOCK_PREFIX + tb->len, ev, n);
+    tb->len += n;
+    tb->count++;
+    mpit_publish(tb);
+}
+
+static int seg_known(uintptr_t a) {
+    for (size_t i = 0; i < S.nsegs; i++)
+        if (a >= S.segs[i].start && a < S.segs[i].end) return 1;
+    return 0;
+}
+
+/* build_id returns the hex GNU build id of the object whose program
+ * headers info describes, read from its PT_NOTE segments in memory, in
+ * out (at least 2*64+1 bytes); "" when it has none. */
+static void build_id(const struct dl_phdr_info *info, char *out) {
+    out[0] = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE) continue;
+        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+        const uint8_t *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+            size_t nsz = (nh->n_namesz + 3) & ~(size_t)3, dsz = (nh->n_descsz + 3) & ~(size_t)3;
+            const uint8_t *name = p + sizeof *nh, *desc = name + nsz;
+            if (desc + dsz > end || desc + nh->n_descsz > end) break;
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+                nh->n_descsz > 0 && nh->n_descsz <= 64) {
+                static const char hex[] = "0123456789abcdef";
+                for (size_t k = 0; k < nh->n_descsz; k++) {
+                    out[2 * k] = hex[desc[k] >> 4];
+                    out[2 * k + 1] = hex[desc[k] & 15];
+                }
+                out[2 * nh->n_descsz] = 0;
+                return;
+            }
+            p = desc + dsz;
+        }
+    }
+}
+
+/* The Map events of one scan, appended to scan_tb. */
+static mpit_tb *scan_tb;
+
+static int scan_object(struct dl_phdr_info *info, size_t size, void *first) {
+    (void)size;
+    const char *path = info->dlpi_name;
+    char exe[4096];
+    if (*(int *)first) {
+        /* The program itself comes first, without a name. */
+        *(int *)first = 0;
+        if (!path || !*path) {
+            ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+            if (n <= 0) return 0;
+            exe[n] = 0;
+            path = exe;
+        }
+    }
+    if (!path || path[0] != '/') return 0; /* the vDSO, or no file */
+    char bid[2 * 64 + 1];
+    int have_bid = 0;
+    uint64_t path_id = 0, bid_id = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || ph->p_memsz == 0) continue;
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        if (seg_known(start)) continue;
+        if (S.nsegs == S.capsegs) {
+            size_t cap = S.capsegs ? 2 * S.capsegs : 32;
+            struct seg *t = realloc(S.segs, cap * sizeof *t);
+            if (!t) return 1;
+            S.segs = t;
+            S.capsegs = cap;
+        }
+        S.segs[S.nsegs++] = (struct seg){start, start + ph->p_memsz};
+        if (!path_id) {
+            size_t n = strlen(path);
+            path_id = mpit_name_id(path, n, mpit_hash(path, n), NULL);
+            if (!path_id) return 0;
+        }
+        if (!have_bid) {
+            have_bid = 1;
+            build_id(info, bid);
+            size_t n = strlen(bid);
+            if (n) bid_id = mpit_name_id(bid, n, mpit_hash(bid, n), NULL);
+        }
+        uint8_t ev[MPIT_MAXSIZE_MAP];
+        uint8_t *e = mpit_put_map(ev, 0, start, ph->p_memsz, ph->p_offset, path_id, bid_id);
+        append_event(scan_tb, ev, (size_t)(e - ev));
+    }
+    return 0;
+}
+
+MPIT_HIDDEN uint32_t mpit_site_slow(mpit_tb *tb, uintptr_t addr) {
+    uint32_t id = 0;
+    pthread_mutex_lock(&S.mu);
+    if (S.n * 2 >= S.cap) {
+        size_t cap = S.cap ? 2 * S.cap : 256;
+        uintptr_t *a = calloc(cap, sizeof *a);
+        uint32_t *d = calloc(cap, sizeof *d);
+        if (!a || !d) {
+            free(a);
+            free(d);
+            goto out;
+        }
+        for (size_t i = 0; i < S.cap; i++) {
+            if (!S.addr[i]) continue;
+            size_t j = mpit_mix64(S.addr[i]) & (cap - 1);
+            while (a[j]) j = (j + 1) & (cap - 1);
+            a[j] = S.addr[i];
+            d[j] = S.id[i];
+        }
+        free(S.addr);
+        free(S.id);
+        S.addr = a;
+        S.id = d;
+        S.cap = cap;
+    }
+    size_t j = mpit_mix64(addr) & (S.cap - 1);
+    while (S.addr[j] && S.addr[j] != addr) j = (j + 1) & (S.cap - 1);
+    if (S.addr[j]) {
+        id = S.id[j];
+    } else {
+        if (!seg_known(addr)) {
+            /* The mappings first: every loaded object's not written yet. */
+            int first = 1;
+            scan_tb = tb;
+            dl_iterate_phdr(scan_object, &first);
+        }
+        id = ++S.next;
+        S.addr[j] = addr;
+        S.id[j] = id;
+        S.n++;
+        uint8_t ev[MPIT_MAXSIZE_SITE];
+        uint8_t *e = mpit_put_site(ev, 0, id, addr);
+        append_event(tb, ev, (size_t)(e - ev));
+    }
+out:
+    pthread_mutex_unlock(&S.mu);
+    if (id) {
+        unsigned h = MPIT_SITE_SLOT(addr);
+        tb->site_addr[h] = addr;
+        tb->site_id[h] = id;
+    }
+    return id;
+}

@@ -27,16 +27,24 @@
 #define MPIT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MPIT_HIDDEN __attribute__((visibility("hidden")))
 #define MPIT_TLS __thread __attribute__((tls_model("initial-exec")))
+#define MPIT_INLINE static inline __attribute__((always_inline))
 #else
 #define MPIT_LIKELY(x) (x)
 #define MPIT_UNLIKELY(x) (x)
 #define MPIT_HIDDEN
 #define MPIT_TLS __thread
+#define MPIT_INLINE static inline
 #endif
 
 /* Reserved room in front of a thread buffer's events for the block's frame
  * header and its events-block header (thread, seq, count, base). */
 #define MPIT_BLOCK_PREFIX (MPIT_BLOCK_HEADER_SIZE + 4 * 10)
+
+/* Entries of a thread's call-site cache (a power of two), and the entry
+ * of a return address: call instructions are at least 5 bytes apart, and
+ * the calls of one loop within a few hundred bytes. */
+#define MPIT_SITE_CACHE 64
+#define MPIT_SITE_SLOT(a) ((unsigned)((a) ^ ((a) >> 6)) & (MPIT_SITE_CACHE - 1))
 
 /* One recording thread's buffer. Only its owner appends, and only the owner
  * reads len, count and last_end. It publishes them for the other threads
@@ -68,6 +76,11 @@ typedef struct mpit_tb {
     int depth;             /* reentry guard: >0 inside a recorded call */
     int cur_fn;            /* the recorded call under way, until its event is appended */
     uint64_t cur_t0;       /* and its start (0 between calls) */
+    uint32_t cur_site;     /* owner: the call site id of the recorded call under way */
+    /* owner: a direct-mapped cache of the rank's call-site table
+     * (return address -> site id) in front of mpit_site_slow's */
+    uintptr_t site_addr[MPIT_SITE_CACHE];
+    uint32_t site_id[MPIT_SITE_CACHE];
     pthread_mutex_t mu;    /* one compression of this buffer at a time */
     uint64_t pend_seq, pend_t0, pend_at; /* the last pending record written for it, and when */
     void *zctx;            /* compression context (used under mu) */
@@ -100,7 +113,9 @@ static inline uint64_t mpit_now(void) {
 /* mpit_begin returns the calling thread's buffer when this call of function
  * fn is to be recorded, NULL when it is to pass straight through (recording
  * off, function excluded, or nested inside another recorded MPI call). */
-static inline mpit_tb *mpit_begin(int fn) {
+/* (Always inlined: the wrappers' hot path; the compiler would outline it
+ * from the larger wrappers.) */
+MPIT_INLINE mpit_tb *mpit_begin(int fn) {
     mpit_tb *tb = mpit_self;
     if (MPIT_UNLIKELY(tb == NULL)) {
         if (!mpit_on) return NULL;
@@ -156,10 +171,27 @@ static inline void mpit_abandon(mpit_tb *tb) { __atomic_store_n(&tb->depth, 0, _
 
 #define MPIT_GAP(tb, t0) ((int64_t)((t0) - (tb)->last_end))
 
+/* Call sites. A recorded call's site is the return address of the
+ * application's call into MPI, interned per rank: ids 1, 2, ... in the
+ * order of first use by any thread. The first use appends the Site event
+ * (and, for an address no recorded mapping holds, the Map events of the
+ * objects loaded since the last scan) to the calling thread's buffer,
+ * under a lock; later uses hit the thread's cache. */
+MPIT_HIDDEN uint32_t mpit_site_slow(mpit_tb *tb, uintptr_t addr);
+
+MPIT_INLINE uint32_t mpit_site(mpit_tb *tb, uintptr_t addr) {
+    unsigned h = MPIT_SITE_SLOT(addr);
+    if (MPIT_LIKELY(tb->site_addr[h] == addr)) return tb->site_id[h];
+    return mpit_site_slow(tb, addr);
+}
+
+/* MPIT_SITE is the site of the call whose event tb's owner is appending. */
+#define MPIT_SITE(tb) ((uint64_t)(tb)->cur_site)
+
 /* The generic event: a call without arguments. */
 static inline void mpit_call(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1) {
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_CALL);
-    p = mpit_put_call(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0);
+    p = mpit_put_call(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, MPIT_SITE(tb));
     mpit_commit(tb, p, t1);
 }
 

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#define MPIT_FORMAT_VERSION 4
+#define MPIT_FORMAT_VERSION 5
 #define MPIT_MAGIC "mpitrace\x00"
 #define MPIT_MAGIC_LEN 9
 #define MPIT_BLOCK_SYNC 0x4b4c424du
@@ -80,6 +80,8 @@
 #define MPIT_KIND_MARK 28
 #define MPIT_KIND_META 29
 #define MPIT_KIND_DUALVIEW 30
+#define MPIT_KIND_SITE 31
+#define MPIT_KIND_MAP 32
 
 /* Varint primitives: each returns the advanced pointer. */
 static inline uint8_t *mpit_put_u(uint8_t *p, uint64_t v) {
@@ -92,18 +94,18 @@ static inline uint8_t *mpit_put_s(uint8_t *p, int64_t v) {
 }
 
 /* Upper bound of the encoded size of a kind's scalar part (kind + fields). */
-#define MPIT_MAXSIZE_CALL 40
-#define MPIT_MAXSIZE_SEND 90
-#define MPIT_MAXSIZE_RECV 110
-#define MPIT_MAXSIZE_IRECV 90
-#define MPIT_MAXSIZE_SENDRECV 140
-#define MPIT_MAXSIZE_PROBE 110
-#define MPIT_MAXSIZE_COMPLETE 50
-#define MPIT_MAXSIZE_COLL 90
-#define MPIT_MAXSIZE_COMMNEW 80
-#define MPIT_MAXSIZE_COMMFREE 50
-#define MPIT_MAXSIZE_START 40
-#define MPIT_MAXSIZE_REQFREE 50
+#define MPIT_MAXSIZE_CALL 50
+#define MPIT_MAXSIZE_SEND 100
+#define MPIT_MAXSIZE_RECV 120
+#define MPIT_MAXSIZE_IRECV 100
+#define MPIT_MAXSIZE_SENDRECV 150
+#define MPIT_MAXSIZE_PROBE 120
+#define MPIT_MAXSIZE_COMPLETE 60
+#define MPIT_MAXSIZE_COLL 100
+#define MPIT_MAXSIZE_COMMNEW 90
+#define MPIT_MAXSIZE_COMMFREE 60
+#define MPIT_MAXSIZE_START 50
+#define MPIT_MAXSIZE_REQFREE 60
 #define MPIT_MAXSIZE_CLOCKSYNC 50
 #define MPIT_MAXSIZE_LOOPBEGIN 50
 #define MPIT_MAXSIZE_LOOPEND 40
@@ -122,17 +124,20 @@ static inline uint8_t *mpit_put_s(uint8_t *p, int64_t v) {
 #define MPIT_MAXSIZE_MARK 30
 #define MPIT_MAXSIZE_META 40
 #define MPIT_MAXSIZE_DUALVIEW 40
+#define MPIT_MAXSIZE_SITE 40
+#define MPIT_MAXSIZE_MAP 70
 
 /* Encoders: append the kind and its scalar fields in table order. The
  * caller appends the list, if the kind has one, with mpit_put_u/mpit_put_s. */
-static inline uint8_t *mpit_put_call(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur) {
+static inline uint8_t *mpit_put_call(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, uint64_t site) {
     p = mpit_put_u(p, 1);
     p = mpit_put_u(p, fn);
     p = mpit_put_s(p, gap);
     p = mpit_put_u(p, dur);
+    p = mpit_put_u(p, site);
     return p;
 }
-static inline uint8_t *mpit_put_send(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, int64_t peer, int64_t tag, uint64_t comm, uint64_t bytes, uint64_t req) {
+static inline uint8_t *mpit_put_send(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, int64_t peer, int64_t tag, uint64_t comm, uint64_t bytes, uint64_t req, uint64_t site) {
     p = mpit_put_u(p, 2);
     p = mpit_put_u(p, fn);
     p = mpit_put_s(p, gap);
@@ -142,9 +147,10 @@ static inline uint8_t *mpit_put_send(uint8_t *p, uint64_t fn, int64_t gap, uint6
     p = mpit_put_u(p, comm);
     p = mpit_put_u(p, bytes);
     p = mpit_put_u(p, req);
+    p = mpit_put_u(p, site);
     return p;
 }
-static inline uint8_t *mpit_put_recv(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, int64_t peer, int64_t tag, uint64_t comm, uint64_t bytes, int64_t src, int64_t stag, uint64_t sbytes) {
+static inline uint8_t *mpit_put_recv(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, int64_t peer, int64_t tag, uint64_t comm, uint64_t bytes, int64_t src, int64_t stag, uint64_t sbytes, uint64_t site) {
     p = mpit_put_u(p, 3);
     p = mpit_put_u(p, fn);
     p = mpit_put_s(p, gap);
@@ -156,9 +162,10 @@ static inline uint8_t *mpit_put_recv(uint8_t *p, uint64_t fn, int64_t gap, uint6
     p = mpit_put_s(p, src);
     p = mpit_put_s(p, stag);
     p = mpit_put_u(p, sbytes);
+    p = mpit_put_u(p, site);
     return p;
 }
-static inline uint8_t *mpit_put_irecv(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, int64_t peer, int64_t tag, uint64_t comm, uint64_t bytes, uint64_t req) {
+static inline uint8_t *mpit_put_irecv(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, int64_t peer, int64_t tag, uint64_t comm, uint64_t bytes, uint64_t req, uint64_t site) {
     p = mpit_put_u(p, 4);
     p = mpit_put_u(p, fn);
     p = mpit_put_s(p, gap);
@@ -168,9 +175,10 @@ static inline uint8_t *mpit_put_irecv(uint8_t *p, uint64_t fn, int64_t gap, uint
     p = mpit_put_u(p, comm);
     p = mpit_put_u(p, bytes);
     p = mpit_put_u(p, req);
+    p = mpit_put_u(p, site);
     return p;
 }
-static inline uint8_t *mpit_put_sendrecv(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, int64_t peer, int64_t tag, uint64_t bytes, int64_t rpeer, int64_t rtag, uint64_t rbytes, uint64_t comm, int64_t src, int64_t stag, uint64_t sbytes) {
+static inline uint8_t *mpit_put_sendrecv(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, int64_t peer, int64_t tag, uint64_t bytes, int64_t rpeer, int64_t rtag, uint64_t rbytes, uint64_t comm, int64_t src, int64_t stag, uint64_t sbytes, uint64_t site) {
     p = mpit_put_u(p, 5);
     p = mpit_put_u(p, fn);
     p = mpit_put_s(p, gap);
@@ -185,9 +193,10 @@ static inline uint8_t *mpit_put_sendrecv(uint8_t *p, uint64_t fn, int64_t gap, u
     p = mpit_put_s(p, src);
     p = mpit_put_s(p, stag);
     p = mpit_put_u(p, sbytes);
+    p = mpit_put_u(p, site);
     return p;
 }
-static inline uint8_t *mpit_put_probe(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, int64_t peer, int64_t tag, uint64_t comm, uint64_t flag, int64_t src, int64_t stag, uint64_t sbytes) {
+static inline uint8_t *mpit_put_probe(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, int64_t peer, int64_t tag, uint64_t comm, uint64_t flag, int64_t src, int64_t stag, uint64_t sbytes, uint64_t site) {
     p = mpit_put_u(p, 6);
     p = mpit_put_u(p, fn);
     p = mpit_put_s(p, gap);
@@ -199,17 +208,19 @@ static inline uint8_t *mpit_put_probe(uint8_t *p, uint64_t fn, int64_t gap, uint
     p = mpit_put_s(p, src);
     p = mpit_put_s(p, stag);
     p = mpit_put_u(p, sbytes);
+    p = mpit_put_u(p, site);
     return p;
 }
-static inline uint8_t *mpit_put_complete(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, uint64_t flag) {
+static inline uint8_t *mpit_put_complete(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, uint64_t flag, uint64_t site) {
     p = mpit_put_u(p, 7);
     p = mpit_put_u(p, fn);
     p = mpit_put_s(p, gap);
     p = mpit_put_u(p, dur);
     p = mpit_put_u(p, flag);
+    p = mpit_put_u(p, site);
     return p;
 }
-static inline uint8_t *mpit_put_coll(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, uint64_t comm, int64_t root, uint64_t bytes, uint64_t rbytes, uint64_t req) {
+static inline uint8_t *mpit_put_coll(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, uint64_t comm, int64_t root, uint64_t bytes, uint64_t rbytes, uint64_t req, uint64_t site) {
     p = mpit_put_u(p, 8);
     p = mpit_put_u(p, fn);
     p = mpit_put_s(p, gap);
@@ -219,9 +230,10 @@ static inline uint8_t *mpit_put_coll(uint8_t *p, uint64_t fn, int64_t gap, uint6
     p = mpit_put_u(p, bytes);
     p = mpit_put_u(p, rbytes);
     p = mpit_put_u(p, req);
+    p = mpit_put_u(p, site);
     return p;
 }
-static inline uint8_t *mpit_put_commnew(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, uint64_t parent, uint64_t comm, uint64_t gid, uint64_t remote) {
+static inline uint8_t *mpit_put_commnew(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, uint64_t parent, uint64_t comm, uint64_t gid, uint64_t remote, uint64_t site) {
     p = mpit_put_u(p, 9);
     p = mpit_put_u(p, fn);
     p = mpit_put_s(p, gap);
@@ -230,29 +242,33 @@ static inline uint8_t *mpit_put_commnew(uint8_t *p, uint64_t fn, int64_t gap, ui
     p = mpit_put_u(p, comm);
     p = mpit_put_u(p, gid);
     p = mpit_put_u(p, remote);
+    p = mpit_put_u(p, site);
     return p;
 }
-static inline uint8_t *mpit_put_commfree(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, uint64_t comm) {
+static inline uint8_t *mpit_put_commfree(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, uint64_t comm, uint64_t site) {
     p = mpit_put_u(p, 10);
     p = mpit_put_u(p, fn);
     p = mpit_put_s(p, gap);
     p = mpit_put_u(p, dur);
     p = mpit_put_u(p, comm);
+    p = mpit_put_u(p, site);
     return p;
 }
-static inline uint8_t *mpit_put_start(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur) {
+static inline uint8_t *mpit_put_start(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, uint64_t site) {
     p = mpit_put_u(p, 11);
     p = mpit_put_u(p, fn);
     p = mpit_put_s(p, gap);
     p = mpit_put_u(p, dur);
+    p = mpit_put_u(p, site);
     return p;
 }
-static inline uint8_t *mpit_put_reqfree(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, uint64_t req) {
+static inline uint8_t *mpit_put_reqfree(uint8_t *p, uint64_t fn, int64_t gap, uint64_t dur, uint64_t req, uint64_t site) {
     p = mpit_put_u(p, 12);
     p = mpit_put_u(p, fn);
     p = mpit_put_s(p, gap);
     p = mpit_put_u(p, dur);
     p = mpit_put_u(p, req);
+    p = mpit_put_u(p, site);
     return p;
 }
 static inline uint8_t *mpit_put_clocksync(uint8_t *p, int64_t gap, uint64_t phase, int64_t offset, uint64_t err) {
@@ -378,6 +394,23 @@ static inline uint8_t *mpit_put_dualview(uint8_t *p, int64_t gap, uint64_t name,
     p = mpit_put_s(p, gap);
     p = mpit_put_u(p, name);
     p = mpit_put_u(p, flags);
+    return p;
+}
+static inline uint8_t *mpit_put_site(uint8_t *p, int64_t gap, uint64_t site, uint64_t addr) {
+    p = mpit_put_u(p, 31);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, site);
+    p = mpit_put_u(p, addr);
+    return p;
+}
+static inline uint8_t *mpit_put_map(uint8_t *p, int64_t gap, uint64_t addr, uint64_t size, uint64_t fileoff, uint64_t path, uint64_t buildid) {
+    p = mpit_put_u(p, 32);
+    p = mpit_put_s(p, gap);
+    p = mpit_put_u(p, addr);
+    p = mpit_put_u(p, size);
+    p = mpit_put_u(p, fileoff);
+    p = mpit_put_u(p, path);
+    p = mpit_put_u(p, buildid);
     return p;
 }
 

@@ -252,7 +252,7 @@ static void put_commnew(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, const mpi
     uint8_t *p = mpit_reserve_list(tb, MPIT_MAXSIZE_COMMNEW + 10 + 10 * (size_t)(n + r));
     if (!p) return;
     p = mpit_put_commnew(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, parent ? parent->idx : 0,
-                         c ? c->idx : MPIT_COMM_NULL, c ? c->gid : 0, (uint64_t)r);
+                         c ? c->idx : MPIT_COMM_NULL, c ? c->gid : 0, (uint64_t)r, fn ? MPIT_SITE(tb) : 0);
     p = mpit_put_u(p, (uint64_t)(n + r));
     int64_t prev = 0;
     for (int i = 0; i < n + r; i++) {
@@ -377,7 +377,7 @@ MPIT_HIDDEN mpit_comm *mpit_comm_forget(MPI_Comm handle) {
 
 MPIT_HIDDEN void mpit_rec_commfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, mpit_comm *c) {
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_COMMFREE);
-    p = mpit_put_commfree(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, c ? c->idx : 0);
+    p = mpit_put_commfree(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, c ? c->idx : 0, MPIT_SITE(tb));
     mpit_commit(tb, p, t1);
 }
 
@@ -532,7 +532,7 @@ MPIT_HIDDEN void mpit_rec_send(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, in
     uint64_t id = req ? mpit_req_new(*req, MPIT_REQ_SEND, persistent, c) : 0;
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_SEND);
     p = mpit_put_send(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, dest), tag, c ? c->idx : 0,
-                      bytes, id);
+                      bytes, id, MPIT_SITE(tb));
     mpit_commit(tb, p, t1);
 }
 
@@ -542,7 +542,7 @@ MPIT_HIDDEN void mpit_rec_recv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, in
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_RECV);
     p = mpit_put_recv(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, source), tag_of(tag),
                       c ? c->idx : 0, mpit_bytes(count, type), status_source(c, st), status_tag(st),
-                      status_bytes(st));
+                      status_bytes(st), MPIT_SITE(tb));
     mpit_commit(tb, p, t1);
 }
 
@@ -553,7 +553,7 @@ MPIT_HIDDEN void mpit_rec_irecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
     uint64_t id = req ? mpit_req_new(*req, MPIT_REQ_RECV, persistent, c) : 0;
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_IRECV);
     p = mpit_put_irecv(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, source), tag_of(tag),
-                       c ? c->idx : 0, mpit_bytes(count, type), id);
+                       c ? c->idx : 0, mpit_bytes(count, type), id, MPIT_SITE(tb));
     mpit_commit(tb, p, t1);
 }
 
@@ -565,7 +565,7 @@ MPIT_HIDDEN void mpit_rec_sendrecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1
     p = mpit_put_sendrecv(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, dest), stag,
                           mpit_bytes(scount, stype), mpit_peer(c, source), tag_of(rtag),
                           mpit_bytes(rcount, rtype), c ? c->idx : 0, status_source(c, st), status_tag(st),
-                          status_bytes(st));
+                          status_bytes(st), MPIT_SITE(tb));
     mpit_commit(tb, p, t1);
 }
 
@@ -581,7 +581,7 @@ MPIT_HIDDEN void mpit_rec_probe(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_PROBE);
     p = mpit_put_probe(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, mpit_peer(c, source), tag_of(tag),
                        c ? c->idx : 0, (uint64_t)(flag != 0), flag ? status_source(c, st) : 0,
-                       flag ? status_tag(st) : 0, flag ? status_bytes(st) : 0);
+                       flag ? status_tag(st) : 0, flag ? status_bytes(st) : 0, MPIT_SITE(tb));
     mpit_commit(tb, p, t1);
 }
 
@@ -611,13 +611,13 @@ MPIT_HIDDEN void mpit_rec_mrecv(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
         uint64_t id = mpit_req_new(*req, MPIT_REQ_RECV, 0, c);
         p = mpit_reserve(tb, MPIT_MAXSIZE_IRECV);
         p = mpit_put_irecv(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, src, MPIT_ANY_TAG, c ? c->idx : 0,
-                           mpit_bytes(count, type), id);
+                           mpit_bytes(count, type), id, MPIT_SITE(tb));
     } else {
         p = mpit_reserve(tb, MPIT_MAXSIZE_RECV);
         p = mpit_put_recv(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, st ? status_source(c, st) : src,
                           st ? status_tag(st) : MPIT_ANY_TAG, c ? c->idx : 0, mpit_bytes(count, type),
                           st ? status_source(c, st) : src, st ? status_tag(st) : MPIT_ANY_TAG,
-                          st ? status_bytes(st) : 0);
+                          st ? status_bytes(st) : 0, MPIT_SITE(tb));
     }
     mpit_commit(tb, p, t1);
 }
@@ -626,7 +626,7 @@ MPIT_HIDDEN void mpit_rec_start(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
     if (n < 0) n = 0;
     uint8_t *p = mpit_reserve_list(tb, MPIT_MAXSIZE_START + 10 + 10 * (size_t)n);
     if (!p) return;
-    p = mpit_put_start(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0);
+    p = mpit_put_start(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, MPIT_SITE(tb));
     p = mpit_put_u(p, (uint64_t)n);
     for (int i = 0; i < n; i++) p = mpit_put_u(p, req_lookup(rq[i]));
     mpit_commit(tb, p, t1);
@@ -641,7 +641,7 @@ MPIT_HIDDEN void mpit_rec_reqfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1,
         pthread_mutex_unlock(&reqs.mu);
     }
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_REQFREE);
-    p = mpit_put_reqfree(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, req->id);
+    p = mpit_put_reqfree(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, req->id, MPIT_SITE(tb));
     mpit_commit(tb, p, t1);
 }
 
@@ -651,7 +651,7 @@ MPIT_HIDDEN void mpit_rec_complete(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1
     if (nidx < 0) nidx = 0;
     uint8_t *p = mpit_reserve_list(tb, MPIT_MAXSIZE_COMPLETE + 10 + 50 * (size_t)nidx);
     if (!p) return;
-    p = mpit_put_complete(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, (uint64_t)(flag != 0));
+    p = mpit_put_complete(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, (uint64_t)(flag != 0), MPIT_SITE(tb));
     p = mpit_put_u(p, (uint64_t)nidx);
     for (int k = 0; k < nidx; k++) {
         int i = idx[k];
@@ -690,7 +690,7 @@ MPIT_HIDDEN void mpit_rec_coll(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, MP
     uint64_t id = req ? mpit_req_new(*req, MPIT_REQ_COLL, 0, c) : 0;
     int64_t r = root == MPIT_NO_ROOT ? MPIT_ROOT_NONE : mpit_root(c, root);
     uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_COLL);
-    p = mpit_put_coll(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, c ? c->idx : 0, r, sbytes, rbytes, id);
+    p = mpit_put_coll(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, c ? c->idx : 0, r, sbytes, rbytes, id, MPIT_SITE(tb));
     mpit_commit(tb, p, t1);
 }
 
@@ -937,6 +937,7 @@ MPIT_HIDDEN void mpit_after_finalize(mpit_tb *tb, int fn, uint64_t t0, uint64_t 
 
 static MPI_Errhandler errh = MPI_ERRHANDLER_NULL; /* the recorder's */
 MPIT_HIDDEN MPIT_TLS int mpit_refire;
+MPIT_HIDDEN MPIT_TLS uintptr_t mpit_fret;
 
 /* argument_error: errors an MPI finds in a call's arguments, before it does
  * anything: making the call again reports the same error. */

@@ -860,9 +860,21 @@ func (g *gen) fortranWrappers(f *Func) string {
 		if c.delegated {
 			args = append([]string{fmt.Sprint(k + 1)}, names...)
 		}
-		if ret == "void" {
+		enter, leave := g.opts.FortranEnter, g.opts.FortranLeave
+		if enter != "" {
+			b.WriteString("    " + enter + "\n")
+		}
+		switch {
+		case ret == "void":
 			fmt.Fprintf(&b, "    %s(%s);\n", delegate, strings.Join(args, ", "))
-		} else {
+			if leave != "" {
+				b.WriteString("    " + leave + "\n")
+			}
+		case leave != "":
+			fmt.Fprintf(&b, "    %s wrap_fret_ = %s(%s);\n", ret, delegate, strings.Join(args, ", "))
+			b.WriteString("    " + leave + "\n")
+			b.WriteString("    return wrap_fret_;\n")
+		default:
 			fmt.Fprintf(&b, "    return %s(%s);\n", delegate, strings.Join(args, ", "))
 		}
 		b.WriteString("}\n\n")

@@ -242,3 +242,25 @@ func TestFortranAllFunctionsHandled(t *testing.T) {
 		})
 	}
 }
+
+// Options.FortranEnter and FortranLeave surround every entry point's call
+// of its binding, also of one returning a value (MPI_Aint_add); without
+// them nothing is written.
+func TestFortranEnterLeave(t *testing.T) {
+	tmpl := "{{fn f MPI_Comm_rank MPI_Aint_add}}{{callfn}}{{endfn}}"
+	out := genFortran(t, tmpl, Options{NoFrontMatter: true, FortranManglings: MangleUnderscore,
+		FortranEnter: "ENTER();", FortranLeave: "LEAVE();"})
+	for _, want := range []string{
+		"    ENTER();\n    MPI_Comm_rank_fortran_wrapper(",
+		"ierr);\n    LEAVE();\n}",
+		"    ENTER();\n    MPI_Aint wrap_fret_ = MPI_Aint_add_fortran_wrapper(",
+		"    LEAVE();\n    return wrap_fret_;\n}",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if plain := genFortran(t, tmpl, Options{NoFrontMatter: true, FortranManglings: MangleUnderscore}); strings.Contains(plain, "wrap_fret_") {
+		t.Error("entry points changed without FortranEnter/Leave")
+	}
+}

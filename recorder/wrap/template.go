@@ -54,6 +54,12 @@ type Options struct {
 	// with identifiers in the template's code and is identical across MPI
 	// implementations.
 	HeaderNames bool
+	// FortranEnter and FortranLeave, when not empty, are C statements
+	// written in every Fortran entry point before and after it calls the
+	// binding (the template's code runs in between): e.g. to note the
+	// Fortran caller's return address, which the C wrapper cannot see.
+	// FortranEnter may declare variables FortranLeave uses.
+	FortranEnter, FortranLeave string
 }
 
 // PMPIInitBindings are the accepted values of [Options.PMPIInit].

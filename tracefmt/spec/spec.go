@@ -137,6 +137,21 @@ const (
 	SrcName
 	// Sec is a profile section's id, as the recorder gave it (version 4).
 	Sec
+	// Site is the call site's id in the rank's call-site table (its Site
+	// event), 0 when unknown (version 5).
+	Site
+	// Addr is an address in the recorded process: a call site's return
+	// address, the start of a mapping (version 5).
+	Addr
+	// Size is a mapping's length in bytes (version 5).
+	Size
+	// FileOff is the offset in its file of a mapping's first byte (version 5).
+	FileOff
+	// Path is the string id of a mapped file's path (version 5).
+	Path
+	// BuildID is the string id of a mapped file's GNU build id in lower-case
+	// hex, "" when the file has none (version 5).
+	BuildID
 
 	NumFields // not a field: the number of fields
 )
@@ -247,6 +262,8 @@ const (
 	Mark
 	Meta
 	DualView
+	SiteDef
+	Map
 
 	NumKinds // not a kind: one more than the highest kind
 )
@@ -260,6 +277,9 @@ type FieldSpec struct {
 	// Str is true for fields holding a string id: the text form shows the
 	// string.
 	Str bool
+	// Hex is true for unsigned fields the text form shows in hexadecimal
+	// (0x...): addresses and file offsets.
+	Hex bool
 	Doc string
 }
 
@@ -301,6 +321,12 @@ var Fields = [NumFields]FieldSpec{
 	SrcSpace: {Name: "srcspace", Enc: Uvarint, Str: true, Doc: "string id of a deep copy's source memory space"},
 	SrcName:  {Name: "srcname", Enc: Uvarint, Str: true, Doc: "string id of a deep copy's source label"},
 	Sec:      {Name: "sec", Enc: Uvarint, Doc: "profile section id"},
+	Site:     {Name: "site", Enc: Uvarint, Doc: "call-site id in the rank's call-site table, 0: unknown"},
+	Addr:     {Name: "addr", Enc: Uvarint, Hex: true, Doc: "an address in the recorded process (return address, mapping start)"},
+	Size:     {Name: "size", Enc: Uvarint, Doc: "a mapping's length in bytes"},
+	FileOff:  {Name: "fileoff", Enc: Uvarint, Hex: true, Doc: "file offset of a mapping's first byte"},
+	Path:     {Name: "path", Enc: Uvarint, Str: true, Doc: "string id of a mapped file's path"},
+	BuildID:  {Name: "buildid", Enc: Uvarint, Str: true, Doc: "string id of a mapped file's GNU build id in hex, empty if none"},
 }
 
 // KindSpec describes one event kind.
@@ -314,15 +340,42 @@ type KindSpec struct {
 	IsCall bool
 	// Since is the first format version that has this kind.
 	Since uint16
+	// Grown records the fields appended to the kind after its first
+	// version: before version Grown[i].Since the kind has only its first
+	// Grown[i].N fields. Fields holds the current layout.
+	Grown []Growth
 	Doc   string
+}
+
+// Growth is one version's addition of fields to a kind (see KindSpec.Grown).
+type Growth struct {
+	Since uint16
+	N     int
+}
+
+// FieldsAt returns the kind's scalar fields in format version v, in
+// on-disk order: a prefix of Fields.
+func (k *KindSpec) FieldsAt(v uint16) []Field {
+	n := len(k.Fields)
+	for _, g := range k.Grown {
+		if v < g.Since {
+			n = min(n, g.N)
+		}
+	}
+	return k.Fields[:n]
 }
 
 // callHead is the prefix of every call event.
 var callHead = []Field{Fn, Gap, Dur}
 
+// call returns a call kind's fields: the head, rest, then (version 5) the
+// call site.
 func call(rest ...Field) []Field {
-	return append(append([]Field{}, callHead...), rest...)
+	return append(append(append([]Field{}, callHead...), rest...), Site)
 }
+
+// siteGrowth: version 5 appended Site to every call kind.
+func siteGrowth(fields []Field) []Growth { return []Growth{{Since: 5, N: len(fields) - 1}} }
 
 // Kinds describes every event kind, indexed by Kind.
 var Kinds = [NumKinds]KindSpec{
@@ -386,15 +439,27 @@ var Kinds = [NumKinds]KindSpec{
 		Doc: "a key/value pair the program declared (Kokkos declare_metadata) or the recorder learnt while it ran (keys kokkos.*)"},
 	DualView: {Name: "DualView", Fields: []Field{Gap, Name, Flags}, Since: 4,
 		Doc: "a Kokkos DualView labelled name was synced or marked modified; flags: DualViewModify, DualViewDevice"},
+	SiteDef: {Name: "Site", Fields: []Field{Gap, Site, Addr}, Since: 5,
+		Doc: "an entry of the rank's call-site table: call events with this site id were called from return address addr; written once per site, before its first use on the thread that first made the call"},
+	Map: {Name: "Map", Fields: []Field{Gap, Addr, Size, FileOff, Path, BuildID}, Since: 5,
+		Doc: "an executable segment of a file mapped in the process: [addr, addr+size) holds the file's bytes from fileoff on; written for every loaded object before the first call site, and for objects loaded later before their first call site"},
+}
+
+func init() {
+	for k := range Kinds {
+		if Kinds[k].IsCall {
+			Kinds[k].Grown = siteGrowth(Kinds[k].Fields)
+		}
+	}
 }
 
 // Versions lists the format versions this build reads, oldest first.
 // Version v reads every kind whose Since is at most v, the block types up to
 // MaxBlockType(v), and the end record's fields of EndFields(v).
-var Versions = []uint16{1, 2, 3, 4}
+var Versions = []uint16{1, 2, 3, 4, 5}
 
 // Current is the version the writers produce.
-const Current uint16 = 4
+const Current uint16 = 5
 
 // MaxBlockType is the highest block type of version v: pending blocks came
 // with version 2.

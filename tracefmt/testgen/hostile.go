@@ -76,11 +76,11 @@ func BlockBomb(threads, raw int) []byte {
 	blocks := [][]byte{HeaderBlock(0, 1, "hostile-block-bomb")}
 	strs := appendString(binary.AppendUvarint(binary.AppendUvarint(nil, 1), 1), "MPI_Test")
 	blocks = append(blocks, tracefmt.AppendBlock(nil, spec.BlockStrings, spec.CodecNone, len(strs), strs))
-	// Every event is the four bytes 01 01 01 01: kind Call, fn 1, gap -1,
-	// dur 1 (all of them end when the block's base does).
-	n := max(raw-4*binary.MaxVarintLen64, 4)
-	n -= n % 4
-	count := uint64(n / 4)
+	// Every event is CallBytes bytes 01: kind Call, fn 1, gap -1, dur 1
+	// (all of them end when the block's base does), site 1.
+	n := max(raw-4*binary.MaxVarintLen64, CallBytes)
+	n -= n % CallBytes
+	count := uint64(n / CallBytes)
 	for t := 0; t < threads; t++ {
 		blocks = append(blocks, RLEBlock(spec.BlockEvents, uvarints(uint64(t), 0, count, 1_000_000_000), 0x01, n))
 	}
@@ -90,6 +90,10 @@ func BlockBomb(threads, raw int) []byte {
 	blocks = append(blocks, tracefmt.AppendBlock(nil, spec.BlockEnd, spec.CodecNone, len(end), end))
 	return RawFile(blocks...)
 }
+
+// CallBytes is the size of a Call event of the current version whose
+// every field is 1 byte: kind, fn, gap, dur, site.
+var CallBytes = 1 + len(spec.Kinds[spec.Call].Fields)
 
 // RawFile returns the magic and the current format version followed by
 // blocks (see tracefmt.AppendBlock).

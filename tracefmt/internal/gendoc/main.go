@@ -84,12 +84,27 @@ func sentence(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-func fieldNames(fs []spec.Field) string {
+func fieldNames(ks *spec.KindSpec) string {
 	var n []string
-	for _, f := range fs {
-		n = append(n, "`"+spec.Fields[f].Name+"`")
+	for i, f := range ks.Fields {
+		s := "`" + spec.Fields[f].Name + "`"
+		if v := fieldSince(ks, i); v > ks.Since {
+			s += fmt.Sprintf(" (%d)", v)
+		}
+		n = append(n, s)
 	}
 	return strings.Join(n, " ")
+}
+
+// fieldSince is the first format version whose kind ks has its field i.
+func fieldSince(ks *spec.KindSpec, i int) uint16 {
+	v := ks.Since
+	for _, g := range ks.Grown {
+		if i >= g.N {
+			v = max(v, g.Since)
+		}
+	}
+	return v
 }
 
 // listDoc describes the encoding of a list.
@@ -119,7 +134,9 @@ func Render() string {
 	p("An event is `uvarint kind`, then the kind's fields in the order listed, each in\n")
 	p("its encoding, then the kind's list if it has one. Kinds are only ever appended;\n")
 	p("a kind number is never reused. Format version *v* has the kinds whose *since* is\n")
-	p("at most *v*.\n\n")
+	p("at most *v*. Fields may be appended to a kind in a later version (the version\n")
+	p("follows them in parentheses): in a file of an earlier version the kind ends\n")
+	p("before them.\n\n")
 	p("| kind | name | since | fields | list |\n|---:|---|---:|---|---|\n")
 	for k := spec.Kind(1); k < spec.NumKinds; k++ {
 		ks := &spec.Kinds[k]
@@ -130,7 +147,7 @@ func Render() string {
 		if ks.List != spec.NoList {
 			list = "`" + ks.List.String() + "`"
 		}
-		p("| %d | [`%s`](#kind-%d-%s) | %d | %s | %s |\n", k, ks.Name, k, strings.ToLower(ks.Name), ks.Since, fieldNames(ks.Fields), list)
+		p("| %d | [`%s`](#kind-%d-%s) | %d | %s | %s |\n", k, ks.Name, k, strings.ToLower(ks.Name), ks.Since, fieldNames(ks), list)
 	}
 	p("\n### Fields\n\n")
 	p("A field means the same in every kind that has it. *Rank* fields hold world\n")
@@ -161,7 +178,11 @@ func Render() string {
 		p("\n\n| # | field | encoding | meaning |\n|---:|---|---|---|\n")
 		for i, f := range ks.Fields {
 			fs := &spec.Fields[f]
-			p("| %d | `%s` | %s | %s |\n", i+1, fs.Name, fs.Enc, cell(fs.Doc))
+			since := ""
+			if v := fieldSince(ks, i); v > ks.Since {
+				since = fmt.Sprintf(" (since version %d)", v)
+			}
+			p("| %d | `%s` | %s | %s%s |\n", i+1, fs.Name, fs.Enc, cell(fs.Doc), since)
 		}
 		if ks.List != spec.NoList {
 			p("\nList `%s`: %s.\n", ks.List.String(), listDoc(ks.List))

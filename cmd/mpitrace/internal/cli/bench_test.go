@@ -116,3 +116,17 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkStats runs 'mpitrace stats TRACEDIR' on each benchmark trace:
+// one pass that profiles every call by function and by call site.
+//
+//	go test ./cmd/mpitrace/internal/cli -run '^$' -bench Stats -benchtime 1x -cpu 1,2
+func BenchmarkStats(b *testing.B) {
+	benchtrace.Run(b, func(b *testing.B, dir string) {
+		var errb strings.Builder
+		code := run(context.Background(), []string{"stats", dir}, &Streams{In: strings.NewReader(""), Out: io.Discard, Err: &errb})
+		if code != ExitOK {
+			b.Fatalf("mpitrace stats: exit status %d: %s", code, errb.String())
+		}
+	})
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpitrace/mpitrace/analysis/baseline"
+	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/loops"
 	"github.com/mpitrace/mpitrace/analysis/regions"
 	"github.com/mpitrace/mpitrace/analysis/stats"
@@ -188,7 +189,7 @@ func traceBaseline(dir string, s *Streams) (*baseline.Baseline, error) {
 		b.Shape.Calls[f.Name] = f.Calls
 		b.Times[baseline.MPIFunction(f.Name)] = f.TotalNs
 	}
-	sum := summarize(a, nil, 0)
+	sum := critpath.Summarize(a.graph, a.path, 0) // the figures only: no loops, regions or call sites
 	b.SetTime(baseline.CritpathLength, sum.Length)
 	b.SetTime(baseline.CritpathComputation, sum.Computation)
 	b.SetTime(baseline.CritpathCommunication, sum.Communication)

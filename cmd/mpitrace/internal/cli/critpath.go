@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mpitrace/mpitrace/analysis/callsite"
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/analysis/loops"
@@ -33,6 +34,7 @@ type critpathOptions struct {
 	Top      int
 	Weights  string
 	traceFlags
+	siteFlags
 }
 
 func newCritpathCmd(s *Streams, runF func(context.Context, *critpathOptions) error) *cobra.Command {
@@ -58,6 +60,13 @@ to an integer in --unit, a message edge its size in bytes. A summary goes to
 stdout: the path's length against the measured run time, its share by rank,
 by MPI function, computation against communication, and its heaviest
 edges. With -o - the path goes to stdout instead of the summary.
+
+For a trace with call sites (format version 5 on), the summary adds the
+path by call site (file:line and function of each MPI call, from the
+binary's debug information: build with -g), and lists its heaviest steps
+grouped by the call sites at their two ends, once per pair rather than once
+per iteration. A binary without debug information, changed or missing
+since the run gets one note on stderr (--binary points at a copy).
 
 With --json, stdout holds one JSON object instead: the summary, the path
 itself (its vertices, and the edges between them with their weights in ns),
@@ -90,6 +99,7 @@ and with --strict 3 when it lost data.`,
 	f.IntVar(&opts.Top, "top", 10, "heaviest edges to list in the summary")
 	f.StringVar(&opts.Weights, "weights", "model", "`weights` of messages and collectives: model (the latency model) or measured (what the run took, with wait states)")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
+	addSiteFlags(f, &opts.siteFlags)
 	return cmd
 }
 
@@ -139,6 +149,31 @@ type analysis struct {
 	clocks   *clockObserver
 	mpath    *critpath.Path
 	mpathErr error
+	// resolver resolves the call sites (set by commands with --binary;
+	// the default resolver when nil); sites is their table, made on first
+	// use by siteLabel.
+	resolver *callsite.Resolver
+	sites    *callsite.Table
+}
+
+// siteLabel returns the labeller of the graph's call sites, nil when the
+// graph has none (traces before format version 5).
+func (a *analysis) siteLabel() critpath.SiteLabel {
+	if a.sites == nil {
+		r := a.resolver
+		if r == nil {
+			r = callsite.NewResolver()
+		}
+		ranks := map[int]*tracefmt.Sites{}
+		for _, rk := range a.graph.Ranks() {
+			ranks[rk] = a.graph.RankSites(rk)
+		}
+		a.sites = siteTable(r, ranks)
+	}
+	if a.sites.Empty() {
+		return nil
+	}
+	return a.sites.Label
 }
 
 // observer is what else an analysis wants to see of each rank's events:
@@ -265,10 +300,15 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	if !ok {
 		return flagErrorf("--weights %q: want model or measured", opts.Weights)
 	}
+	resolver, err := opts.resolver()
+	if err != nil {
+		return err
+	}
 	a, err := analyzePath(opts.Dir, opts.Model, s)
 	if err != nil {
 		return err
 	}
+	a.resolver = resolver
 	path := a.path
 	if weights == critpath.WeightsMeasured {
 		if path, err = a.measuredPath(); err != nil {
@@ -314,6 +354,9 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	if err != nil {
 		return err
 	}
+	if a.sites != nil {
+		reportSiteProblems(s, a.sites)
+	}
 	return reportDiagnostics(s, a.diags, &opts.traceFlags)
 }
 
@@ -329,7 +372,16 @@ func summarizePath(a *analysis, path *critpath.Path, sum *critpath.Summary, top 
 	if sum == nil {
 		sum = critpath.Summarize(a.graph, path, top)
 	}
-	sum.Repetition = critpath.SummarizeRepetition(a.folded())
+	f := a.fold
+	if path == a.path {
+		f = a.folded()
+	} else {
+		f = critpath.Fold(path) // the measured path: folded for its summary only
+	}
+	sum.Repetition = critpath.SummarizeRepetition(f)
+	if label := a.siteLabel(); label != nil {
+		sum.Sites = critpath.AttributeSites(a.graph, path, top, label)
+	}
 	if spans := loops.NewSpans(a.loops()); !spans.Empty() {
 		sum.Loops = critpath.AttributeLoops(path, sum, spans)
 	}

@@ -30,6 +30,7 @@ type dotOptions struct {
 	Unit   critpath.Unit
 	Output string // -o file ("" or "-": stdout)
 	traceFlags
+	siteFlags
 
 	unitArg string
 }
@@ -145,6 +146,7 @@ errors, and with --strict 3 when it lost data.`,
 	f.StringVar(&opts.unitArg, "unit", "us", "`unit` of the times in labels: ns, us, ms or s")
 	outputFlag(f, &opts.Output, "", "write the DOT to `file` instead of stdout")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
+	addSiteFlags(f, &opts.siteFlags)
 	return cmd
 }
 
@@ -190,6 +192,10 @@ func parseWindow(s string) (*render.Window, error) {
 }
 
 func runDot(opts *dotOptions, s *Streams) error {
+	resolver, err := opts.resolver()
+	if err != nil {
+		return err
+	}
 	t, err := openTrace(opts.Dir, s)
 	if err != nil {
 		return err
@@ -204,6 +210,7 @@ func runDot(opts *dotOptions, s *Streams) error {
 	if err != nil {
 		return err
 	}
+	a.resolver = resolver
 	if noMPIRecorded(t, a) {
 		return fmt.Errorf("%s: a program without MPI (no MPI call recorded, no MPI library in the logs): it has no task graph of MPI calls to draw; 'mpitrace loops %s' shows its loops", t.Dir, t.Dir)
 	}
@@ -215,7 +222,8 @@ func runDot(opts *dotOptions, s *Streams) error {
 		reportDiagnostics(s, diags, &traceFlags{})
 		return pathErr
 	}
-	ro := render.DOTOptions{Unit: opts.Unit, CriticalOnly: opts.CriticalOnly, Ranks: opts.Ranks, Window: opts.Window, Model: modelName}
+	ro := render.DOTOptions{Unit: opts.Unit, CriticalOnly: opts.CriticalOnly, Ranks: opts.Ranks, Window: opts.Window, Model: modelName,
+		Sites: a.siteLabel()}
 	cut := opts.Ranks != nil || opts.Window != nil
 	whole := !opts.CriticalOnly && !cut
 	// A path of FoldTarget vertices or fewer is drawn as it is.
@@ -242,6 +250,7 @@ func runDot(opts *dotOptions, s *Streams) error {
 	if drawn > bigDOTGraph {
 		fmt.Fprintf(s.Err, "mpitrace: the graph written has %d vertices, more than Graphviz lays out in reasonable time and memory (%d): %s\n", drawn, bigDOTGraph, bigGraphAdvice(folded, opts))
 	}
+	reportSiteProblems(s, a.sites)
 	if err := reportDiagnostics(s, diags, &opts.traceFlags); err != nil {
 		return err
 	}

@@ -279,7 +279,8 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	if err != nil {
 		return err
 	}
-	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.modelName, CriticalOnly: a.graph.NumNodes() > bigDOTGraph}
+	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.modelName, CriticalOnly: a.graph.NumNodes() > bigDOTGraph,
+		Sites: a.siteLabel()}
 	if err := writeOutput(filepath.Join(dir, taskGraphDOT), func(w io.Writer) error {
 		if ro.CriticalOnly && a.path.NumVertices() > critpath.FoldTarget {
 			return render.WriteFoldedDOT(w, a.folded(), a.model, ro)
@@ -292,6 +293,7 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	if err := writeSummary(s.Err, opts.Out, a, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond); err != nil {
 		return err
 	}
+	reportSiteProblems(s, a.sites)
 	what := "the task graph"
 	if ro.CriticalOnly {
 		what = "the critical path (the whole graph is too big to draw; a path of more than 300 vertices is folded)"

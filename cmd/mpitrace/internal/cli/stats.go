@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mpitrace/mpitrace/analysis/callsite"
 	"github.com/mpitrace/mpitrace/analysis/stats"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
@@ -15,7 +16,9 @@ type statsOptions struct {
 	JSON    bool
 	PerRank bool
 	Top     int
+	By      string // "function" or "callsite"
 	traceFlags
+	siteFlags
 }
 
 func newStatsCmd(s *Streams, runF func(context.Context, *statsOptions) error) *cobra.Command {
@@ -38,6 +41,15 @@ receive's at the call that returned its status (Recv, or the Wait/Test that
 completed an Irecv), a collective's at the collective (bytes this rank sent
 and received). Functions are sorted by total time.
 
+--by callsite prints mpiP's call-site table instead: per call site (file,
+line and function of the call, from the binary's debug information) and
+MPI function, over all ranks, the calls, total, mean and max time with the
+rank of the max, the share of the time in MPI, and bytes. Build the program
+with -g; a binary without debug information, changed or missing since the
+run gets one note on stderr (--binary points at a copy). Traces recorded
+before call sites were (format 1-4) have none: every call is at an unknown
+site.
+
 --json prints the same as one JSON object, with the trace's diagnostics
 (counts by severity and code, and a list with severity, code, rank and
 message). Problems in the trace are printed on stderr, one line each; when
@@ -45,7 +57,8 @@ data was lost the text output says so first. The exit status is 1 when the
 trace has errors, and with --strict 3 when it lost data.`,
 		Example: `  mpitrace stats traces/
   mpitrace stats traces/ --per-rank --top 10
-  mpitrace stats traces/ --json | jq '.aggregate[0]'`,
+  mpitrace stats traces/ --json | jq '.aggregate[0]'
+  mpitrace stats traces/ --by callsite --top 20`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Dir = traceDirArg(args)
@@ -58,7 +71,9 @@ trace has errors, and with --strict 3 when it lost data.`,
 	f := cmd.Flags()
 	f.BoolVar(&opts.JSON, "json", false, "print the profile as JSON")
 	f.BoolVar(&opts.PerRank, "per-rank", false, "add a function table for every rank")
-	f.IntVar(&opts.Top, "top", 0, "show at most this many functions per table (0: all)")
+	f.IntVar(&opts.Top, "top", 0, "show at most this many functions (call sites) per table (0: all)")
+	f.StringVar(&opts.By, "by", "function", "group the calls by `function` or by callsite (mpiP's call-site table)")
+	addSiteFlags(f, &opts.siteFlags)
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
 	return cmd
 }
@@ -66,6 +81,18 @@ trace has errors, and with --strict 3 when it lost data.`,
 func runStats(opts *statsOptions, s *Streams) error {
 	if opts.Top < 0 {
 		return flagErrorf("--top must be 0 or more")
+	}
+	bySite := false
+	switch opts.By {
+	case "function", "":
+	case "callsite":
+		bySite = true
+	default:
+		return flagErrorf("--by %q: group by function or callsite", opts.By)
+	}
+	resolver, err := opts.resolver()
+	if err != nil {
+		return err
 	}
 	t, err := openTrace(opts.Dir, s)
 	if err != nil {
@@ -76,6 +103,9 @@ func runStats(opts *statsOptions, s *Streams) error {
 		return err
 	}
 	diags := t.Diagnostics()
+	if bySite {
+		return runStatsBySite(opts, s, t, p, resolver, diags)
+	}
 	if opts.JSON {
 		err = writeJSON(s.Out, struct {
 			*stats.Profile
@@ -97,4 +127,60 @@ func runStats(opts *statsOptions, s *Streams) error {
 		return err
 	}
 	return reportDiagnostics(s, diags, &opts.traceFlags)
+}
+
+// runStatsBySite prints the call-site table of profile p.
+func runStatsBySite(opts *statsOptions, s *Streams, t *tracefmt.Trace, p *stats.Profile, r *callsite.Resolver, diags *tracefmt.Diagnostics) error {
+	ranks := map[int]*tracefmt.Sites{}
+	for _, rk := range p.Ranks {
+		ranks[rk.Rank] = rk.Sites()
+	}
+	table := siteTable(r, ranks)
+	sites := p.BySite(func(rank int, site uint32) (string, string) {
+		l := table.Location(rank, site)
+		if !l.Known() && l.Module == "" {
+			return "", ""
+		}
+		return l.String(), l.Long()
+	})
+	var err error
+	if opts.JSON {
+		err = writeJSON(s.Out, struct {
+			Trace       string            `json:"trace"`
+			AppNs       int64             `json:"app_ns"`
+			MPINs       int64             `json:"mpi_ns"`
+			Sites       []*stats.SiteFunc `json:"callsites"`
+			Problems    []string          `json:"callsite_problems"`
+			Diagnostics *diagnosticsJSON  `json:"diagnostics"`
+		}{t.Dir, p.AppNs, p.MPINs, sites, append([]string{}, table.Problems()...), newDiagnosticsJSON(diags)})
+	} else {
+		fmt.Fprint(s.Out, dataLossLine(diags))
+		err = stats.WriteSitesText(s.Out, p, sites, opts.Top)
+	}
+	if err != nil {
+		return err
+	}
+	if !p.HasSites() {
+		fmt.Fprintf(s.Err, "mpitrace: note: %s has no call sites (format version %s; call sites came with version 5): every call is at an unknown site\n", t.Dir, traceVersions(t))
+	}
+	reportSiteProblems(s, table)
+	return reportDiagnostics(s, diags, &opts.traceFlags)
+}
+
+// traceVersions lists the format versions of t's rank files ("4", "3-4").
+func traceVersions(t *tracefmt.Trace) string {
+	lo, hi := uint16(0), uint16(0)
+	for i, f := range t.Files {
+		v := f.Header.Version
+		if i == 0 || v < lo {
+			lo = v
+		}
+		if v > hi {
+			hi = v
+		}
+	}
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d-%d", lo, hi)
 }

@@ -1,0 +1,152 @@
+package critpath
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mpitrace/mpitrace/internal/golden"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
+)
+
+var updateSites = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// pingPongGraph is n iterations of: rank 0 computes 1 ms then sends at
+// site 1 (rank 0's table); rank 1 receives at site 2 (rank 1's table),
+// then both meet in a barrier at site 3 (rank 0's). Rank 1's sends have no
+// site when noSite.
+func pingPongGraph(t testing.TB, n int) *taskgraph.Graph {
+	t.Helper()
+	b := taskgraph.NewBuilder(2)
+	send, recv, bar := b.Name("MPI_Send"), b.Name("MPI_Recv"), b.Name("MPI_Barrier")
+	r0, r1 := b.Rank(0), b.Rank(1)
+	r0.SetInit(0)
+	r1.SetInit(0)
+	const it = 3_000_000
+	for i := range n {
+		base := int64(i) * it
+		r0.AddOp(taskgraph.Op{Name: send, Kind: spec.Send, Start: base + 1_000_000, End: base + 1_000_100, Bytes: 800, Event: int64(2 * i)})
+		r0.SetSite(int64(2*i), 1)
+		r1.AddOp(taskgraph.Op{Name: recv, Kind: spec.Recv, Start: base + 10, End: base + 1_000_200, Bytes: 800, Event: int64(2 * i)})
+		r1.SetSite(int64(2*i), 2)
+	}
+	r0.SetFinalize(int64(n) * it)
+	r1.SetFinalize(int64(n) * it)
+	if err := b.Layout(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		r0.SetSite(int64(2*i+1), 3)
+		r1.SetSite(int64(2*i+1), 4)
+	}
+	for i := range n {
+		base := int64(i) * it
+		if _, err := b.AddCollective(taskgraph.Collective{Name: bar, GID: 1, Members: []int32{0, 1},
+			Parts: []taskgraph.Part{{Rank: 0, At: uint32(i + 1), Start: base + 1_000_100, End: base + 2_000_000, Event: int64(2*i + 1)},
+				{Rank: 1, At: uint32(i + 1), Start: base + 1_000_200, End: base + 2_000_000, Event: int64(2*i + 1)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		if err := r1.AddIncoming(uint32(i), b.OpID(0, uint32(i)), 800); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func siteNames(rank int, site uint32) string {
+	switch {
+	case rank == 0 && site == 1:
+		return "pp.c:10 ping"
+	case rank == 1 && site == 2:
+		return "pp.c:20 pong"
+	case rank == 0 && site == 3:
+		return "pp.c:30 main"
+	}
+	return ""
+}
+
+func TestAttributeSites(t *testing.T) {
+	g := pingPongGraph(t, 50)
+	p, err := Compute(g, fixedModel{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Summarize(g, p, 3)
+	s.Sites = AttributeSites(g, p, 3, siteNames)
+	// The sites' shares add up to the path, as the functions' do.
+	total := 0.0
+	count := 0
+	for _, x := range s.Sites.BySite {
+		total += x.Computation + x.Communication
+		count += x.Count
+	}
+	if d := total - p.Length; d > 1e-6 || d < -1e-6 {
+		t.Errorf("by site sums to %v, path %v", total, p.Length)
+	}
+	if count != p.NumVertices() {
+		t.Errorf("by site counts %d vertices, path has %d", count, p.NumVertices())
+	}
+	sites := map[string]SiteShare{}
+	for _, x := range s.Sites.BySite {
+		sites[x.Label()] = x
+	}
+	if x := sites["pp.c:30 main: MPI_Barrier"]; x.Count != 50 {
+		t.Errorf("barrier site: %+v (all: %+v)", x, s.Sites.BySite)
+	}
+	// Steps are grouped per call-site pair, not repeated per iteration.
+	if len(s.Sites.Steps) != 3 {
+		t.Fatalf("steps: %+v", s.Sites.Steps)
+	}
+	for _, x := range s.Sites.Steps {
+		if strings.Count(x.From+x.To, "pp.c") == 2 && x.Count < 49 {
+			t.Errorf("step group %+v: want one per iteration", x)
+		}
+	}
+	var b bytes.Buffer
+	if err := s.WriteText(&b, Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.MarshalIndent(s.Sites, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, filepath.Join("testdata", "pingpong-sites.txt"), b.String()+"\n"+string(js)+"\n", *updateSites)
+
+	// Without labels every vertex is at the unknown site.
+	u := AttributeSites(g, p, -1, func(int, uint32) string { return "" })
+	for _, x := range u.BySite {
+		if x.Site != UnknownSite && x.Site != "" {
+			t.Errorf("unlabelled: %+v", x)
+		}
+	}
+	if strings.Contains(fmt.Sprint(u.Steps), "pp.c") {
+		t.Errorf("unlabelled steps name a site: %+v", u.Steps)
+	}
+}
+
+// BenchmarkAttributeSites sums a path of 300,000 vertices by call site.
+//
+//	go test ./analysis/critpath -run '^$' -bench AttributeSites
+func BenchmarkAttributeSites(b *testing.B) {
+	g := pingPongGraph(b, 100_000)
+	p, err := Compute(g, fixedModel{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		AttributeSites(g, p, 10, siteNames)
+	}
+	b.ReportMetric(float64(p.NumVertices())*float64(b.N)/b.Elapsed().Seconds(), "vertices/s")
+}
