@@ -80,6 +80,10 @@ type Path struct {
 // one fewer).
 func (p *Path) NumVertices() int { return p.p.Len() }
 
+// Graph returns the graph the path was found in (for measured weights,
+// the retimed copy: same vertices, call sites and edges).
+func (p *Path) Graph() *taskgraph.Graph { return p.g }
+
 // Vertex returns vertex i of the path.
 func (p *Path) Vertex(i int) Vertex { return vertex(p.g, p.w, p.p.Node(i)) }
 

@@ -19,13 +19,17 @@ type StepKey struct {
 	Func int32 // the vertex's MPI function (taskgraph.Graph.Describe's nameIdx)
 	Kind taskgraph.EdgeKind
 	Peer int32 // the rank of the vertex the hop comes from
+	// Site is the vertex's call site (VertexSite; 0 in traces without
+	// call sites), at level SameStep only: ranks intern their call sites
+	// apart, so an id means one place in the program only on its rank.
+	Site uint32
 }
 
 // Levels of likeness of the steps of a path, from the finest: Fold tries
 // them in turn until the folded path is small enough to draw.
 const (
-	// SameStep: same rank, MPI function, kind of hop and rank it comes
-	// from.
+	// SameStep: same rank, MPI function, call site (when recorded), kind
+	// of hop and rank it comes from.
 	SameStep = iota
 	// SameCall: same MPI function and kind of hop, and whether the hop
 	// stays on one rank; the ranks may differ (a path that moves across
@@ -42,14 +46,13 @@ const (
 )
 
 // stepKey is the signature of a step at a level: the vertex on rank rank
-// with MPI function nameIdx, reached by a hop of kind kind from a vertex
-// on rank prev. It is the one place that decides which steps fold
-// together (the call site of the vertex goes here once the graph has
-// them).
-func stepKey(level int, kind taskgraph.EdgeKind, rank, nameIdx, prev int) StepKey {
+// with MPI function nameIdx called at call site site, reached by a hop of
+// kind kind from a vertex on rank prev. It is the one place that decides
+// which steps fold together.
+func stepKey(level int, kind taskgraph.EdgeKind, rank, nameIdx, prev int, site uint32) StepKey {
 	switch level {
 	case SameStep:
-		return StepKey{Rank: int32(rank), Func: int32(nameIdx), Kind: kind, Peer: int32(prev)}
+		return StepKey{Rank: int32(rank), Func: int32(nameIdx), Kind: kind, Peer: int32(prev), Site: site}
 	case SameCall:
 		same := int32(0)
 		if rank == prev {
@@ -60,10 +63,13 @@ func stepKey(level int, kind taskgraph.EdgeKind, rank, nameIdx, prev int) StepKe
 	return StepKey{Func: int32(nameIdx)}
 }
 
-// LevelName says which steps a level folds together.
-func LevelName(level int) string {
-	switch level {
+// Likeness says which steps f folds together.
+func (f *Folded) Likeness() string {
+	switch f.Level {
 	case SameStep:
+		if f.sites {
+			return "same rank, MPI function, call site and hop"
+		}
 		return "same rank, MPI function and hop"
 	case SameCall:
 		return "same MPI function and hop, on any rank"
@@ -86,6 +92,9 @@ type Folded struct {
 	// is then a run of vertices of one MPI function); nil when a step is
 	// a vertex.
 	tok []int32
+	// sites: the steps' call sites told them apart (level SameStep, a
+	// trace with call sites).
+	sites bool
 }
 
 // bigFold is the number of path vertices from which Fold collects garbage
@@ -140,7 +149,8 @@ func Fold(p *Path) *Folded {
 // foldAt folds p at level, with seq (one entry per vertex) to work in.
 func (p *Path) foldAt(level int, seq []uint32) *Folded {
 	f := &Folded{Level: level, p: p}
-	sig := p.signatures(level, seq)
+	sig, sites := p.signatures(level, seq)
+	f.sites = sites
 	if level == Merged {
 		sig, f.tok = merge(sig)
 	}
@@ -168,7 +178,7 @@ func merge(seq []uint32) ([]uint32, []int32) {
 // steps with equal signatures at level. Only SameStep needs a table of the
 // signatures seen; the coarser levels number them from the function's
 // name index.
-func (p *Path) signatures(level int, seq []uint32) []uint32 {
+func (p *Path) signatures(level int, seq []uint32) (_ []uint32, sites bool) {
 	var ids map[StepKey]uint32
 	if level == SameStep {
 		ids = make(map[StepKey]uint32)
@@ -180,7 +190,12 @@ func (p *Path) signatures(level int, seq []uint32) []uint32 {
 		if i > 0 {
 			ek, _, _, _ = p.p.EdgeAt(i - 1)
 		}
-		k := stepKey(level, ek, rank, idx, prev)
+		var site uint32
+		if ids != nil {
+			_, site = VertexSite(p.g, p.p.Node(i))
+			sites = sites || site != 0
+		}
+		k := stepKey(level, ek, rank, idx, prev, site)
 		prev = rank
 		if ids == nil {
 			// Func < len(names)+2, Kind < 256, Peer 0 or 1.
@@ -194,7 +209,7 @@ func (p *Path) signatures(level int, seq []uint32) []uint32 {
 		}
 		seq[i] = id
 	}
-	return seq
+	return seq, sites
 }
 
 // Path returns the folded path.
@@ -293,7 +308,7 @@ type Repetition struct {
 	// is Iterations*BodySteps but when Merged folds several calls of one
 	// function into one step.
 	Vertices int    `json:"vertices"`
-	Likeness string `json:"likeness"` // which steps are alike (LevelName)
+	Likeness string `json:"likeness"` // which steps are alike (Folded.Likeness)
 }
 
 // minRepetitionShare is the share of the path's length or vertices a
@@ -315,7 +330,7 @@ func SummarizeRepetition(f *Folded) *Repetition {
 		}
 		r := &Repetition{Iterations: nd.Count, BodySteps: nd.Period, Start: nd.Start,
 			First: f.StepLabel(nd.Start), Last: f.StepLabel(nd.Start + nd.Period - 1),
-			Weight: f.Weight(nd.Start, nd.End()), Likeness: LevelName(f.Level)}
+			Weight: f.Weight(nd.Start, nd.End()), Likeness: f.Likeness()}
 		first, _ := f.StepVertices(nd.Start)
 		_, end := f.StepVertices(nd.End() - 1)
 		r.Vertices = end - first

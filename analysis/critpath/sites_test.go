@@ -22,6 +22,13 @@ var updateSites = flag.Bool("update", false, "rewrite the golden files under tes
 // site when noSite.
 func pingPongGraph(t testing.TB, n int) *taskgraph.Graph {
 	t.Helper()
+	return pingPongGraphSites(t, n, func(int) uint64 { return 1 })
+}
+
+// pingPongGraphSites is pingPongGraph with rank 0's send of iteration i
+// at site sendSite(i).
+func pingPongGraphSites(t testing.TB, n int, sendSite func(i int) uint64) *taskgraph.Graph {
+	t.Helper()
 	b := taskgraph.NewBuilder(2)
 	send, recv, bar := b.Name("MPI_Send"), b.Name("MPI_Recv"), b.Name("MPI_Barrier")
 	r0, r1 := b.Rank(0), b.Rank(1)
@@ -31,7 +38,7 @@ func pingPongGraph(t testing.TB, n int) *taskgraph.Graph {
 	for i := range n {
 		base := int64(i) * it
 		r0.AddOp(taskgraph.Op{Name: send, Kind: spec.Send, Start: base + 1_000_000, End: base + 1_000_100, Bytes: 800, Event: int64(2 * i)})
-		r0.SetSite(int64(2*i), 1)
+		r0.SetSite(int64(2*i), sendSite(i))
 		r1.AddOp(taskgraph.Op{Name: recv, Kind: spec.Recv, Start: base + 10, End: base + 1_000_200, Bytes: 800, Event: int64(2 * i)})
 		r1.SetSite(int64(2*i), 2)
 	}
@@ -149,4 +156,34 @@ func BenchmarkAttributeSites(b *testing.B) {
 		AttributeSites(g, p, 10, siteNames)
 	}
 	b.ReportMetric(float64(p.NumVertices())*float64(b.N)/b.Elapsed().Seconds(), "vertices/s")
+}
+
+// Folding tells call sites apart: the same ping-pong with rank 0 sending
+// from two call sites in turn repeats a body twice as long, half as often.
+func TestFoldCallSites(t *testing.T) {
+	const n = 40
+	reps := func(g *taskgraph.Graph) *Repetition {
+		t.Helper()
+		p, err := Compute(g, fixedModel{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := Fold(p)
+		if f.Level != SameStep {
+			t.Fatalf("folded at level %d, want SameStep", f.Level)
+		}
+		r := SummarizeRepetition(f)
+		if r == nil {
+			t.Fatal("no repetition")
+		}
+		return r
+	}
+	one := reps(pingPongGraph(t, n))
+	two := reps(pingPongGraphSites(t, n, func(i int) uint64 { return 1 + 4*uint64(i%2) }))
+	if two.BodySteps != 2*one.BodySteps {
+		t.Errorf("body of %d steps with two send sites, %d with one: want twice", two.BodySteps, one.BodySteps)
+	}
+	if d := one.Iterations - 2*two.Iterations; d < 0 || d > 2 {
+		t.Errorf("%d iterations with two send sites, %d with one: want about half", two.Iterations, one.Iterations)
+	}
 }

@@ -42,7 +42,7 @@ func WriteFoldedDOT(w io.Writer, f *critpath.Folded, m critpath.Model, o DOTOpti
 	if o.Unit <= 0 {
 		o.Unit = critpath.Microsecond
 	}
-	fw := &foldWriter{f: f, p: f.Path(), o: &o, d: &drawer{o: &o}}
+	fw := &foldWriter{f: f, p: f.Path(), o: &o, d: &drawer{o: &o, g: f.Path().Graph()}}
 	fw.b = bufio.NewWriter(w)
 	// Per leaf and run: what its steps add up to.
 	fw.sum(f.Nodes, 0)
@@ -146,7 +146,7 @@ func (fw *foldWriter) label(m critpath.Model) string {
 	lines := []string{
 		fmt.Sprintf("critical path: %s, %d vertices", fw.d.time(p.Length), p.NumVertices()),
 		fmt.Sprintf("folded: %d vertices drawn; a cluster is a stretch of the path repeating one body (count x steps), drawn once", len(fw.leafStart)),
-		"steps folded together: " + critpath.LevelName(fw.f.Level),
+		"steps folded together: " + fw.f.Likeness(),
 		"latency model: " + describeModel(m, fw.o.Model),
 		"'mpitrace dot --unfold' draws every vertex",
 	}
@@ -201,7 +201,7 @@ func (fw *foldWriter) leafNode(in string) {
 		} else if v.Rank >= 0 {
 			label += fmt.Sprintf("\nrank %d", v.Rank)
 		}
-		tip := fmt.Sprintf("%s, first at vertex %d of the path (graph vertex v%d)", fw.f.StepLabel(fw.leafStart[k]), start, v.ID)
+		tip := fmt.Sprintf("%s, first at vertex %d of the path (graph vertex v%d)%s", fw.f.StepLabel(fw.leafStart[k]), start, v.ID, fw.d.siteTip(v.ID))
 		if c := fw.leafCount[k]; c > 1 {
 			label += fmt.Sprintf("\n%d x, %s", c, fw.d.time(fw.leafW[k]))
 			tip += fmt.Sprintf("; %d steps, %s in all, %s of the path", c, fw.d.time(fw.leafW[k]), fw.share(fw.leafW[k]))
