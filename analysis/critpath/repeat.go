@@ -19,9 +19,9 @@ type StepKey struct {
 	Func int32 // the vertex's MPI function (taskgraph.Graph.Describe's nameIdx)
 	Kind taskgraph.EdgeKind
 	Peer int32 // the rank of the vertex the hop comes from
-	// Site is the vertex's call site (VertexSite; 0 in traces without
-	// call sites), at level SameStep only: ranks intern their call sites
-	// apart, so an id means one place in the program only on its rank.
+	// Site is the vertex's call site (0 in traces without call sites):
+	// at level SameStep its id in its rank's table (VertexSite), at level
+	// SameCall its number across ranks (programSites).
 	Site uint32
 }
 
@@ -58,7 +58,7 @@ func stepKey(level int, kind taskgraph.EdgeKind, rank, nameIdx, prev int, site u
 		if rank == prev {
 			same = 1
 		}
-		return StepKey{Func: int32(nameIdx), Kind: kind, Peer: same}
+		return StepKey{Func: int32(nameIdx), Kind: kind, Peer: same, Site: site}
 	}
 	return StepKey{Func: int32(nameIdx)}
 }
@@ -72,6 +72,9 @@ func (f *Folded) Likeness() string {
 		}
 		return "same rank, MPI function and hop"
 	case SameCall:
+		if f.sites {
+			return "same MPI function, call site and hop, on any rank"
+		}
 		return "same MPI function and hop, on any rank"
 	case SameFunction:
 		return "same MPI function, on any rank, reached by any hop"
@@ -175,13 +178,20 @@ func merge(seq []uint32) ([]uint32, []int32) {
 }
 
 // signatures fills seq with a small integer per step of p, equal for
-// steps with equal signatures at level. Only SameStep needs a table of the
-// signatures seen; the coarser levels number them from the function's
-// name index.
+// steps with equal signatures at level, and says whether call sites told
+// steps apart. SameStep, and SameCall in a trace with call sites, need a
+// table of the signatures seen; otherwise the signatures are numbered
+// from the function's name index.
 func (p *Path) signatures(level int, seq []uint32) (_ []uint32, sites bool) {
 	var ids map[StepKey]uint32
-	if level == SameStep {
+	var prog *programSites
+	switch level {
+	case SameStep:
 		ids = make(map[StepKey]uint32)
+	case SameCall:
+		if prog = newProgramSites(p.g); prog != nil {
+			ids = make(map[StepKey]uint32)
+		}
 	}
 	prev := -1
 	for i := range seq {
@@ -192,7 +202,11 @@ func (p *Path) signatures(level int, seq []uint32) (_ []uint32, sites bool) {
 		}
 		var site uint32
 		if ids != nil {
-			_, site = VertexSite(p.g, p.p.Node(i))
+			var sr int
+			sr, site = VertexSite(p.g, p.p.Node(i))
+			if prog != nil {
+				site = prog.id(sr, site)
+			}
 			sites = sites || site != 0
 		}
 		k := stepKey(level, ek, rank, idx, prev, site)
@@ -210,6 +224,61 @@ func (p *Path) signatures(level int, seq []uint32) (_ []uint32, sites bool) {
 		seq[i] = id
 	}
 	return seq, sites
+}
+
+// programSites numbers call sites by their place in the program: the
+// object file holding the return address and the offset in that file.
+// Ranks intern their call sites apart, and ASLR loads each rank's objects
+// at its own addresses, but ranks running one binary give one line of it
+// one number here.
+type programSites struct {
+	g      *taskgraph.Graph
+	byRank map[[2]int64]uint32 // (rank, rank's site id) -> number
+	byProg map[progSite]uint32
+}
+
+type progSite struct {
+	path string
+	off  uint64
+}
+
+// newProgramSites returns the numbering of g's call sites, nil when no
+// rank of g has call sites.
+func newProgramSites(g *taskgraph.Graph) *programSites {
+	for _, r := range g.Ranks() {
+		if g.RankSites(r).Len() > 0 {
+			return &programSites{g: g, byRank: map[[2]int64]uint32{}, byProg: map[progSite]uint32{}}
+		}
+	}
+	return nil
+}
+
+// id returns the number of rank's call site site, 0 for 0. A site whose
+// address lies in no recorded mapping is numbered apart.
+func (ps *programSites) id(rank int, site uint32) uint32 {
+	if site == 0 {
+		return 0
+	}
+	rk := [2]int64{int64(rank), int64(site)}
+	if n, ok := ps.byRank[rk]; ok {
+		return n
+	}
+	tab := ps.g.RankSites(rank)
+	addr, _ := tab.Addr(uint64(site))
+	key := progSite{path: "\x00rank " + strconv.Itoa(rank), off: uint64(site)}
+	for _, m := range tab.Mappings() {
+		if addr >= m.Start && addr < m.End {
+			key = progSite{path: m.Path, off: addr - m.Start + m.Offset}
+			break
+		}
+	}
+	n, ok := ps.byProg[key]
+	if !ok {
+		n = uint32(len(ps.byProg)) + 1
+		ps.byProg[key] = n
+	}
+	ps.byRank[rk] = n
+	return n
 }
 
 // Path returns the folded path.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mpitrace/mpitrace/internal/golden"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
 
@@ -32,6 +33,17 @@ func pingPongGraphSites(t testing.TB, n int, sendSite func(i int) uint64) *taskg
 	b := taskgraph.NewBuilder(2)
 	send, recv, bar := b.Name("MPI_Send"), b.Name("MPI_Recv"), b.Name("MPI_Barrier")
 	r0, r1 := b.Rank(0), b.Rank(1)
+	// Both ranks run one binary, loaded at different addresses: site id
+	// k of either rank returns to offset 16k of it.
+	for r, rb := range []*taskgraph.RankBuilder{r0, r1} {
+		var tab tracefmt.Sites
+		base := uint64(0x1000 + 0x4000*r)
+		tab.AddMapping(tracefmt.Mapping{Start: base, End: base + 0x1000, Path: "/pp"})
+		for id := uint64(1); id < 8; id++ {
+			tab.Define(id, base+16*id)
+		}
+		rb.SetSites(&tab)
+	}
 	r0.SetInit(0)
 	r1.SetInit(0)
 	const it = 3_000_000
@@ -185,5 +197,53 @@ func TestFoldCallSites(t *testing.T) {
 	}
 	if d := one.Iterations - 2*two.Iterations; d < 0 || d > 2 {
 		t.Errorf("%d iterations with two send sites, %d with one: want about half", two.Iterations, one.Iterations)
+	}
+}
+
+// MergeSteps: a ping-pong whose rank 0 sends from one of three call sites
+// at random does not fold, and merges into one vertex per call site, the
+// steps and hops of the path each counted once and its weight kept.
+func TestMergeSteps(t *testing.T) {
+	const n = 60
+	x := uint64(12345)
+	sites := make([]uint64, n)
+	for i := range sites {
+		x = x*6364136223846793005 + 1442695040888963407
+		sites[i] = []uint64{1, 5, 6}[x>>62%3]
+	}
+	g := pingPongGraphSites(t, n, func(i int) uint64 { return sites[i] })
+	p, err := Compute(g, fixedModel{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := MergeSteps(p)
+	if s.By != "call site" {
+		t.Errorf("merged by %q", s.By)
+	}
+	want := map[string]bool{}
+	for i := range p.NumVertices() {
+		r, site := VertexSite(g, p.p.Node(i))
+		want[fmt.Sprint(p.Vertex(i).Name, r, site)] = true
+	}
+	if len(s.Nodes) != len(want) {
+		t.Errorf("%d vertices, want one per call site on the path: %d (%v)", len(s.Nodes), len(want), want)
+	}
+	steps, w := 0, 0.0
+	for _, nd := range s.Nodes {
+		steps += nd.Count
+		w += nd.Weight
+	}
+	hops := 0
+	for _, e := range s.Edges {
+		hops += e.Count
+		if e.From < 0 || e.From >= len(s.Nodes) || e.To < 0 || e.To >= len(s.Nodes) {
+			t.Fatalf("edge %+v", e)
+		}
+	}
+	if steps != p.NumVertices() || hops != p.NumVertices()-1 {
+		t.Errorf("%d steps and %d hops, the path has %d vertices", steps, hops, p.NumVertices())
+	}
+	if w < p.Length*0.999999 || w > p.Length*1.000001 {
+		t.Errorf("the steps weigh %g, the path %g", w, p.Length)
 	}
 }

@@ -103,3 +103,30 @@ func TestFoldedGolden(t *testing.T) {
 	checkGraphviz(t, got)
 	golden.Check(t, filepath.Join("testdata", "pingpong20.folded.dot"), got, *update)
 }
+
+// A path merged by call site (here, without call sites: by MPI function
+// and rank) draws a vertex per function and rank, an edge per pair the
+// path hops between, and Graphviz lays it out.
+func TestStepGraphDOT(t *testing.T) {
+	p := pingpong(t, 50)
+	s := critpath.MergeSteps(p)
+	if s.By != "MPI function and rank" {
+		t.Errorf("merged by %q", s.By)
+	}
+	var b bytes.Buffer
+	if err := render.WriteStepGraphDOT(&b, s, testModel{}, render.DOTOptions{Model: testModelName}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	nodes := regexp.MustCompile(`(?m)^\s*n\d+\[`).FindAllString(out, -1)
+	edges := regexp.MustCompile(`(?m)^\s*n\d+->n\d+\[`).FindAllString(out, -1)
+	// MPI_Init, MPI_Comm_rank 0, MPI_Send 0, MPI_Recv 1, MPI_Send 1,
+	// MPI_Recv 0, MPI_Allreduce, MPI_Finalize.
+	if len(nodes) != len(s.Nodes) || len(nodes) > 8 || len(edges) != len(s.Edges) {
+		t.Errorf("%d vertices and %d edges drawn, the merge has %d and %d", len(nodes), len(edges), len(s.Nodes), len(s.Edges))
+	}
+	if !strings.Contains(out, "merged by MPI function and rank") || !strings.Contains(out, "50 x") {
+		t.Errorf("label or counts missing:\n%s", out)
+	}
+	checkGraphviz(t, out)
+}

@@ -234,10 +234,24 @@ func runDot(opts *dotOptions, s *Streams) error {
 	case folded:
 		f := a.folded()
 		drawn = render.FoldedVertices(f)
-		if whole {
-			fmt.Fprintf(s.Err, "mpitrace: the task graph has %d vertices, more than Graphviz lays out (%d): drawing its critical path folded (%d vertices); --unfold draws it whole, --ranks A-B or --window T0:T1 a part of it\n", g.NumNodes(), bigDOTGraph, drawn)
+		how := "folded"
+		// A path that does not repeat one sequence of steps (its
+		// iterations differ) folds little: it is merged by call site.
+		var merged *critpath.StepGraph
+		if drawn > critpath.FoldTarget {
+			if sg := critpath.MergeSteps(path); len(sg.Nodes) < drawn {
+				merged, drawn, how = sg, len(sg.Nodes), "merged by "+sg.By
+			}
 		}
-		err = writeOutputTo(s, opts.Output, func(w io.Writer) error { return render.WriteFoldedDOT(w, f, m, ro) })
+		if whole {
+			fmt.Fprintf(s.Err, "mpitrace: the task graph has %d vertices, more than Graphviz lays out (%d): drawing its critical path %s (%d vertices); --unfold draws it whole, --ranks A-B or --window T0:T1 a part of it\n", g.NumNodes(), bigDOTGraph, how, drawn)
+		}
+		err = writeOutputTo(s, opts.Output, func(w io.Writer) error {
+			if merged != nil {
+				return render.WriteStepGraphDOT(w, merged, m, ro)
+			}
+			return render.WriteFoldedDOT(w, f, m, ro)
+		})
 	default:
 		err = writeOutputTo(s, opts.Output, func(w io.Writer) (err error) {
 			drawn, err = render.WriteDOTCount(w, g, path, m, ro)
@@ -264,7 +278,7 @@ func runDot(opts *dotOptions, s *Streams) error {
 func bigGraphAdvice(folded bool, opts *dotOptions) string {
 	switch {
 	case folded:
-		return "the path does not repeat enough to fold; --ranks A-B or --window T0:T1 draw a part of it"
+		return "the path does not repeat enough to fold, nor merge by call site into fewer; --ranks A-B or --window T0:T1 draw a part of it"
 	case opts.CriticalOnly && opts.Ranks == nil && opts.Window == nil:
 		return "drop --unfold to fold the path's repetitions, or draw a part of it with --ranks A-B or --window T0:T1"
 	case opts.CriticalOnly:

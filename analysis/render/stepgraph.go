@@ -1,0 +1,93 @@
+package render
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+)
+
+// WriteStepGraphDOT writes the critical path merged by call site
+// (critpath.StepGraph): a vertex per call site the path passes through,
+// labelled with its MPI function, call site, ranks, how many steps of the
+// path it stands for and their time; an edge per pair of them the path
+// hops between, labelled with how often and how long, drawn heavier the
+// larger its share of the path. Loops of the program are cycles. The output
+// depends only on the path. The Unit, Model and Sites of o are used.
+func WriteStepGraphDOT(w io.Writer, s *critpath.StepGraph, m critpath.Model, o DOTOptions) error {
+	if o.Unit <= 0 {
+		o.Unit = critpath.Microsecond
+	}
+	p := s.Path()
+	d := &drawer{o: &o, g: p.Graph()}
+	share := func(x float64) string {
+		if p.Length <= 0 {
+			return "0%"
+		}
+		return fmt.Sprintf("%.1f%%", 100*x/p.Length)
+	}
+	b := bufio.NewWriter(w)
+	label := strings.Join([]string{
+		fmt.Sprintf("critical path: %s, %d vertices", d.time(p.Length), p.NumVertices()),
+		fmt.Sprintf("merged by %s: %d vertices drawn; a vertex is every step of the path at one %s, an edge every hop between two (count x, time); cycles are the program's loops", s.By, len(s.Nodes), s.By),
+		"the path does not repeat one sequence of steps, so it is merged rather than folded",
+		"latency model: " + describeModel(m, o.Model),
+		"'mpitrace dot --unfold' draws every vertex",
+	}, "\n")
+	fmt.Fprintf(b, "digraph critpath {\n")
+	fmt.Fprintf(b, "\tlabel=%q;labelloc=\"t\";\n", label)
+	fmt.Fprintf(b, "\tnode[color=%q];edge[color=%q];\n", CriticalColor, CriticalColor)
+	for i := range s.Nodes {
+		nd := &s.Nodes[i]
+		shape := "box"
+		v := p.Vertex(nd.First)
+		switch v.Kind {
+		case taskgraph.KindCollective:
+			shape = "hexagon"
+		case taskgraph.KindInit, taskgraph.KindFinalize:
+			shape = "ellipse"
+		}
+		lines := []string{nd.Name}
+		if o.Sites != nil {
+			if r, site := s.Site(i); site != 0 {
+				if l := o.Sites(r, site); l != "" {
+					lines = append(lines, l)
+				}
+			}
+		}
+		switch {
+		case nd.Rank < 0:
+		case nd.Rank == nd.RankHi:
+			lines = append(lines, fmt.Sprintf("rank %d", nd.Rank))
+		default:
+			lines = append(lines, fmt.Sprintf("ranks %d-%d", nd.Rank, nd.RankHi))
+		}
+		lines = append(lines, fmt.Sprintf("%d x, %s (%s)", nd.Count, d.time(nd.Weight), share(nd.Weight)))
+		tip := fmt.Sprintf("%s: %d steps of the path, first at vertex %d (graph vertex v%d), %s in all%s",
+			nd.Name, nd.Count, nd.First, v.ID, d.time(nd.Weight), d.siteTip(v.ID))
+		fmt.Fprintf(b, "\tn%d[id=\"n%d\",label=%q,shape=%q,penwidth=%q,tooltip=%q];\n", i, i, strings.Join(lines, "\n"), shape, weightPen(nd.Weight, p.Length), tip)
+	}
+	for i := range s.Edges {
+		e := &s.Edges[i]
+		l := fmt.Sprintf("%d x, %s", e.Count, d.time(e.Weight))
+		attrs := ""
+		if e.Kind == taskgraph.Message {
+			l += fmt.Sprintf("\n(%d)", e.Bytes)
+			attrs = ",style=\"dashed\""
+		}
+		fmt.Fprintf(b, "\tn%d->n%d[id=\"%s_%d\",label=%q,penwidth=%q%s];\n", e.From, e.To, e.Kind, i, l, weightPen(e.Weight, p.Length), attrs)
+	}
+	fmt.Fprintf(b, "}\n")
+	return b.Flush()
+}
+
+// weightPen is a pen width from 1 to 6 by share of the path.
+func weightPen(w, total float64) string {
+	if total <= 0 || w <= 0 {
+		return "1"
+	}
+	return formatNum(1 + 5*min(w/total, 1))
+}
