@@ -54,14 +54,15 @@ func chromeContent(t *testing.T, data []byte, noPath bool, size int) []string {
 
 // checkSameContent exports dir with and without --critical=false (and
 // args) and checks that the files pass checkChrome and show the same
-// slices and flows, the path apart.
+// slices and flows, the path apart: the path's marks and track are all
+// the default mode adds.
 func checkSameContent(t *testing.T, name, dir string, size int, args ...string) {
 	t.Helper()
 	want := chromeContent(t, exportOf(t, dir, args...), true, size)
 	data := exportOf(t, dir, append(args, "--critical=false")...)
 	got := chromeContent(t, data, false, size)
 	if !slices.Equal(got, want) {
-		t.Errorf("%s %v: the streamed export differs from the graph's:\n%s", name, args, lineDiff(want, got))
+		t.Errorf("%s %v: --critical=false differs from the default, the path apart:\n%s", name, args, lineDiff(want, got))
 	}
 	if strings.Contains(string(data), `"critical"`) {
 		t.Errorf("%s %v: --critical=false marks a path", name, args)
@@ -91,7 +92,7 @@ func lineDiff(want, got []string) string {
 }
 
 // TestExportStream: --critical=false writes the same slices, names and
-// flows as the graph-based export (the path apart), on the export's own
+// flows as the default export (the path apart), on the export's own
 // trace with its cuts, on the stored traces, and on generated ones.
 func TestExportStream(t *testing.T) {
 	dir := exportTrace(t)
