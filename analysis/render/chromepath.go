@@ -15,21 +15,22 @@ import (
 // per rank, the indices in its event stream of the calls on the path, and
 // the path's steps for its track. It holds no reference to the task graph
 // it was taken from, so that the graph can be released before the trace
-// is written: 8 bytes per call on the path and a few tens per step.
+// is written: 8 bytes per call on the path and 40 per step.
 type ChromePath struct {
 	events map[int][]int64 // by rank, sorted
 	length float64         // ns
 	steps  []pathStep
+	names  []string // the steps' names, by index
 }
 
-// pathStep is a slice of the path's track.
+// pathStep is a slice of the path's track. Its strings are indices in
+// ChromePath.names.
 type pathStep struct {
-	kind       stepKind
-	weight     float64
-	name, a, b string // vertex: its name and model; hop: the from and to functions
-	from, to   int    // hop: the ranks (compute: from)
-	n          int64  // vertex: its procs; message: its bytes
-	bytes      int64  // vertex: its bytes
+	weight   float64
+	n        int64  // vertex and message: the bytes
+	a, b     uint32 // vertex: its name and model; hop: the from and to functions
+	from, to int32  // vertex: its procs; hop: the ranks (compute: from)
+	kind     stepKind
 }
 
 type stepKind uint8
@@ -48,6 +49,27 @@ func NewChromePath(g *taskgraph.Graph, p *critpath.Path) *ChromePath {
 	cp := &ChromePath{events: map[int][]int64{}, length: p.Length}
 	colls := map[int][]taskgraph.NodeID{} // by rank: the collectives the path enters or leaves on it
 	nv := p.NumVertices()
+	// The steps are counted first, to be allocated once at their size.
+	n := 0
+	for i := range nv {
+		if p.Vertex(i).Weight > 0 {
+			n++
+		}
+		if i < nv-1 && p.Hop(i).Weight > 0 {
+			n++
+		}
+	}
+	cp.steps = make([]pathStep, 0, n)
+	index := map[string]uint32{}
+	name := func(s string) uint32 {
+		i, ok := index[s]
+		if !ok {
+			i = uint32(len(cp.names))
+			index[s] = i
+			cp.names = append(cp.names, s)
+		}
+		return i
+	}
 	for i := range nv {
 		x := p.Vertex(i)
 		if g.Kind(x.ID) == taskgraph.KindOp {
@@ -55,7 +77,7 @@ func NewChromePath(g *taskgraph.Graph, p *critpath.Path) *ChromePath {
 			cp.events[r] = append(cp.events[r], g.OpEvent(x.ID))
 		}
 		if x.Weight > 0 {
-			cp.steps = append(cp.steps, pathStep{kind: stepVertex, weight: x.Weight, name: x.Name, a: x.Model, n: int64(x.Procs), bytes: x.Bytes})
+			cp.steps = append(cp.steps, pathStep{kind: stepVertex, weight: x.Weight, a: name(x.Name), b: name(x.Model), from: int32(x.Procs), n: x.Bytes})
 		}
 		if i == nv-1 {
 			break
@@ -70,11 +92,11 @@ func NewChromePath(g *taskgraph.Graph, p *critpath.Path) *ChromePath {
 			continue
 		}
 		if h.Kind == taskgraph.Message {
-			cp.steps = append(cp.steps, pathStep{kind: stepMessage, weight: h.Weight, a: g.Name(h.From), b: g.Name(h.To),
-				from: g.Rank(h.From), to: g.Rank(h.To), n: h.Bytes})
+			cp.steps = append(cp.steps, pathStep{kind: stepMessage, weight: h.Weight, a: name(g.Name(h.From)), b: name(g.Name(h.To)),
+				from: int32(g.Rank(h.From)), to: int32(g.Rank(h.To)), n: h.Bytes})
 			continue
 		}
-		cp.steps = append(cp.steps, pathStep{kind: stepCompute, weight: h.Weight, a: g.Name(h.From), b: g.Name(h.To), from: h.Rank})
+		cp.steps = append(cp.steps, pathStep{kind: stepCompute, weight: h.Weight, a: name(g.Name(h.From)), b: name(g.Name(h.To)), from: int32(h.Rank)})
 	}
 	for r, vs := range colls {
 		slices.Sort(vs)
@@ -109,14 +131,14 @@ func (c *chromeWriter) criticalTrack(cp *ChromePath, pid int, t0 int64) {
 		var args []chromeArg
 		switch s.kind {
 		case stepVertex:
-			name = s.name
-			args = []chromeArg{{key: "model", s: s.a, isS: true}, {key: "procs", n: s.n}, {key: "bytes", n: s.bytes}}
+			name = cp.names[s.a]
+			args = []chromeArg{{key: "model", s: cp.names[s.b], isS: true}, {key: "procs", n: int64(s.from)}, {key: "bytes", n: s.n}}
 		case stepMessage:
 			name = fmt.Sprintf("message %d→%d", s.from, s.to)
-			args = []chromeArg{{key: "bytes", n: s.n}, {key: "from", s: s.a, isS: true}, {key: "to", s: s.b, isS: true}}
+			args = []chromeArg{{key: "bytes", n: s.n}, {key: "from", s: cp.names[s.a], isS: true}, {key: "to", s: cp.names[s.b], isS: true}}
 		default:
-			name = "compute on rank " + strconv.Itoa(s.from)
-			args = []chromeArg{{key: "from", s: s.a, isS: true}, {key: "rank", n: int64(s.from)}, {key: "to", s: s.b, isS: true}}
+			name = "compute on rank " + strconv.Itoa(int(s.from))
+			args = []chromeArg{{key: "from", s: cp.names[s.a], isS: true}, {key: "rank", n: int64(s.from)}, {key: "to", s: cp.names[s.b], isS: true}}
 		}
 		from := int64(math.Round(at))
 		at += s.weight
