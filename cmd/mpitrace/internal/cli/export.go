@@ -12,6 +12,7 @@ import (
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/render"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
@@ -137,6 +138,9 @@ func exportPath(t *tracefmt.Trace, model string, s *Streams) (_ *render.ChromePa
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if exportGraphBuilt != nil {
+		exportGraphBuilt(a.graph)
+	}
 	var path *render.ChromePath
 	if a.path != nil {
 		path = render.NewChromePath(a.graph, a.path)
@@ -151,6 +155,10 @@ func exportPath(t *tracefmt.Trace, model string, s *Streams) (_ *render.ChromePa
 	debug.FreeOSMemory()
 	return path, diags, pathErr, nil
 }
+
+// exportGraphBuilt, when not nil, is shown the graph exportPath builds
+// (for the test that it is released).
+var exportGraphBuilt func(*taskgraph.Graph)
 
 // openRankOf returns what opens the ranks of t for the render package;
 // with diags, each reader's diagnostics are added to diags when it is

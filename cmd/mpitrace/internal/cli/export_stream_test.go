@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"weak"
 
 	"github.com/mpitrace/mpitrace/analysis/render"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
@@ -181,4 +183,31 @@ func maxU(a, b uint64) uint64 {
 		return a
 	}
 	return b
+}
+
+// TestExportPathReleasesGraph: the default export keeps of the task
+// graph only the path (render.ChromePath): once exportPath returns, the
+// graph it built is unreachable (a weak pointer to it is cleared by a
+// collection), and the file is written without it.
+func TestExportPathReleasesGraph(t *testing.T) {
+	dir := exportTrace(t)
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg weak.Pointer[taskgraph.Graph]
+	exportGraphBuilt = func(g *taskgraph.Graph) { wg = weak.Make(g) }
+	defer func() { exportGraphBuilt = nil }()
+	cp, _, pathErr, err := exportPath(tr, "", &Streams{Out: io.Discard, Err: io.Discard})
+	if err != nil || pathErr != nil || cp == nil {
+		t.Fatalf("exportPath: %v, %v", err, pathErr)
+	}
+	runtime.GC()
+	if wg.Value() != nil {
+		t.Errorf("the task graph is still reachable after exportPath")
+	}
+	if len(cp.Events(0)) == 0 {
+		t.Errorf("no call of rank 0 on the path")
+	}
+	runtime.KeepAlive(cp)
 }
