@@ -11,16 +11,21 @@ import (
 	"strconv"
 
 	"github.com/mpitrace/mpitrace/reconstruct"
-	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
 
 // StreamOptions are the options of StreamChrome.
 type StreamOptions struct {
-	// Ranks and Window cut the output as in ChromeOptions.
-	Ranks  RankSet
+	// Ranks, when not nil, keeps only these ranks' tracks.
+	Ranks RankSet
+	// Window, when not nil, keeps only the slices that start within it,
+	// on each rank's own clock from the end of its MPI_Init (as in
+	// DOTOptions).
 	Window *Window
+	// Path, when not nil, is the critical path to mark: its calls get
+	// args.critical and its steps a track of their own (pid Size).
+	Path *ChromePath
 	// Size is the world's size; Logged the ranks with a log, in order.
 	Size   int
 	Logged []int
@@ -36,9 +41,16 @@ type StreamOptions struct {
 	Progress func(events int64)
 }
 
-// StreamChrome writes what WriteChrome writes, without the critical path,
-// from the ranks' streams alone, in memory independent of the trace's
-// length (docs/cli.md, 'mpitrace export --critical=false'):
+// StreamChrome writes a trace in the Chrome trace-event JSON format that
+// Perfetto UI and chrome://tracing open (docs/cli.md, 'mpitrace
+// export'): a track per rank (pid) and recorder thread (tid) holding each
+// MPI call as a complete slice, the loops, iterations, regions, kernels,
+// copies and sections recorded around them as enclosing slices, a flow
+// per matched message (from the send's slice to the slice that completed
+// the receive) and per collective member (from its slice to the last
+// member to arrive's), and, with o.Path, the critical path marked. It
+// reads the ranks' streams alone, in memory independent of the trace's
+// length (o.Path apart):
 //
 //   - a first pass reads each rank in turn for its clock offset, the end
 //     of its MPI_Init and the ends of its spans, which go to a temporary
@@ -52,9 +64,8 @@ type StreamOptions struct {
 //
 // What it keeps is a read buffer per rank, the spans open on each thread,
 // and the Linker's messages, receives, requests and collective instances
-// in flight. The slices, flows and their arguments are WriteChrome's; the
-// file differs in the order of its events (merged by time rather than
-// rank after rank) and in the flows' ids. Same input, same bytes.
+// in flight. The events are in the merged order, the flows numbered in
+// the order they complete: same input, same bytes.
 func StreamChrome(w io.Writer, o StreamOptions) error {
 	if o.Open == nil {
 		return fmt.Errorf("internal error: render: StreamChrome without Open")
@@ -68,8 +79,7 @@ func StreamChrome(w io.Writer, o StreamOptions) error {
 	}
 	defer os.RemoveAll(tmp)
 	s := &streamer{o: o, ranks: make([]*streamRank, len(o.Logged))}
-	s.cw = &chromeWriter{o: ChromeOptions{Ranks: o.Ranks, Window: o.Window, Offsets: map[int]int64{}},
-		w: bufio.NewWriterSize(w, 1<<16)}
+	s.cw = &chromeWriter{ranks: o.Ranks, window: o.Window, offsets: map[int]int64{}, w: bufio.NewWriterSize(w, 1<<16)}
 	origins := map[int]int64{}
 	s.cw.origin = func(r int) int64 { return origins[r] }
 	defer func() {
@@ -85,7 +95,7 @@ func StreamChrome(w io.Writer, o StreamOptions) error {
 			return err
 		}
 		s.ranks[i] = sr
-		s.cw.o.Offsets[r], origins[r] = sr.off, sr.origin
+		s.cw.offsets[r], origins[r] = sr.off, sr.origin
 	}
 	s.cw.raw(`{"displayTimeUnit":"ns","traceEvents":[`)
 	for _, sr := range s.ranks {
@@ -95,6 +105,17 @@ func StreamChrome(w io.Writer, o StreamOptions) error {
 	}
 	if err := s.merge(); err != nil {
 		return err
+	}
+	if o.Path != nil {
+		// The track starts at the earliest end of MPI_Init on the common
+		// clock.
+		t0 := int64(0)
+		for i, sr := range s.ranks {
+			if t := sr.origin + sr.off; i == 0 || t < t0 {
+				t0 = t
+			}
+		}
+		s.cw.criticalTrack(o.Path, o.Size, t0)
 	}
 	s.cw.raw("\n]}\n")
 	return s.cw.w.Flush()
@@ -122,7 +143,8 @@ type streamRank struct {
 	ends    *os.File // the span ends, 8 bytes each in begin order
 	endsR   *bufio.Reader
 	nSpans  int64
-	read    int64 // span ends read
+	read    int64   // span ends read
+	path    []int64 // the indices of its events on the critical path, from the current one on
 	err     error
 }
 
@@ -244,8 +266,13 @@ func (sr *streamRank) nextSpanEnd() int64 {
 	return int64(binary.LittleEndian.Uint64(b[:]))
 }
 
-// onPathAny: no path in a stream (eventSource).
-func (sr *streamRank) onPathAny(int, []taskgraph.NodeID) bool { return false }
+// onPath reports whether the current event is on the critical path.
+func (sr *streamRank) onPath() bool {
+	for len(sr.path) > 0 && sr.path[0] < sr.idx {
+		sr.path = sr.path[1:]
+	}
+	return len(sr.path) > 0 && sr.path[0] == sr.idx
+}
 
 // rankHeap orders the ranks by the start of their current event on the
 // common clock, then by rank.
@@ -289,6 +316,9 @@ func (s *streamer) merge() error {
 		}
 		sr.src, sr.closeFn, sr.strs, sr.idx = src, closeSrc, src.Strings(), -1
 		sr.rl = l.Rank(sr.rank, sr.strs)
+		if s.o.Path != nil {
+			sr.path = s.o.Path.Events(sr.rank)
+		}
 		if sr.advance() {
 			h = append(h, sr)
 		} else if sr.err != nil {
@@ -329,7 +359,7 @@ func (s *streamer) event(sr *streamRank, ev *tracefmt.Event) {
 		sr.threads[ev.Thread] = true
 		c.names(r, ev.Thread, "thread "+strconv.Itoa(ev.Thread), ev.Thread)
 	}
-	mid, kept := c.writeEvent(r, sr.off, sr.strs, ev, sr, nil)
+	mid, kept := c.writeEvent(sr, ev)
 	sr.rl.Event(ev, reconstruct.Endpoint{Rank: r, Thread: ev.Thread, Event: sr.idx, At: mid, Start: ev.Start + sr.off, Keep: kept})
 }
 
@@ -356,8 +386,11 @@ func (s *streamer) collective(ms []reconstruct.Endpoint, last int) {
 	}
 }
 
-// spanSpill pairs a rank's span begins and ends as SpanEnds does and
-// writes the ends to a file in begin order, 8 bytes each: the last
+// spanSpill pairs a rank's span begins and ends and writes the ends to a
+// file in begin order, 8 bytes each (-1: a span never closed). An end
+// closes the innermost open span of its thread when that span is of its
+// begin's kind (End kinds follow their Begin kinds); any other end does
+// not nest and is ignored (the validator reports both). The last
 // spanWindow spans begun stay in memory until their slot is written; a
 // span still open when its slot is written (a loop around much of the
 // run) is patched in place at its end.

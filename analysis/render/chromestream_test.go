@@ -11,7 +11,28 @@ import (
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
 
-// TestSpanSpill: the spilled span ends are SpanEnds' in begin order, with
+// spanEnds pairs spans in memory, the straightforward way: the oracle of
+// spanSpill.
+type spanEnds struct {
+	ends []int64 // by begin: the end, or -1
+	open map[int][]spanOpen
+}
+
+func (s *spanEnds) Event(ev *tracefmt.Event) {
+	switch k := ev.Kind; {
+	case spanBegin(k):
+		s.open[ev.Thread] = append(s.open[ev.Thread], spanOpen{k, len(s.ends)})
+		s.ends = append(s.ends, -1)
+	case spanEnd(k):
+		st := s.open[ev.Thread]
+		if n := len(st); n > 0 && st[n-1].kind == k-1 {
+			s.ends[st[n-1].i] = ev.Start
+			s.open[ev.Thread] = st[:n-1]
+		}
+	}
+}
+
+// TestSpanSpill: the spilled span ends are those paired in memory, in begin order, with
 // spans open across many spills (patched in place), on several threads,
 // with ends that do not nest (ignored) and spans never closed.
 func TestSpanSpill(t *testing.T) {
@@ -21,7 +42,7 @@ func TestSpanSpill(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	spill, want := newSpanSpill(f), NewSpanEnds()
+	spill, want := newSpanSpill(f), &spanEnds{open: map[int][]spanOpen{}}
 	kinds := []spec.Kind{spec.LoopBegin, spec.IterBegin, spec.RegionBegin, spec.KernelBegin, spec.CopyBegin, spec.SectionBegin}
 	depth := map[int][]spec.Kind{}
 	var ev tracefmt.Event

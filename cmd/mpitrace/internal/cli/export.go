@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"slices"
-	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/render"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
@@ -20,8 +21,9 @@ type exportOptions struct {
 	Format string
 	Output string
 	Model  string
-	// Critical marks the critical path; without, the export streams in
-	// bounded memory.
+	// Critical marks the critical path (the task graph is built first, as
+	// by critpath); without, the export needs memory independent of the
+	// trace's length.
 	Critical bool
 	cutFlags
 	traceFlags
@@ -50,9 +52,11 @@ open. In the file:
     size) lays the path out step after step from MPI_Init, each slice as
     long as its share of the path's length.
 
-The critical path needs the task graph in memory (about 90 bytes per
-event). --critical=false leaves the path out and streams: the ranks are
-read merged by time and the messages matched as they go, in memory that
+The file is written streaming: the ranks are read merged by time and the
+messages matched as they go. The critical path is found first, as
+'mpitrace critpath' finds it, in the task graph (about 60 bytes per
+event, what critpath needs); only the path is kept to write the file.
+--critical=false leaves the path out and skips the graph: memory that
 does not grow with the trace's length (a 100-million-event trace fits in
 the memory of a small one). To cut a big trace:
   --ranks LIST      only these ranks (N, A-B, or a list: 0,2-3)
@@ -74,7 +78,7 @@ Diagnostics go to stderr; the exit status is 1 when the trace has errors,
 	f.StringVar(&opts.Format, "format", "chrome", "output `format`: chrome (trace-event JSON for Perfetto UI and chrome://tracing)")
 	opts.cutFlags.add(f, "export", "slices")
 	f.StringVar(&opts.Model, "model", "", "latency model `file` for the critical path (default: the embedded model)")
-	f.BoolVar(&opts.Critical, "critical", true, "mark the critical path (needs the task graph in memory); --critical=false streams the trace in memory independent of its length")
+	f.BoolVar(&opts.Critical, "critical", true, "mark the critical path (builds the task graph first, as critpath does); --critical=false needs memory independent of the trace's length")
 	outputFlag(f, &opts.Output, "", "write the JSON to `file` ('-': stdout)")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
 	return cmd
@@ -94,38 +98,6 @@ func (o *exportOptions) parse(cmd *cobra.Command) error {
 	return o.cutFlags.parse(cmd)
 }
 
-// exportPass1 collects, while the trace is read for the task graph, what
-// the export needs of each rank's events besides: its clock offset
-// (render.ClockOffset) and its spans paired.
-type exportPass1 struct {
-	mu    sync.Mutex
-	offs  map[int]*render.ClockOffset
-	spans map[int]*render.SpanEnds
-}
-
-func (c *exportPass1) observe(h *tracefmt.Header, _ *tracefmt.Strings, _ string) func(*tracefmt.Event) {
-	spans, co := render.NewSpanEnds(), &render.ClockOffset{}
-	c.mu.Lock()
-	c.spans[h.Rank], c.offs[h.Rank] = spans, co
-	c.mu.Unlock()
-	return func(ev *tracefmt.Event) {
-		spans.Event(ev)
-		co.Event(ev)
-	}
-}
-
-// offsets returns the ranks' clock offsets (those without a clock
-// synchronisation left out: 0).
-func (c *exportPass1) offsets() map[int]int64 {
-	m := map[int]int64{}
-	for r, co := range c.offs {
-		if off, ok := co.Offset(); ok {
-			m[r] = off
-		}
-	}
-	return m
-}
-
 func runExport(opts *exportOptions, s *Streams) error {
 	t, err := openTrace(opts.Dir, s)
 	if err != nil {
@@ -135,34 +107,58 @@ func runExport(opts *exportOptions, s *Streams) error {
 		return err
 	}
 	if !opts.Critical {
-		return streamExport(t, opts, s)
+		return streamExport(t, opts, s, nil, nil)
 	}
-	pass1 := &exportPass1{offs: map[int]*render.ClockOffset{}, spans: map[int]*render.SpanEnds{}}
-	a, err := analyzeSpans(t, opts.Model, s, pass1.observe, false)
+	path, diags, pathErr, err := exportPath(t, opts.Model, s)
 	if err != nil {
 		return err
 	}
 	// A trace without a path (no MPI operation, or a cycle from
 	// inconsistent data) is still worth seeing: it is exported without
 	// one, and a cycle fails the command after.
-	path := a.path
-	if a.pathErr != nil && !errors.Is(a.pathErr, critpath.ErrEmpty) {
-		fmt.Fprintf(s.Err, "mpitrace: no critical path (exported without one): %v\n", a.pathErr)
+	if pathErr != nil {
+		fmt.Fprintf(s.Err, "mpitrace: no critical path (exported without one): %v\n", pathErr)
 	}
-	ro := render.ChromeOptions{Ranks: opts.Ranks, Window: opts.Window, Offsets: pass1.offsets(), Spans: pass1.spans,
-		Open: openRankOf(t, nil)}
-	err = writeOutputTo(s, opts.Output, func(w io.Writer) error { return render.WriteChrome(w, a.graph, path, ro) })
-	if err != nil {
+	if err := streamExport(t, opts, s, path, diags); err != nil {
 		return err
 	}
-	if err := reportDiagnostics(s, a.diags, &opts.traceFlags); err != nil {
-		return err
-	}
-	if a.pathErr != nil && !errors.Is(a.pathErr, critpath.ErrEmpty) {
-		return fmt.Errorf("no critical path (the timeline is written without one): %w", a.pathErr)
+	if pathErr != nil {
+		return fmt.Errorf("no critical path (the timeline is written without one): %w", pathErr)
 	}
 	return nil
 }
+
+// exportPath computes the critical path as critpath does (the task graph
+// and the path of the same model) and returns what the export needs of
+// it (nil without a path: pathErr says why, nil for a trace without MPI
+// operations) and reconstruction's diagnostics. The graph is released
+// before it returns: the export then needs no more memory than critpath.
+func exportPath(t *tracefmt.Trace, model string, s *Streams) (_ *render.ChromePath, _ *tracefmt.Diagnostics, pathErr error, _ error) {
+	a, err := analyzeSpans(t, model, s, nil, false)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if exportGraphBuilt != nil {
+		exportGraphBuilt(a.graph)
+	}
+	var path *render.ChromePath
+	if a.path != nil {
+		path = render.NewChromePath(a.graph, a.path)
+	}
+	diags := a.diags
+	if a.pathErr != nil && !errors.Is(a.pathErr, critpath.ErrEmpty) {
+		pathErr = a.pathErr
+	}
+	// The graph is unreachable from here on; give its memory back before
+	// the stream's buffers are allocated.
+	a = nil
+	debug.FreeOSMemory()
+	return path, diags, pathErr, nil
+}
+
+// exportGraphBuilt, when not nil, is shown the graph exportPath builds
+// (for the test that it is released).
+var exportGraphBuilt func(*taskgraph.Graph)
 
 // openRankOf returns what opens the ranks of t for the render package;
 // with diags, each reader's diagnostics are added to diags when it is
@@ -183,46 +179,54 @@ func openRankOf(t *tracefmt.Trace, diags *tracefmt.Diagnostics) func(r int) (tra
 	}
 }
 
-// streamExport is export --critical=false: render.StreamChrome, in
-// memory independent of the trace's length. Its diagnostics are those of
+// streamExport writes the file with render.StreamChrome, marking path
+// when not nil. With diags (the default mode), those are the diagnostics
+// reported: reconstruction's, of the pass that computed the path.
+// Without (--critical=false: the graph is not built), they are those of
 // reading the trace and of tracefmt.Validator's checks of each rank's
-// events (in the first pass), not reconstruction's: the graph is not
-// built.
-func streamExport(t *tracefmt.Trace, opts *exportOptions, s *Streams) error {
+// events (in the first pass).
+func streamExport(t *tracefmt.Trace, opts *exportOptions, s *Streams, path *render.ChromePath, diags *tracefmt.Diagnostics) error {
 	var ranks []int
 	for _, f := range t.Files {
 		ranks = append(ranks, f.Header.Rank)
 	}
 	slices.Sort(ranks)
-	diags := &tracefmt.Diagnostics{}
+	so := render.StreamOptions{Ranks: opts.Ranks, Window: opts.Window, Size: t.Size, Logged: ranks, Path: path}
+	if diags != nil {
+		so.Open = openRankOf(t, nil)
+		if err := writeOutputTo(s, opts.Output, func(w io.Writer) error { return render.StreamChrome(w, so) }); err != nil {
+			return err
+		}
+		return reportDiagnostics(s, diags, &opts.traceFlags)
+	}
+	diags = &tracefmt.Diagnostics{}
 	diags.Merge(t.Diagnostics())
 	var readDiags, checkDiags tracefmt.Diagnostics
 	opened := map[int]bool{}
-	so := render.StreamOptions{Ranks: opts.Ranks, Window: opts.Window, Size: t.Size, Logged: ranks,
-		Open: func(r int) (tracefmt.Source, func() error, error) {
-			if opened[r] {
-				// The second pass's readers report the damage.
-				return openRankOf(t, &readDiags)(r)
-			}
-			opened[r] = true
-			rr, err := t.OpenRank(r)
-			if err != nil {
-				return nil, nil, err
-			}
-			file := ""
-			if f, ok := t.Rank(r); ok {
-				file = f.Path
-			}
-			vs := &validatingSource{RankReader: rr, v: tracefmt.NewValidator(rr.Header(), rr.Strings(), file)}
-			return vs, func() error {
-				for _, d := range vs.v.Finish().All() {
-					if streamCodes[d.Code] {
-						checkDiags.Add(d)
-					}
+	so.Open = func(r int) (tracefmt.Source, func() error, error) {
+		if opened[r] {
+			// The second pass's readers report the damage.
+			return openRankOf(t, &readDiags)(r)
+		}
+		opened[r] = true
+		rr, err := t.OpenRank(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		file := ""
+		if f, ok := t.Rank(r); ok {
+			file = f.Path
+		}
+		vs := &validatingSource{RankReader: rr, v: tracefmt.NewValidator(rr.Header(), rr.Strings(), file)}
+		return vs, func() error {
+			for _, d := range vs.v.Finish().All() {
+				if streamCodes[d.Code] {
+					checkDiags.Add(d)
 				}
-				return rr.Close()
-			}, nil
-		}}
+			}
+			return rr.Close()
+		}, nil
+	}
 	if err := writeOutputTo(s, opts.Output, func(w io.Writer) error { return render.StreamChrome(w, so) }); err != nil {
 		return err
 	}

@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"weak"
 
 	"github.com/mpitrace/mpitrace/analysis/render"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
@@ -54,14 +56,15 @@ func chromeContent(t *testing.T, data []byte, noPath bool, size int) []string {
 
 // checkSameContent exports dir with and without --critical=false (and
 // args) and checks that the files pass checkChrome and show the same
-// slices and flows, the path apart.
+// slices and flows, the path apart: the path's marks and track are all
+// the default mode adds.
 func checkSameContent(t *testing.T, name, dir string, size int, args ...string) {
 	t.Helper()
 	want := chromeContent(t, exportOf(t, dir, args...), true, size)
 	data := exportOf(t, dir, append(args, "--critical=false")...)
 	got := chromeContent(t, data, false, size)
 	if !slices.Equal(got, want) {
-		t.Errorf("%s %v: the streamed export differs from the graph's:\n%s", name, args, lineDiff(want, got))
+		t.Errorf("%s %v: --critical=false differs from the default, the path apart:\n%s", name, args, lineDiff(want, got))
 	}
 	if strings.Contains(string(data), `"critical"`) {
 		t.Errorf("%s %v: --critical=false marks a path", name, args)
@@ -91,7 +94,7 @@ func lineDiff(want, got []string) string {
 }
 
 // TestExportStream: --critical=false writes the same slices, names and
-// flows as the graph-based export (the path apart), on the export's own
+// flows as the default export (the path apart), on the export's own
 // trace with its cuts, on the stored traces, and on generated ones.
 func TestExportStream(t *testing.T) {
 	dir := exportTrace(t)
@@ -180,4 +183,31 @@ func maxU(a, b uint64) uint64 {
 		return a
 	}
 	return b
+}
+
+// TestExportPathReleasesGraph: the default export keeps of the task
+// graph only the path (render.ChromePath): once exportPath returns, the
+// graph it built is unreachable (a weak pointer to it is cleared by a
+// collection), and the file is written without it.
+func TestExportPathReleasesGraph(t *testing.T) {
+	dir := exportTrace(t)
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg weak.Pointer[taskgraph.Graph]
+	exportGraphBuilt = func(g *taskgraph.Graph) { wg = weak.Make(g) }
+	defer func() { exportGraphBuilt = nil }()
+	cp, _, pathErr, err := exportPath(tr, "", &Streams{Out: io.Discard, Err: io.Discard})
+	if err != nil || pathErr != nil || cp == nil {
+		t.Fatalf("exportPath: %v, %v", err, pathErr)
+	}
+	runtime.GC()
+	if wg.Value() != nil {
+		t.Errorf("the task graph is still reachable after exportPath")
+	}
+	if len(cp.Events(0)) == 0 {
+		t.Errorf("no call of rank 0 on the path")
+	}
+	runtime.KeepAlive(cp)
 }

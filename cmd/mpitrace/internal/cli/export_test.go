@@ -361,7 +361,7 @@ func TestExportBadInput(t *testing.T) {
 }
 
 // FuzzExport damages a rank file of exportTrace (a flipped byte, a cut)
-// and exports it, with the graph and streamed (--critical=false): never a
+// and exports it, with the critical path and without (--critical=false): never a
 // panic, a documented exit status, and when the export succeeds, a file
 // that passes checkChrome.
 func FuzzExport(f *testing.F) {
@@ -405,27 +405,88 @@ func FuzzExport(f *testing.F) {
 	})
 }
 
-// WriteChrome without the spans paired during the first pass pairs them
-// itself (one more read of each rank) and writes the same bytes.
-func TestExportSpansWithoutFirstPass(t *testing.T) {
-	dir := exportTrace(t)
-	want := exportOf(t, dir)
-	tr, g, path := exportGraph(t, dir)
-	var got strings.Builder
-	err := render.WriteChrome(&got, g, path, render.ChromeOptions{
-		Offsets: map[int]int64{1: 1_000_000, 2: 2_000_000, 3: 3_000_000},
-		Open: func(r int) (tracefmt.Source, func() error, error) {
+// TestExportCriticalMarks: the calls marked critical are exactly those
+// of critpath's path: the operations that are its vertices, and the
+// collective calls on the ranks of its hops into and out of collectives
+// (each found here by its event in the rank's stream), on the export's
+// trace, a generated halo, and the stored traces; with --ranks, those of
+// the kept ranks.
+func TestExportCriticalMarks(t *testing.T) {
+	all := func(int) bool { return true }
+	check := func(name, dir string, keep func(int) bool, args ...string) {
+		t.Helper()
+		tr, g, path := exportGraph(t, dir)
+		onPath := map[[2]int64]bool{} // rank, event index
+		for i := range path.NumVertices() {
+			if v := path.Vertex(i).ID; g.Kind(v) == taskgraph.KindOp {
+				n := g.Node(v)
+				onPath[[2]int64{int64(n.Event.Rank), n.Event.Index}] = true
+			}
+			if i == path.NumVertices()-1 {
+				break
+			}
+			h := path.Hop(i)
+			for _, v := range []taskgraph.NodeID{h.From, h.To} {
+				if g.Kind(v) == taskgraph.KindCollective {
+					g.RankCollectives(h.Rank, func(c taskgraph.NodeID, ev int64) bool {
+						if c == v {
+							onPath[[2]int64{int64(h.Rank), ev}] = true
+						}
+						return true
+					})
+				}
+			}
+		}
+		var want []string
+		for _, f := range tr.Files {
+			r := f.Header.Rank
+			if !keep(r) {
+				continue
+			}
 			rr, err := tr.OpenRank(r)
 			if err != nil {
-				return nil, nil, err
+				t.Fatal(err)
 			}
-			return rr, rr.Close, nil
-		}})
-	if err != nil {
-		t.Fatal(err)
+			var co render.ClockOffset
+			var evs []tracefmt.Event
+			for rr.Next() {
+				co.Event(rr.Event())
+				evs = append(evs, *rr.Event())
+			}
+			off, _ := co.Offset()
+			for i, ev := range evs {
+				if onPath[[2]int64{int64(r), int64(i)}] {
+					fn, _ := rr.Strings().Lookup(ev.Fn())
+					want = append(want, fmt.Sprintf("%d/%d %s ts=%d", r, ev.Thread, fn, ev.Start+off))
+				}
+			}
+			rr.Close()
+		}
+		f, _, _ := checkChrome(t, exportOf(t, dir, args...))
+		var got []string
+		for _, e := range f.TraceEvents {
+			if e.Ph == "X" && e.Args["critical"] == true {
+				got = append(got, fmt.Sprintf("%d/%d %s ts=%d", e.Pid, e.Tid, e.Name, ns(e.Ts)))
+			}
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s %v: %d calls marked critical, %d on the path:\n%s", name, args, len(got), len(want), lineDiff(want, got))
+		}
 	}
-	if got.String() != string(want) {
-		t.Errorf("WriteChrome without Spans differs from mpitrace export")
+	dir := exportTrace(t)
+	check("mix4", dir, all)
+	check("mix4", dir, func(r int) bool { return r == 1 || r == 2 }, "--ranks", "1-2")
+	check("halo6", saveTrace(t, testgen.Halo(6, 25, 4)), all)
+	stored, _ := filepath.Glob(filepath.Join("..", "..", "..", "..", "fixtures", "traces", "v*", "*"))
+	for _, d := range stored {
+		if tr, err := tracefmt.OpenDir(d); err == nil && tr.Size > 0 {
+			check(d, d, all)
+		}
+	}
+	if len(stored) == 0 {
+		t.Errorf("no stored traces found")
 	}
 }
 
