@@ -267,7 +267,7 @@ func weighMeasured(g *taskgraph.Graph, clocks *Clocks) *measured {
 				m.clamps.EarlyExits++
 				m.clamps.EarlyExitsNS += m.done[c] - e
 			}
-			m.collWait(name, r, min(e-s, last-s))
+			m.collWait(name, r, g.PartSite(v, r), min(e-s, last-s))
 		}
 		m.rootedWaits(v, name, parts)
 	}
@@ -344,7 +344,8 @@ func (m *measured) waitGroup(r int, off int64, v, end taskgraph.NodeID, in []tas
 				ss, se := g.OpTimes(from)
 				ss, se = ss+m.clocks.off(sr), se+m.clocks.off(sr)
 				if blockingSend(sname) && blockingRecv(rname) && se >= s {
-					m.addWait(StateLateReceiver, sr, sname, min(se-ss, s-ss))
+					_, site := g.OpSite(from)
+					m.addWait(StateLateReceiver, sr, sname, site, min(se-ss, s-ss))
 				}
 			}
 			// A message that completed before it was sent is clock error.
@@ -374,12 +375,15 @@ func (m *measured) waitGroup(r int, off int64, v, end taskgraph.NodeID, in []tas
 		return
 	}
 	_, _, name, _ := g.Describe(v)
+	// The wait is at the call that waited: for a nonblocking
+	// collective, the call that completed it.
+	_, site := g.OpSite(v)
 	if bestColl != taskgraph.None {
 		_, _, cname, _ := g.Describe(bestColl)
-		m.collWait(cname, r, w)
+		m.collWait(cname, r, site, w)
 		return
 	}
-	m.addWait(StateLateSender, r, name, w)
+	m.addWait(StateLateSender, r, name, site, w)
 }
 
 // rootedWaits adds the waits of a blocking rooted collective v with a
@@ -407,34 +411,37 @@ func (m *measured) rootedWaits(v taskgraph.NodeID, name string, parts []int) {
 		}
 		s, e, _ := times(r)
 		if oneToN {
-			m.addWait(StateLateBroadcast, r, name, min(e-s, rs-s))
+			m.addWait(StateLateBroadcast, r, name, m.g.PartSite(v, r), min(e-s, rs-s))
 		} else if !seen || s < first {
 			first, seen = s, true
 		}
 	}
 	if nToOne && seen {
-		m.addWait(StateEarlyReduce, root, name, min(re-rs, first-rs))
+		m.addWait(StateEarlyReduce, root, name, m.g.PartSite(v, root), min(re-rs, first-rs))
 	}
 }
 
-// collWait adds a member's wait at a collective.
-func (m *measured) collWait(name string, r int, ns int64) {
+// collWait adds a member's wait at a collective, at call site site of
+// rank r's table.
+func (m *measured) collWait(name string, r int, site uint32, ns int64) {
 	switch {
 	case barrier(name):
-		m.addWait(StateBarrier, r, name, ns)
+		m.addWait(StateBarrier, r, name, site, ns)
 	case nxn(name):
-		m.addWait(StateNxN, r, name, ns)
+		m.addWait(StateNxN, r, name, site, ns)
 	}
 }
 
-func (m *measured) addWait(state string, r int, fn string, ns int64) {
+// addWait adds ns of rank r's wait in state at a call of fn at call site
+// site of r's table (0: not known).
+func (m *measured) addWait(state string, r int, fn string, site uint32, ns int64) {
 	if ns <= 0 {
 		return
 	}
-	k := WaitKey{State: state, Rank: r, Function: fn}
+	k := WaitKey{State: state, Rank: r, Function: fn, Site: site}
 	x := m.waits[k]
 	if x == nil {
-		x = &WaitState{State: state, Rank: r, Function: fn}
+		x = &WaitState{State: state, Rank: r, Function: fn, SiteID: site}
 		m.waits[k] = x
 	}
 	x.Count++
@@ -460,14 +467,19 @@ type WaitKey struct {
 	Site     uint32
 }
 
-// WaitState is the time one rank waited in one state at one function.
+// WaitState is the time one rank waited in one state at one function
+// (and, for a trace with call sites, at one call site).
 type WaitState struct {
-	State    string  `json:"state"`
-	Rank     int     `json:"rank"`
-	Function string  `json:"function"`
-	Count    int     `json:"count"` // calls that waited
-	Time     int64   `json:"time_ns"`
-	Share    float64 `json:"share"` // of the measured run
+	State    string `json:"state"`
+	Rank     int    `json:"rank"`
+	Function string `json:"function"`
+	// SiteID is the call site's id in the rank's table (0: not known);
+	// Site its label, set by LabelSites.
+	SiteID uint32  `json:"-"`
+	Site   string  `json:"site,omitempty"`
+	Count  int     `json:"count"` // calls that waited
+	Time   int64   `json:"time_ns"`
+	Share  float64 `json:"share"` // of the measured run
 }
 
 // waitStates returns the wait states, most time first.
@@ -479,17 +491,50 @@ func (m *measured) waitStates(run int64) []WaitState {
 		}
 		out = append(out, *x)
 	}
-	slices.SortFunc(out, func(a, b WaitState) int {
-		if c := cmp.Compare(b.Time, a.Time); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.State, b.State); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Rank, b.Rank); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Function, b.Function)
-	})
+	sortWaits(out)
 	return out
+}
+
+func sortWaits(ws []WaitState) {
+	slices.SortFunc(ws, func(a, b WaitState) int {
+		return cmp.Or(cmp.Compare(b.Time, a.Time), cmp.Compare(a.State, b.State), cmp.Compare(a.Rank, b.Rank),
+			cmp.Compare(a.Function, b.Function), cmp.Compare(a.Site, b.Site), cmp.Compare(a.SiteID, b.SiteID))
+	})
+}
+
+// LabelSites names the wait states' call sites with label, merging the
+// rows of one rank's state and function whose sites share a label; nil
+// label (a trace without call sites) leaves them as they are.
+func (r *RunInfo) LabelSites(label SiteLabel) {
+	if r == nil || label == nil {
+		return
+	}
+	type key struct {
+		state, fn, site string
+		rank            int
+	}
+	idx := map[key]int{}
+	out := r.WaitStates[:0]
+	for _, x := range r.WaitStates {
+		x.Site = UnknownSite
+		if x.SiteID != 0 {
+			if l := label(x.Rank, x.SiteID); l != "" {
+				x.Site = l
+			}
+		}
+		k := key{x.State, x.Function, x.Site, x.Rank}
+		if i, ok := idx[k]; ok {
+			y := &out[i]
+			y.Count += x.Count
+			y.Time += x.Time
+			y.Share += x.Share
+			y.SiteID = min(y.SiteID, x.SiteID)
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, x)
+	}
+	r.WaitStates = out
+	r.sites = true
+	sortWaits(r.WaitStates)
 }

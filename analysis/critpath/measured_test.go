@@ -274,7 +274,7 @@ func TestExplain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	why := critpath.Explain(mp, meas, 3)
+	why := critpath.Explain(mp, meas, 3, nil)
 	var sum float64
 	for _, c := range why.ByCause {
 		sum += c.Measured - c.Model

@@ -26,6 +26,8 @@ type RunInfo struct {
 	WaitStates []WaitState `json:"wait_states"`
 	Clamped    Clamps      `json:"clamped"`
 	ClockErr   int64       `json:"clock_err_ns"`
+	// sites says the wait states are labelled by call site (LabelSites).
+	sites bool
 }
 
 // Host is one host of the run: its ranks, and its CPU count when known
@@ -52,9 +54,13 @@ type Why struct {
 	ModelOfRun float64    `json:"model_of_run_path_ns"`
 	OtherRoute float64    `json:"other_route_ns"`
 	ByCause    []WhyCause `json:"by_cause"`
-	Largest    []WhyItem  `json:"largest"`
-	Hosts      []Host     `json:"hosts"`
-	ClockErr   int64      `json:"clock_err_ns"`
+	// BySite splits ByCause by call site, the largest differences first
+	// (at most Explain's top); only for a trace with call sites, and only
+	// the elements that have one (not MPI_Init's skew nor MPI_Finalize).
+	BySite   []WhyCause `json:"by_callsite,omitempty"`
+	Largest  []WhyItem  `json:"largest"`
+	Hosts    []Host     `json:"hosts"`
+	ClockErr int64      `json:"clock_err_ns"`
 }
 
 // WhyCause is the time of one cause beyond the model on the run's path:
@@ -66,6 +72,7 @@ type Why struct {
 type WhyCause struct {
 	Cause    string  `json:"cause"`
 	Function string  `json:"function"`
+	Site     string  `json:"site,omitempty"` // BySite's
 	Count    int     `json:"count"`
 	Measured float64 `json:"measured_ns"`
 	Model    float64 `json:"model_ns"`
@@ -74,36 +81,91 @@ type WhyCause struct {
 // WhyItem is one element of the run's path with its measured and model
 // weights.
 type WhyItem struct {
-	Cause    string  `json:"cause"`
-	From     string  `json:"from"`
-	To       string  `json:"to"`
+	Cause string `json:"cause"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+	// FromSite and ToSite are the call sites of From and To, for a trace
+	// with call sites ("" for MPI_Init and MPI_Finalize).
+	FromSite string  `json:"from_site,omitempty"`
+	ToSite   string  `json:"to_site,omitempty"`
 	Bytes    int64   `json:"bytes,omitempty"`
 	Measured float64 `json:"measured_ns"`
 	Model    float64 `json:"model_ns"`
 }
 
+// siteOn returns the call site of node v as rank r saw it: an operation's
+// own, r's call of a collective (the lowest participant's when r did not
+// take part or r < 0); none (-1, 0) for MPI_Init and MPI_Finalize.
+func siteOn(g *taskgraph.Graph, v taskgraph.NodeID, r int) (int, uint32) {
+	if r >= 0 && g.Kind(v) == taskgraph.KindCollective {
+		if s := g.PartSite(v, r); s != 0 {
+			return r, s
+		}
+	}
+	return VertexSite(g, v)
+}
+
+// siteLabels labels call sites once each; a nil one labels nothing.
+type siteLabels struct {
+	label SiteLabel
+	seen  map[[2]int64]string
+}
+
+// of returns the label of the call site (r, site) of siteOn: "" without
+// a labeller or for no call site, UnknownSite for an unknown one.
+func (l *siteLabels) of(r int, site uint32) string {
+	if l.label == nil || r < 0 {
+		return ""
+	}
+	k := [2]int64{int64(r), int64(site)}
+	s, ok := l.seen[k]
+	if !ok {
+		if site != 0 {
+			s = l.label(r, site)
+		}
+		if s == "" {
+			s = UnknownSite
+		}
+		if l.seen == nil {
+			l.seen = map[[2]int64]string{}
+		}
+		l.seen[k] = s
+	}
+	return s
+}
+
 // Explain weighs meas, the path under measured weights, with the model of
 // model (a path of the same graph under the model's weights), and groups
-// the differences; top is how many single elements to list.
-func Explain(model, meas *Path, top int) *Why {
+// the differences; top is how many single elements (and, with names of
+// the call sites of a trace that has them, call sites) to list.
+func Explain(model, meas *Path, top int, names SiteLabel) *Why {
 	why := &Why{ModelLength: model.Length, Run: meas.Length}
 	if meas.w.meas != nil {
 		why.ClockErr = meas.w.meas.clocks.MaxErr()
 	}
 	g, orig, mw := meas.g, meas.orig, model.w
-	type key struct{ cause, fn string }
+	labels := &siteLabels{label: names}
+	type key struct{ cause, fn, site string }
 	causes := map[key]*WhyCause{}
-	heavy := newHeaviest(top)
-	add := func(cause, fn string, measured, modelNS float64, c candidate) {
-		k := key{cause, fn}
-		x := causes[k]
+	bySite := map[key]*WhyCause{}
+	sum := func(m map[key]*WhyCause, k key, measured, modelNS float64) {
+		x := m[k]
 		if x == nil {
-			x = &WhyCause{Cause: cause, Function: fn}
-			causes[k] = x
+			x = &WhyCause{Cause: k.cause, Function: k.fn, Site: k.site}
+			m[k] = x
 		}
 		x.Count++
 		x.Measured += measured
 		x.Model += modelNS
+	}
+	heavy := newHeaviest(top)
+	// add adds an element of the run's path, of cause at a call of fn:
+	// node v as rank r saw it.
+	add := func(cause, fn string, v taskgraph.NodeID, r int, measured, modelNS float64, c candidate) {
+		sum(causes, key{cause, fn, ""}, measured, modelNS)
+		if site := labels.of(siteOn(g, v, r)); site != "" {
+			sum(bySite, key{cause, fn, site}, measured, modelNS)
+		}
 		why.ModelOfRun += modelNS
 		if c.index >= 0 {
 			c.weight = measured - modelNS
@@ -115,7 +177,7 @@ func Explain(model, meas *Path, top int) *Why {
 		v := meas.p.Node(i)
 		kind, _, name, _ := g.Describe(v)
 		if kind == taskgraph.KindCollective {
-			add("collective", name, meas.w.Collective(v), mw.Collective(v), candidate{index: i})
+			add("collective", name, v, -1, meas.w.Collective(v), mw.Collective(v), candidate{index: i})
 		}
 		if i == 0 {
 			continue
@@ -123,9 +185,9 @@ func Explain(model, meas *Path, top int) *Why {
 		h := meas.Hop(i - 1)
 		switch {
 		case h.Kind == taskgraph.Message:
-			add("message", name, h.Weight, mw.Message(h.Bytes), candidate{hop: true, index: i - 1})
+			add("message", name, v, h.Rank, h.Weight, mw.Message(h.Bytes), candidate{hop: true, index: i - 1})
 		case h.Kind == taskgraph.CollOut && g.IsNonblocking(h.From):
-			add("collective", g.Name(h.From), h.Weight, 0, candidate{hop: true, index: i - 1})
+			add("collective", g.Name(h.From), h.From, h.Rank, h.Weight, 0, candidate{hop: true, index: i - 1})
 		default:
 			m := float64(origChain(orig, h.From, h.To, h.Rank))
 			if h.Weight == m { // the computation itself is on both
@@ -147,40 +209,54 @@ func Explain(model, meas *Path, top int) *Why {
 				fromCause = "collective"
 			}
 			if from != 0 {
-				add(fromCause, fromFn, float64(from), 0, candidate{index: -1})
+				add(fromCause, fromFn, h.From, h.Rank, float64(from), 0, candidate{index: -1})
 			}
-			add("inside", name, h.Weight-float64(from), m, candidate{index: -1})
+			add("inside", name, v, h.Rank, h.Weight-float64(from), m, candidate{index: -1})
 			heavy.add(candidate{hop: true, index: i - 1, weight: h.Weight - m})
 		}
 	}
 	why.OtherRoute = max(0, model.Length-why.ModelOfRun)
-	for _, x := range causes {
-		why.ByCause = append(why.ByCause, *x)
+	why.ByCause = sortedCauses(causes)
+	if names != nil {
+		for _, x := range sortedCauses(bySite) {
+			if len(why.BySite) == top {
+				break
+			}
+			if x.Measured > x.Model {
+				why.BySite = append(why.BySite, x)
+			}
+		}
 	}
-	slices.SortFunc(why.ByCause, func(a, b WhyCause) int {
-		if c := cmp.Compare(b.Measured-b.Model, a.Measured-a.Model); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Cause, b.Cause); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Function, b.Function)
-	})
 	why.Largest = []WhyItem{}
 	for _, c := range heavy.sorted() {
 		var it WhyItem
 		if c.hop {
 			h := meas.Hop(c.index)
 			from, to := meas.Vertex(c.index), meas.Vertex(c.index+1)
-			it = WhyItem{Cause: h.Kind.String(), From: label(&from), To: label(&to), Bytes: h.Bytes, Measured: h.Weight}
+			it = WhyItem{Cause: h.Kind.String(), From: label(&from), To: label(&to), Bytes: h.Bytes, Measured: h.Weight,
+				FromSite: labels.of(siteOn(g, from.ID, h.Rank)), ToSite: labels.of(siteOn(g, to.ID, h.Rank))}
 		} else {
 			v := meas.Vertex(c.index)
-			it = WhyItem{Cause: "collective", From: label(&v), To: label(&v), Measured: v.Weight}
+			s := labels.of(siteOn(g, v.ID, -1))
+			it = WhyItem{Cause: "collective", From: label(&v), To: label(&v), Measured: v.Weight, FromSite: s, ToSite: s}
 		}
 		it.Model = it.Measured - c.weight
 		why.Largest = append(why.Largest, it)
 	}
 	return why
+}
+
+// sortedCauses returns the causes of m, the largest difference first.
+func sortedCauses[K comparable](m map[K]*WhyCause) []WhyCause {
+	out := make([]WhyCause, 0, len(m))
+	for _, x := range m {
+		out = append(out, *x)
+	}
+	slices.SortFunc(out, func(a, b WhyCause) int {
+		return cmp.Or(cmp.Compare(b.Measured-b.Model, a.Measured-a.Model), cmp.Compare(a.Cause, b.Cause),
+			cmp.Compare(a.Function, b.Function), cmp.Compare(a.Site, b.Site))
+	})
+	return out
 }
 
 // nodeTimes are node v's start and end on rank r's clock: an operation's
@@ -263,9 +339,17 @@ func (r *RunInfo) writeText(w io.Writer, t func(float64) string) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "state\trank\tfunction\tcalls\ttime\tshare\t\n")
-	for _, x := range r.WaitStates {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%5.1f%%\t\n", x.State, x.Rank, x.Function, x.Count, t(float64(x.Time)), 100*x.Share)
+	if r.sites {
+		// The call site, left-aligned, last: labels vary in width.
+		fmt.Fprintf(tw, "state\trank\tfunction\tcalls\ttime\tshare\t  call site\n")
+		for _, x := range r.WaitStates {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%5.1f%%\t  %s\n", x.State, x.Rank, x.Function, x.Count, t(float64(x.Time)), 100*x.Share, x.Site)
+		}
+	} else {
+		fmt.Fprintf(tw, "state\trank\tfunction\tcalls\ttime\tshare\t\n")
+		for _, x := range r.WaitStates {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%5.1f%%\t\n", x.State, x.Rank, x.Function, x.Count, t(float64(x.Time)), 100*x.Share)
+		}
 	}
 	tw.Flush()
 }
@@ -275,6 +359,23 @@ var causeText = map[string]string{
 	"message":    "messages into %s (measured minus the model's latency)",
 	"collective": "collective %s (measured minus the model)",
 	"skew":       "ranks leaving MPI_Init after the first one did",
+}
+
+// causeShort names a cause in the by-call-site rows (MPI_Init's skew has
+// no call site).
+var causeShort = map[string]string{
+	"inside":     "inside %s",
+	"message":    "messages into %s",
+	"collective": "collective %s",
+}
+
+// at is "MPI_Recv 0 at latesender.c:25 main", or the vertex alone
+// without a call site.
+func at(vertex, site string) string {
+	if site == "" {
+		return vertex
+	}
+	return vertex + " at " + site
 }
 
 // causeLine describes cause c.
@@ -304,6 +405,12 @@ func (why *Why) writeText(w io.Writer, measured int64, t func(float64) string) {
 		}
 		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t\n", causeLine(&c), c.Count, t(c.Measured), t(c.Model), t(d))
 	}
+	if len(why.BySite) > 0 {
+		fmt.Fprintf(tw, "  the largest by call site\tcount\tmeasured\tmodel\tdifference\t\n")
+		for _, c := range why.BySite {
+			fmt.Fprintf(tw, "  %s: %s\t%d\t%s\t%s\t%s\t\n", c.Site, fmt.Sprintf(causeShort[c.Cause], c.Function), c.Count, t(c.Measured), t(c.Model), t(c.Measured-c.Model))
+		}
+	}
 	tw.Flush()
 	if len(why.Largest) > 0 {
 		fmt.Fprintf(ew, "  largest single contributions (measured − model):\n")
@@ -312,10 +419,11 @@ func (why *Why) writeText(w io.Writer, measured int64, t func(float64) string) {
 			if it.Cause == "message" {
 				what = fmt.Sprintf("message %d bytes", it.Bytes)
 			}
+			from, to := at(it.From, it.FromSite), at(it.To, it.ToSite)
 			if it.From == it.To {
-				fmt.Fprintf(ew, "    %s  %s: %s\n", t(it.Measured-it.Model), what, it.From)
+				fmt.Fprintf(ew, "    %s  %s: %s\n", t(it.Measured-it.Model), what, from)
 			} else {
-				fmt.Fprintf(ew, "    %s  %s: %s -> %s\n", t(it.Measured-it.Model), what, it.From, it.To)
+				fmt.Fprintf(ew, "    %s  %s: %s -> %s\n", t(it.Measured-it.Model), what, from, to)
 			}
 		}
 	}

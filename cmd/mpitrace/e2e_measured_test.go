@@ -2,7 +2,9 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,6 +30,7 @@ type measuredJSON struct {
 				State    string `json:"state"`
 				Rank     int    `json:"rank"`
 				Function string `json:"function"`
+				Site     string `json:"site"`
 				Time     int64  `json:"time_ns"`
 			} `json:"wait_states"`
 		} `json:"run"`
@@ -101,18 +104,42 @@ func TestCritpathMeasuredRun(t *testing.T) {
 	}
 }
 
+// markedRecv returns the line of src's MPI_Recv marked "site: late-recv".
+func markedRecv(t *testing.T, src string) int {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "MPI_Recv(") && strings.Contains(l, "/* site: late-recv */") {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s: no MPI_Recv marked site: late-recv", src)
+	return 0
+}
+
 // TestCritpathLateSender: rank 1 of latesender sleeps 100 ms before each
 // of its 4 sends while rank 0 waits in MPI_Recv: the wait states show
 // rank 0's late-sender wait at MPI_Recv, more than half the injected
 // 400 ms, and rank 1's late-sender wait small beside it (it waits only
-// for the answers).
+// for the answers). Built with -g, the wait is at the call site of the
+// MPI_Recv marked "site: late-recv" in the source.
 func TestCritpathLateSender(t *testing.T) {
 	const iters, delayMs = 4, 100
 	injected := int64(iters * delayMs * 1e6)
+	src, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "programs", "latesender.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recvLine := markedRecv(t, src)
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
 			m.require(t)
-			j, out := critpathMeasured(t, m, 2, m.compile(t, "latesender"), "4", "100")
+			bin := filepath.Join(workDir, "bin", m.name, "latesender-g")
+			buildSites(t, m, src, bin, "-O1")
+			j, out := critpathMeasured(t, m, 2, bin, "4", "100")
 			// The headers say how many CPUs the host has, for the summary's
 			// "ranks share cores" line.
 			tr, _ := readTrace(t, out)
@@ -123,12 +150,16 @@ func TestCritpathLateSender(t *testing.T) {
 				}
 			}
 			var r0, r1 int64
+			at := fmt.Sprintf("latesender.c:%d ", recvLine)
 			for _, w := range j.Summary.Run.WaitStates {
 				if w.State != "late_sender" {
 					continue
 				}
 				switch {
 				case w.Rank == 0 && w.Function == "MPI_Recv":
+					if !strings.HasPrefix(w.Site, at) {
+						t.Errorf("rank 0's late-sender wait at MPI_Recv is at call site %q, want %s...", w.Site, at)
+					}
 					r0 += w.Time
 				case w.Rank == 1:
 					r1 += w.Time

@@ -381,6 +381,7 @@ func summarizePath(a *analysis, path *critpath.Path, sum *critpath.Summary, top 
 	sum.Repetition = critpath.SummarizeRepetition(f)
 	if label := a.siteLabel(); label != nil {
 		sum.Sites = critpath.AttributeSites(a.graph, path, top, label)
+		sum.Run.LabelSites(label)
 	}
 	if spans := loops.NewSpans(a.loops()); !spans.Empty() {
 		sum.Loops = critpath.AttributeLoops(path, sum, spans)

@@ -117,7 +117,7 @@ func explain(a *analysis, sum *critpath.Summary) error {
 	if err != nil {
 		return err
 	}
-	sum.Why = critpath.Explain(a.path, mp, 5)
+	sum.Why = critpath.Explain(a.path, mp, 5, a.siteLabel())
 	sum.Why.Hosts = traceHosts(a.trace)
 	return nil
 }
