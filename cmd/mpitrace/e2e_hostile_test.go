@@ -79,7 +79,7 @@ func TestHostileFiles(t *testing.T) {
 	// one rank there is; its unmatched message and collective are data loss.
 	add("huge-world", rank0, 0, 3, false, "the header says the world has 16777216 ranks, but 16777215 of them have no usable file", write(huge))
 	// 134 KB whose 64 threads each declare a 64 MiB events block.
-	add("block-bomb", rank0, 0, 3, false, "events block of 67108835 bytes (2075 stored) would take the decompressed blocks held at once past this 1342",
+	add("block-bomb", rank0, 0, 3, false, "events block of 67108831 bytes (2075 stored) would take the decompressed blocks held at once past this 1342",
 		write(testgen.BlockBomb(64, 64<<20)))
 	// A FIFO named like a rank file: never opened.
 	add("fifo", rank0, 1, 1, true, "not a regular file (a named pipe)", fifo)

@@ -135,7 +135,7 @@ func readKokkos(t *testing.T, dir string) []*kokkosLog {
 				}
 				stacks[ev.Thread] = st[:len(st)-1]
 			}
-			if ev.Kind >= spec.RegionBegin {
+			if ev.Kind >= spec.RegionBegin && ev.Kind <= spec.DualView {
 				l.kokko++
 			}
 			if spec.Kinds[ev.Kind].IsCall {

@@ -38,6 +38,9 @@ MPIT_HIDDEN struct mpit_global mpit_G = {.fd = -1, .io = PTHREAD_MUTEX_INITIALIZ
 #define G mpit_G
 
 static void open_alone(void);
+/* Set when a buffer dropped events that were never written, which may
+ * have been Site or Map events: the next new call site rebuilds the table. */
+static int mpit_sites_lost;
 static void install_signals(void);
 
 
@@ -573,6 +576,10 @@ MPIT_HIDDEN void mpit_reserve_slow(mpit_tb *tb, size_t need) {
          * what is not written, counted, and start the buffer afresh. */
         __atomic_fetch_add(&G.dropped, tb->count - tb->done_count, __ATOMIC_RELAXED);
         tb_restart(tb, tb->done_count);
+        /* Site and Map events may have been dropped with the rest: the
+         * call-site table starts afresh (see mpit_site_slow). */
+        memset(tb->site_addr, 0, sizeof tb->site_addr);
+        __atomic_store_n(&mpit_sites_lost, 1, __ATOMIC_RELEASE);
     }
     if (locked) pthread_mutex_unlock(&tb->mu);
 }
@@ -1288,6 +1295,14 @@ MPIT_HIDDEN uint32_t mpit_site_slow(mpit_tb *tb, uintptr_t addr) {
         S.id = d;
         S.cap = cap;
     }
+    if (__atomic_exchange_n(&mpit_sites_lost, 0, __ATOMIC_ACQ_REL)) {
+        /* Events were dropped, perhaps Site and Map events: forget every
+         * site and mapping, so they are written again (with new ids: a
+         * thread's event may still use an old one). */
+        memset(S.addr, 0, S.cap * sizeof *S.addr);
+        S.n = 0;
+        S.nsegs = 0;
+    }
     size_t j = mpit_mix64(addr) & (S.cap - 1);
     while (S.addr[j] && S.addr[j] != addr) j = (j + 1) & (S.cap - 1);
     if (S.addr[j]) {
@@ -1309,7 +1324,9 @@ MPIT_HIDDEN uint32_t mpit_site_slow(mpit_tb *tb, uintptr_t addr) {
     }
 out:
     pthread_mutex_unlock(&S.mu);
-    if (id) {
+    /* Not cached when this very call's events were dropped: the next call
+     * rebuilds the table. */
+    if (id && !__atomic_load_n(&mpit_sites_lost, __ATOMIC_ACQUIRE)) {
         unsigned h = MPIT_SITE_SLOT(addr);
         tb->site_addr[h] = addr;
         tb->site_id[h] = id;
