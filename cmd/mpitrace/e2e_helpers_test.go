@@ -112,7 +112,9 @@ func (m mpiImpl) compile(t *testing.T, name string) string {
 	}
 	out := filepath.Join(workDir, "bin", m.name, name)
 	os.MkdirAll(filepath.Dir(out), 0o755)
-	if b, err := exec.Command(m.cc, "-O1", "-o", out, src).CombinedOutput(); err != nil {
+	// With -g, as docs/callsites.md tells users: the commands then resolve
+	// every call site and print no note about missing debug information.
+	if b, err := exec.Command(m.cc, "-O1", "-g", "-o", out, src).CombinedOutput(); err != nil {
 		t.Fatalf("compiling %s with %s: %v\n%s", name, m.cc, err, b)
 	}
 	compiled[key] = out
