@@ -321,6 +321,11 @@ func (p *Path) RunInfo(measured int64) *RunInfo {
 	return &RunInfo{Span: m.Span, InitSkew: m.InitSkew, WaitStates: m.waitStates(run), Clamped: m.clamps, ClockErr: m.clocks.MaxErr()}
 }
 
+// maxWaitRows is the most wait states the text summary lists (the
+// largest; --json has them all): one per rank, state, function and call
+// site adds up to hundreds on a real code.
+const maxWaitRows = 20
+
 // writeRun writes the measured weights' part of the summary: the run's
 // span, the wait states, what was clamped.
 func (r *RunInfo) writeText(w io.Writer, t func(float64) string) {
@@ -339,15 +344,24 @@ func (r *RunInfo) writeText(w io.Writer, t func(float64) string) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	states, rest := r.WaitStates, 0
+	if len(states) > maxWaitRows {
+		states, rest = states[:maxWaitRows], len(states)-maxWaitRows
+	}
+	defer func() {
+		if rest > 0 {
+			fmt.Fprintf(w, "  ... %d more, each at most %.1f%% of the run (--json lists them all)\n", rest, 100*r.WaitStates[maxWaitRows].Share)
+		}
+	}()
 	if r.sites {
 		// The call site, left-aligned, last: labels vary in width.
 		fmt.Fprintf(tw, "state\trank\tfunction\tcalls\ttime\tshare\t  call site\n")
-		for _, x := range r.WaitStates {
+		for _, x := range states {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%5.1f%%\t  %s\n", x.State, x.Rank, x.Function, x.Count, t(float64(x.Time)), 100*x.Share, x.Site)
 		}
 	} else {
 		fmt.Fprintf(tw, "state\trank\tfunction\tcalls\ttime\tshare\t\n")
-		for _, x := range r.WaitStates {
+		for _, x := range states {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%5.1f%%\t\n", x.State, x.Rank, x.Function, x.Count, t(float64(x.Time)), 100*x.Share)
 		}
 	}
