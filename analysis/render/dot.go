@@ -43,6 +43,18 @@ type DOTOptions struct {
 	// Sites, when not nil, names the vertices' call sites in their
 	// tooltips.
 	Sites critpath.SiteLabel
+	// MaxVertices, when above 0, is the most vertices WriteDOTCount
+	// draws: a bigger picture is refused with a *TooBigError before a byte
+	// is written (the picture is built in memory, about 3 KB a vertex).
+	MaxVertices int
+}
+
+// TooBigError is WriteDOTCount's refusal of a picture of more than
+// DOTOptions.MaxVertices vertices.
+type TooBigError struct{ Vertices, Max int }
+
+func (e *TooBigError) Error() string {
+	return fmt.Sprintf("render: the picture would have %d vertices, more than %d", e.Vertices, e.Max)
 }
 
 // RankRange is an inclusive range of world ranks.
@@ -154,6 +166,9 @@ func WriteDOTCount(w io.Writer, g *taskgraph.Graph, p *critpath.Path, m critpath
 		return 0, err
 	}
 	v := selectView(g, p, &o)
+	if n := v.vertices(); o.MaxVertices > 0 && n > o.MaxVertices {
+		return n, &TooBigError{Vertices: n, Max: o.MaxVertices}
+	}
 	d := &drawer{g: g, v: v, m: m, o: &o}
 	return v.vertices(), d.draw(w, p)
 }

@@ -25,6 +25,7 @@ type dotOptions struct {
 	Dir          string
 	CriticalOnly bool
 	Unfold       bool
+	MaxVertices  int
 	cutFlags
 	Model  string // --model file ("" for the embedded default)
 	Unit   critpath.Unit
@@ -145,6 +146,7 @@ errors, and with --strict 3 when it lost data.`,
 	f.StringVar(&opts.Model, "model", "", "latency model `file` from mpitrace calibrate (default: the embedded model)")
 	f.StringVar(&opts.unitArg, "unit", "us", "`unit` of the times in labels: ns, us, ms or s")
 	outputFlag(f, &opts.Output, "", "write the DOT to `file` instead of stdout")
+	f.IntVar(&opts.MaxVertices, "max-vertices", defaultMaxDOTVertices, "refuse to draw more `vertices` than this unfolded (0: no limit; the picture takes about 3 KB a vertex in memory)")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
 	addSiteFlags(f, &opts.siteFlags)
 	return cmd
@@ -157,6 +159,9 @@ func (o *dotOptions) parse(cmd *cobra.Command) error {
 		return flagErrorf("--unit %q: want ns, us, ms or s", o.unitArg)
 	}
 	o.Unit = u
+	if o.MaxVertices < 0 {
+		return flagErrorf("--max-vertices %d: want 0 (no limit) or more", o.MaxVertices)
+	}
 	return o.cutFlags.parse(cmd)
 }
 
@@ -223,7 +228,7 @@ func runDot(opts *dotOptions, s *Streams) error {
 		return pathErr
 	}
 	ro := render.DOTOptions{Unit: opts.Unit, CriticalOnly: opts.CriticalOnly, Ranks: opts.Ranks, Window: opts.Window, Model: modelName,
-		Sites: a.siteLabel()}
+		Sites: a.siteLabel(), MaxVertices: opts.MaxVertices}
 	cut := opts.Ranks != nil || opts.Window != nil
 	whole := !opts.CriticalOnly && !cut
 	// A path of FoldTarget vertices or fewer is drawn as it is.
@@ -258,6 +263,10 @@ func runDot(opts *dotOptions, s *Streams) error {
 			return err
 		})
 	}
+	var tooBig *render.TooBigError
+	if errors.As(err, &tooBig) {
+		return fmt.Errorf("%s: the picture would have %d vertices, more than --max-vertices %d (it is built in memory, about 3 KB a vertex, and Graphviz lays out about %d): draw the critical path folded (--critical-only without --unfold), or a part with --ranks A-B or --window T0:T1; --max-vertices 0 lifts the limit", t.Dir, tooBig.Vertices, tooBig.Max, bigDOTGraph)
+	}
 	if err != nil {
 		return err
 	}
@@ -275,6 +284,10 @@ func runDot(opts *dotOptions, s *Streams) error {
 }
 
 // bigGraphAdvice says what draws less than the options did.
+// defaultMaxDOTVertices is --max-vertices' default: 100 times what
+// Graphviz lays out, about 300 MB of picture.
+const defaultMaxDOTVertices = 100_000
+
 func bigGraphAdvice(folded bool, opts *dotOptions) string {
 	switch {
 	case folded:

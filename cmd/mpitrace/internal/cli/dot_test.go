@@ -67,6 +67,7 @@ func TestDotBadFlags(t *testing.T) {
 		{"--window", "100:200", `--window "100:200": "100" is not a time with a unit`},
 		{"--window", "-1s:", `--window "-1s:"`},
 		{"--unit", "h", `--unit "h"`},
+		{"--max-vertices", "-1", `--max-vertices -1: want 0 (no limit) or more`},
 	} {
 		t.Run(c.flag+"="+c.value, func(t *testing.T) {
 			code, out, errs := runCLI(t, "dot", dir, c.flag+"="+c.value)
@@ -218,6 +219,20 @@ func TestDotFoldAndBigGraphs(t *testing.T) {
 		t.Fatalf("dot: %d vertices:\n%.2000s", n, out)
 	}
 	checkDotRenders(t, out)
+
+	// An unfolded picture beyond --max-vertices is refused, naming what
+	// draws less, and nothing is written; 0 lifts the limit.
+	outFile := filepath.Join(t.TempDir(), "big.dot")
+	code, _, errs = runCLI(t, "dot", dir, "--unfold", "--max-vertices", "1000", "-o", outFile)
+	if code != 1 || !strings.Contains(errs, "more than --max-vertices 1000") || !strings.Contains(errs, "--ranks A-B or --window T0:T1") || strings.Count(errs, "\n") != 1 {
+		t.Errorf("dot --unfold --max-vertices 1000: exit %d, stderr %q", code, errs)
+	}
+	if _, err := os.Stat(outFile); !os.IsNotExist(err) {
+		t.Errorf("a refused picture left %s: %v", outFile, err)
+	}
+	if code, out, _ := runCLI(t, "dot", dir, "--unfold", "--max-vertices", "0"); code != 0 || nodes(out) < 10_000 {
+		t.Errorf("dot --unfold --max-vertices 0: exit %d, %d vertices", code, nodes(out))
+	}
 
 	// --critical-only folds too, without a word.
 	code, folded, errs := runCLI(t, "dot", dir, "--critical-only")
