@@ -237,26 +237,13 @@ func runDot(opts *dotOptions, s *Streams) error {
 	var drawn int
 	switch {
 	case folded:
-		f := a.folded()
-		drawn = render.FoldedVertices(f)
-		how := "folded"
-		// A path that does not repeat one sequence of steps (its
-		// iterations differ) folds little: it is merged by call site.
-		var merged *critpath.StepGraph
-		if drawn > critpath.FoldTarget {
-			if sg := critpath.MergeSteps(path); len(sg.Nodes) < drawn {
-				merged, drawn, how = sg, len(sg.Nodes), "merged by "+sg.By
-			}
-		}
+		var how string
+		var write func(io.Writer) error
+		write, drawn, how = pathPicture(a, ro)
 		if whole {
 			fmt.Fprintf(s.Err, "mpitrace: the task graph has %d vertices, more than Graphviz lays out (%d): drawing its critical path %s (%d vertices); --unfold draws it whole, --ranks A-B or --window T0:T1 a part of it\n", g.NumNodes(), bigDOTGraph, how, drawn)
 		}
-		err = writeOutputTo(s, opts.Output, func(w io.Writer) error {
-			if merged != nil {
-				return render.WriteStepGraphDOT(w, merged, m, ro)
-			}
-			return render.WriteFoldedDOT(w, f, m, ro)
-		})
+		err = writeOutputTo(s, opts.Output, write)
 	default:
 		err = writeOutputTo(s, opts.Output, func(w io.Writer) (err error) {
 			drawn, err = render.WriteDOTCount(w, g, path, m, ro)
@@ -284,6 +271,23 @@ func runDot(opts *dotOptions, s *Streams) error {
 }
 
 // bigGraphAdvice says what draws less than the options did.
+// pathPicture returns the writer of the picture of a's critical path when
+// it is too long to draw whole: folded, or merged by call site when its
+// iterations differ so that folding leaves more than critpath.FoldTarget
+// vertices and the merge draws fewer; with the vertices it draws and how
+// it was made ("folded", "merged by call site").
+func pathPicture(a *analysis, ro render.DOTOptions) (write func(io.Writer) error, drawn int, how string) {
+	f := a.folded()
+	drawn = render.FoldedVertices(f)
+	if drawn > critpath.FoldTarget {
+		if sg := critpath.MergeSteps(a.path); len(sg.Nodes) < drawn {
+			return func(w io.Writer) error { return render.WriteStepGraphDOT(w, sg, a.model, ro) },
+				len(sg.Nodes), "merged by " + sg.By
+		}
+	}
+	return func(w io.Writer) error { return render.WriteFoldedDOT(w, f, a.model, ro) }, drawn, "folded"
+}
+
 // defaultMaxDOTVertices is --max-vertices' default: 100 times what
 // Graphviz lays out, about 300 MB of picture.
 const defaultMaxDOTVertices = 100_000

@@ -281,12 +281,11 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	}
 	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.modelName, CriticalOnly: a.graph.NumNodes() > bigDOTGraph,
 		Sites: a.siteLabel()}
-	if err := writeOutput(filepath.Join(dir, taskGraphDOT), func(w io.Writer) error {
-		if ro.CriticalOnly && a.path.NumVertices() > critpath.FoldTarget {
-			return render.WriteFoldedDOT(w, a.folded(), a.model, ro)
-		}
-		return render.WriteDOT(w, a.graph, a.path, a.model, ro)
-	}); err != nil {
+	write := func(w io.Writer) error { return render.WriteDOT(w, a.graph, a.path, a.model, ro) }
+	if ro.CriticalOnly && a.path.NumVertices() > critpath.FoldTarget {
+		write, _, _ = pathPicture(a, ro)
+	}
+	if err := writeOutput(filepath.Join(dir, taskGraphDOT), write); err != nil {
 		return err
 	}
 	sum = summarize(a, sum, 5)
@@ -296,7 +295,7 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	reportSiteProblems(s, a.sites)
 	what := "the task graph"
 	if ro.CriticalOnly {
-		what = "the critical path (the whole graph is too big to draw; a path of more than 300 vertices is folded)"
+		what = "the critical path (the whole graph is too big to draw; a path of more than 300 vertices is folded, or merged by call site)"
 	}
 	fmt.Fprintf(s.Err, "%s: %s with the critical path in red; view it with: xdot %s\n",
 		filepath.Join(opts.Out, taskGraphDOT), what, filepath.Join(opts.Out, taskGraphDOT))
