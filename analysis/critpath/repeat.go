@@ -20,9 +20,9 @@ type StepKey struct {
 	Func int32 // the vertex's MPI function (taskgraph.Graph.Describe's nameIdx)
 	Kind taskgraph.EdgeKind
 	Peer int32 // the rank of the vertex the hop comes from
-	// Site is the vertex's call site (0 in traces without call sites):
-	// at level SameStep its id in its rank's table (VertexSite), at level
-	// SameCall its number across ranks (programSites).
+	// Site is the vertex's call site (0 in traces without call sites),
+	// numbered across ranks (programSites), or its id in its rank's table
+	// (VertexSite) at level SameStep when the ranks recorded no table.
 	Site uint32
 }
 
@@ -195,6 +195,10 @@ func (p *Path) signatures(level int, seq []uint32) (_ []uint32, sites bool) {
 	switch level {
 	case SameStep:
 		ids = make(map[StepKey]uint32)
+		// A collective's call site is its lowest member's id, which
+		// means a place in the program only in that member's table:
+		// number sites across ranks (programSites) when they have tables.
+		prog = newProgramSites(p.g)
 	case SameCall:
 		if prog = newProgramSites(p.g); prog != nil {
 			ids = make(map[StepKey]uint32)

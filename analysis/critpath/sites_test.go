@@ -247,3 +247,85 @@ func TestMergeSteps(t *testing.T) {
 		t.Errorf("the steps weigh %g, the path %g", w, p.Length)
 	}
 }
+
+// A collective's call site is its lowest member's id, which means a place
+// in the program only in that member's table. Rank 1 alternates a barrier
+// with rank 0 (at rank 0's site 3) and one with rank 2 (at rank 1's site
+// 3): two lines of the program under one id in two tables. The finest
+// level must tell them apart.
+func TestFoldCollectiveSitesAcrossRanks(t *testing.T) {
+	const n, it = 20, 1_000_000
+	b := taskgraph.NewBuilder(3)
+	bar := b.Name("MPI_Barrier")
+	rs := []*taskgraph.RankBuilder{b.Rank(0), b.Rank(1), b.Rank(2)}
+	for r, rb := range rs {
+		// Rank r's id k returns to offset 16*(k+8r) of one binary: the
+		// ranks interned the program's call sites in different orders.
+		var tab tracefmt.Sites
+		base := uint64(0x1000 + 0x4000*r)
+		tab.AddMapping(tracefmt.Mapping{Start: base, End: base + 0x1000, Path: "/app"})
+		for id := uint64(1); id < 8; id++ {
+			tab.Define(id, base+16*(id+8*uint64(r)))
+		}
+		rb.SetSites(&tab)
+		rb.SetInit(0)
+	}
+	// Barrier i joins ranks lo and lo+1, lo = i%2; the lower member calls
+	// it at its site 3, the upper at its site 5 or 6.
+	var ev [3]int64
+	for i := range 2 * n {
+		lo := i % 2
+		rs[lo].SetSite(ev[lo], 3)
+		rs[lo+1].SetSite(ev[lo+1], uint64(5+lo))
+		ev[lo]++
+		ev[lo+1]++
+	}
+	for _, rb := range rs {
+		rb.SetFinalize(int64(2*n+1) * it)
+	}
+	if err := b.Layout(); err != nil {
+		t.Fatal(err)
+	}
+	ev = [3]int64{}
+	for i := range 2 * n {
+		base, lo := int64(i)*it, i%2
+		parts := []taskgraph.Part{
+			{Rank: lo, Start: base + it - 100, End: base + it, Event: ev[lo]},
+			{Rank: lo + 1, Start: base + it - 100, End: base + it, Event: ev[lo+1]},
+		}
+		ev[lo]++
+		ev[lo+1]++
+		if _, err := b.AddCollective(taskgraph.Collective{Name: bar, GID: uint64(1 + lo), Members: []int32{int32(lo), int32(lo + 1)}, Parts: parts}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compute(g, fixedModel{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, _ := p.signatures(SameStep, make([]uint32, p.NumVertices()))
+	prog := newProgramSites(g)
+	pairs := 0
+	for i := 1; i+1 < p.NumVertices(); i++ {
+		v, w := p.p.Node(i), p.p.Node(i+1)
+		if g.Kind(v) != taskgraph.KindCollective || g.Kind(w) != taskgraph.KindCollective {
+			continue
+		}
+		rv, sv := VertexSite(g, v)
+		rw, sw := VertexSite(g, w)
+		if prog.id(rv, sv) == prog.id(rw, sw) {
+			continue
+		}
+		pairs++
+		if seq[i] == seq[i+1] {
+			t.Fatalf("path vertices %d and %d: barriers at different call sites (rank %d site %d, rank %d site %d) get one signature", i, i+1, rv, sv, rw, sw)
+		}
+	}
+	if pairs == 0 {
+		t.Fatal("the path has no two consecutive barriers at different call sites: the test tests nothing")
+	}
+}

@@ -48,7 +48,7 @@ func WriteFoldedDOT(w io.Writer, f *critpath.Folded, m critpath.Model, o DOTOpti
 	fw.sum(f.Nodes, 0)
 	b := fw.b
 	fmt.Fprintf(b, "digraph critpath {\n")
-	fmt.Fprintf(b, "\tlabel=%q;labelloc=\"t\";\n", fw.label(m))
+	fmt.Fprintf(b, "\tlabel=%s;labelloc=\"t\";\n", dotQuote(fw.label(m)))
 	fmt.Fprintf(b, "\tnode[color=%q,penwidth=%q];edge[color=%q,penwidth=%q];\n", CriticalColor, CriticalPenwidth, CriticalColor, CriticalPenwidth)
 	fw.L, fw.R = 0, 0
 	fw.nodes(f.Nodes, 1)
@@ -168,8 +168,8 @@ func (fw *foldWriter) nodes(nodes []fold.Node, depth int) {
 			if t := fw.runTimes[k]; t != nd.Count {
 				what = fmt.Sprintf("%d x %d steps per repetition (%d in all)", nd.Count, nd.Period, t)
 			}
-			fmt.Fprintf(b, "%s\tcolor=\"gray40\";style=\"rounded\";penwidth=\"1\";label=%q;\n", in,
-				what+"\n"+fw.d.time(fw.runW[k])+", "+fw.share(fw.runW[k])+" of the path")
+			fmt.Fprintf(b, "%s\tcolor=\"gray40\";style=\"rounded\";penwidth=\"1\";label=%s;\n", in,
+				dotQuote(what+"\n"+fw.d.time(fw.runW[k])+", "+fw.share(fw.runW[k])+" of the path"))
 			fw.nodes(nd.Body, depth+1)
 			fmt.Fprintf(b, "%s}\n", in)
 			continue
@@ -208,7 +208,7 @@ func (fw *foldWriter) leafNode(in string) {
 		} else if start > 0 {
 			label += "\n" + fw.d.time(fw.leafW[k])
 		}
-		fmt.Fprintf(b, "%ss%d[id=\"s%d\",label=%q,shape=%q,tooltip=%q];\n", in, k, k, label, shape, tip)
+		fmt.Fprintf(b, "%ss%d[id=\"s%d\",label=%s,shape=%q,tooltip=%s];\n", in, k, k, dotQuote(label), shape, dotQuote(tip))
 	}
 }
 

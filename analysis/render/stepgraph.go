@@ -38,7 +38,7 @@ func WriteStepGraphDOT(w io.Writer, s *critpath.StepGraph, m critpath.Model, o D
 		"'mpitrace dot --unfold' draws every vertex",
 	}, "\n")
 	fmt.Fprintf(b, "digraph critpath {\n")
-	fmt.Fprintf(b, "\tlabel=%q;labelloc=\"t\";\n", label)
+	fmt.Fprintf(b, "\tlabel=%s;labelloc=\"t\";\n", dotQuote(label))
 	fmt.Fprintf(b, "\tnode[color=%q];edge[color=%q];\n", CriticalColor, CriticalColor)
 	for i := range s.Nodes {
 		nd := &s.Nodes[i]
@@ -66,9 +66,13 @@ func WriteStepGraphDOT(w io.Writer, s *critpath.StepGraph, m critpath.Model, o D
 			lines = append(lines, fmt.Sprintf("ranks %d-%d", nd.Rank, nd.RankHi))
 		}
 		lines = append(lines, fmt.Sprintf("%d x, %s (%s)", nd.Count, d.time(nd.Weight), share(nd.Weight)))
-		tip := fmt.Sprintf("%s: %d steps of the path, first at vertex %d (graph vertex v%d), %s in all%s",
-			nd.Name, nd.Count, nd.First, v.ID, d.time(nd.Weight), d.siteTip(v.ID))
-		fmt.Fprintf(b, "\tn%d[id=\"n%d\",label=%q,shape=%q,penwidth=%q,tooltip=%q];\n", i, i, strings.Join(lines, "\n"), shape, weightPen(nd.Weight, p.Length), tip)
+		steps := "steps"
+		if nd.Count == 1 {
+			steps = "step"
+		}
+		tip := fmt.Sprintf("%s: %d %s of the path, first at vertex %d (graph vertex v%d), %s in all%s",
+			nd.Name, nd.Count, steps, nd.First, v.ID, d.time(nd.Weight), d.siteTip(v.ID))
+		fmt.Fprintf(b, "\tn%d[id=\"n%d\",label=%s,shape=%q,penwidth=%q,tooltip=%s];\n", i, i, dotQuote(strings.Join(lines, "\n")), shape, weightPen(nd.Weight, p.Length), dotQuote(tip))
 	}
 	for i := range s.Edges {
 		e := &s.Edges[i]
@@ -78,7 +82,7 @@ func WriteStepGraphDOT(w io.Writer, s *critpath.StepGraph, m critpath.Model, o D
 			l += fmt.Sprintf("\n(%d)", e.Bytes)
 			attrs = ",style=\"dashed\""
 		}
-		fmt.Fprintf(b, "\tn%d->n%d[id=\"%s_%d\",label=%q,penwidth=%q%s];\n", e.From, e.To, e.Kind, i, l, weightPen(e.Weight, p.Length), attrs)
+		fmt.Fprintf(b, "\tn%d->n%d[id=\"%s_%d\",label=%s,penwidth=%q%s];\n", e.From, e.To, e.Kind, i, dotQuote(l), weightPen(e.Weight, p.Length), attrs)
 	}
 	fmt.Fprintf(b, "}\n")
 	return b.Flush()
@@ -90,4 +94,30 @@ func weightPen(w, total float64) string {
 		return "1"
 	}
 	return formatNum(1 + 5*min(w/total, 1))
+}
+
+// dotQuote quotes s as a DOT string that Graphviz shows as s: quotes and
+// backslashes escaped, newlines as \n (a centred line break), other
+// control characters as blanks and bytes that are not UTF-8 as U+FFFD
+// (Go's %q writes \t and \xff, which Graphviz draws as their letters).
+func dotQuote(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r < 0x20 || r == 0x7f:
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

@@ -372,7 +372,7 @@ func summarizePath(a *analysis, path *critpath.Path, sum *critpath.Summary, top 
 	if sum == nil {
 		sum = critpath.Summarize(a.graph, path, top)
 	}
-	f := a.fold
+	var f *critpath.Folded
 	if path == a.path {
 		f = a.folded()
 	} else {

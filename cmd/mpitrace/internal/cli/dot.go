@@ -252,7 +252,7 @@ func runDot(opts *dotOptions, s *Streams) error {
 	}
 	var tooBig *render.TooBigError
 	if errors.As(err, &tooBig) {
-		return fmt.Errorf("%s: the picture would have %d vertices, more than --max-vertices %d (it is built in memory, about 3 KB a vertex, and Graphviz lays out about %d): draw the critical path folded (--critical-only without --unfold), or a part with --ranks A-B or --window T0:T1; --max-vertices 0 lifts the limit", t.Dir, tooBig.Vertices, tooBig.Max, bigDOTGraph)
+		return fmt.Errorf("%s: the picture would have %d vertices, more than --max-vertices %d (it is built in memory, about 3 KB a vertex, and Graphviz lays out about %d): %s; --max-vertices 0 lifts the limit", t.Dir, tooBig.Vertices, tooBig.Max, bigDOTGraph, tooBigAdvice(opts))
 	}
 	if err != nil {
 		return err
@@ -270,7 +270,6 @@ func runDot(opts *dotOptions, s *Streams) error {
 	return nil
 }
 
-// bigGraphAdvice says what draws less than the options did.
 // pathPicture returns the writer of the picture of a's critical path when
 // it is too long to draw whole: folded, or merged by call site when its
 // iterations differ so that folding leaves more than critpath.FoldTarget
@@ -292,6 +291,17 @@ func pathPicture(a *analysis, ro render.DOTOptions) (write func(io.Writer) error
 // Graphviz lays out, about 300 MB of picture.
 const defaultMaxDOTVertices = 100_000
 
+// tooBigAdvice says what draws less than an unfolded picture the options
+// asked for: the folded path, unless they cut the graph (a cut is drawn
+// unfolded), or less of it.
+func tooBigAdvice(opts *dotOptions) string {
+	if opts.Ranks != nil || opts.Window != nil {
+		return "draw fewer --ranks or a shorter --window (a part of the graph is drawn unfolded)"
+	}
+	return "draw the critical path folded (--critical-only without --unfold), or a part with --ranks A-B or --window T0:T1"
+}
+
+// bigGraphAdvice says what draws less than the options did.
 func bigGraphAdvice(folded bool, opts *dotOptions) string {
 	switch {
 	case folded:

@@ -230,6 +230,11 @@ func TestDotFoldAndBigGraphs(t *testing.T) {
 	if _, err := os.Stat(outFile); !os.IsNotExist(err) {
 		t.Errorf("a refused picture left %s: %v", outFile, err)
 	}
+	// A cut is drawn unfolded: the advice is to cut more.
+	code, _, errs = runCLI(t, "dot", dir, "--critical-only", "--ranks", "0-1", "--max-vertices", "500")
+	if code != 1 || !strings.Contains(errs, "draw fewer --ranks or a shorter --window") || strings.Contains(errs, "--critical-only without --unfold") {
+		t.Errorf("dot --critical-only --ranks 0-1 --max-vertices 500: exit %d, stderr %q", code, errs)
+	}
 	if code, out, _ := runCLI(t, "dot", dir, "--unfold", "--max-vertices", "0"); code != 0 || nodes(out) < 10_000 {
 		t.Errorf("dot --unfold --max-vertices 0: exit %d, %d vertices", code, nodes(out))
 	}
