@@ -280,30 +280,12 @@ func nodeTimes(g *taskgraph.Graph, v taskgraph.NodeID, r int) (start, end int64)
 // origChain is the model's (the graph as built) weight of the chain edge
 // from → to of rank r: the computation between the two calls.
 func origChain(g *taskgraph.Graph, from, to taskgraph.NodeID, r int) int64 {
-	initEnd, hasInit, finStart, hasFin := g.RankEnds(r)
-	var end, start int64
-	switch g.Kind(from) {
-	case taskgraph.KindInit:
-		if !hasInit {
-			return 0
-		}
-		end = initEnd
-	case taskgraph.KindOp:
-		_, end = g.OpTimes(from)
-	case taskgraph.KindCollective:
-		_, end, _ = g.PartTimes(from, r)
+	// A rank without MPI_Init (or MPI_Finalize) recorded has no such end.
+	if _, hasInit, _, hasFin := g.RankEnds(r); g.Kind(from) == taskgraph.KindInit && !hasInit || g.Kind(to) == taskgraph.KindFinalize && !hasFin {
+		return 0
 	}
-	switch g.Kind(to) {
-	case taskgraph.KindFinalize:
-		if !hasFin {
-			return 0
-		}
-		start = finStart
-	case taskgraph.KindOp:
-		start, _ = g.OpTimes(to)
-	case taskgraph.KindCollective:
-		start, _, _ = g.PartTimes(to, r)
-	}
+	_, end := nodeTimes(g, from, r)
+	start, _ := nodeTimes(g, to, r)
 	return max(0, start-end)
 }
 

@@ -134,11 +134,27 @@ func (fw *foldWriter) leaf(j, shift int) float64 {
 	return w
 }
 
-func (fw *foldWriter) share(w float64) string {
-	if fw.p.Length <= 0 {
+func (fw *foldWriter) share(w float64) string { return pathShare(w, fw.p) }
+
+// pathShare is w's share of path p's length, "12.3%".
+func pathShare(w float64, p *critpath.Path) string {
+	if p.Length <= 0 {
 		return "0%"
 	}
-	return fmt.Sprintf("%.1f%%", 100*w/fw.p.Length)
+	return fmt.Sprintf("%.1f%%", 100*w/p.Length)
+}
+
+// pathShape is the shape of a vertex of a picture of the path: a box for
+// an operation, a hexagon for a collective, an ellipse for MPI_Init and
+// MPI_Finalize.
+func pathShape(k taskgraph.NodeKind) string {
+	switch k {
+	case taskgraph.KindCollective:
+		return "hexagon"
+	case taskgraph.KindInit, taskgraph.KindFinalize:
+		return "ellipse"
+	}
+	return "box"
 }
 
 func (fw *foldWriter) label(m critpath.Model) string {
@@ -188,13 +204,7 @@ func (fw *foldWriter) leafNode(in string) {
 		fw.L++
 		start, _ := fw.f.StepVertices(fw.leafStart[k])
 		v := fw.p.Vertex(start)
-		shape := "box"
-		switch v.Kind {
-		case taskgraph.KindCollective:
-			shape = "hexagon"
-		case taskgraph.KindInit, taskgraph.KindFinalize:
-			shape = "ellipse"
-		}
+		shape := pathShape(v.Kind)
 		label := v.Name
 		if rr := fw.leafRanks[k]; rr[0] != rr[1] {
 			label += fmt.Sprintf("\nranks %d-%d", rr[0], rr[1])

@@ -23,12 +23,6 @@ func WriteStepGraphDOT(w io.Writer, s *critpath.StepGraph, m critpath.Model, o D
 	}
 	p := s.Path()
 	d := &drawer{o: &o, g: p.Graph()}
-	share := func(x float64) string {
-		if p.Length <= 0 {
-			return "0%"
-		}
-		return fmt.Sprintf("%.1f%%", 100*x/p.Length)
-	}
 	b := bufio.NewWriter(w)
 	label := strings.Join([]string{
 		fmt.Sprintf("critical path: %s, %d vertices", d.time(p.Length), p.NumVertices()),
@@ -42,14 +36,8 @@ func WriteStepGraphDOT(w io.Writer, s *critpath.StepGraph, m critpath.Model, o D
 	fmt.Fprintf(b, "\tnode[color=%q];edge[color=%q];\n", CriticalColor, CriticalColor)
 	for i := range s.Nodes {
 		nd := &s.Nodes[i]
-		shape := "box"
 		v := p.Vertex(nd.First)
-		switch v.Kind {
-		case taskgraph.KindCollective:
-			shape = "hexagon"
-		case taskgraph.KindInit, taskgraph.KindFinalize:
-			shape = "ellipse"
-		}
+		shape := pathShape(v.Kind)
 		lines := []string{nd.Name}
 		if o.Sites != nil {
 			if r, site := s.Site(i); site != 0 {
@@ -65,7 +53,7 @@ func WriteStepGraphDOT(w io.Writer, s *critpath.StepGraph, m critpath.Model, o D
 		default:
 			lines = append(lines, fmt.Sprintf("ranks %d-%d", nd.Rank, nd.RankHi))
 		}
-		lines = append(lines, fmt.Sprintf("%d x, %s (%s)", nd.Count, d.time(nd.Weight), share(nd.Weight)))
+		lines = append(lines, fmt.Sprintf("%d x, %s (%s)", nd.Count, d.time(nd.Weight), pathShare(nd.Weight, p)))
 		steps := "steps"
 		if nd.Count == 1 {
 			steps = "step"
