@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/render"
 	"github.com/mpitrace/mpitrace/internal/allocs"
 	"github.com/mpitrace/mpitrace/internal/golden"
+	"github.com/mpitrace/mpitrace/internal/graphviztest"
 	"github.com/mpitrace/mpitrace/internal/testmodel"
 	"github.com/mpitrace/mpitrace/internal/textdiff"
 	"github.com/mpitrace/mpitrace/reconstruct"
@@ -191,25 +191,12 @@ func TestGoldenDOT(t *testing.T) {
 	}
 }
 
-// checkGraphviz renders the DOT with Graphviz: dot -Tsvg must accept it.
+// checkGraphviz renders the DOT with Graphviz: dot -Tsvg must accept it
+// without a warning.
 func checkGraphviz(t *testing.T, src string) {
 	t.Helper()
-	dotBin, err := exec.LookPath("dot")
-	if err != nil {
-		t.Fatal("Graphviz's dot is not on PATH: install graphviz (make deps)")
-	}
-	cmd := exec.Command(dotBin, "-Tsvg")
-	cmd.Stdin = strings.NewReader(src)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("dot -Tsvg: %v\n%s", err, errb.String())
-	}
-	if errb.Len() > 0 {
-		t.Errorf("dot -Tsvg warned:\n%s", errb.String())
-	}
-	if !strings.Contains(out.String(), "<svg") {
-		t.Errorf("dot -Tsvg wrote no SVG")
+	if w := graphviztest.Render(t, src); w != "" {
+		t.Errorf("dot -Tsvg warned:\n%s", w)
 	}
 }
 

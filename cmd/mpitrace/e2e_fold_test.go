@@ -1,12 +1,13 @@
 package main_test
 
 import (
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mpitrace/mpitrace/internal/graphviztest"
 )
 
 // TestDotFoldsStencil records the stencil fixture for 1000 iterations on 2
@@ -39,11 +40,7 @@ func TestDotFoldsStencil(t *testing.T) {
 	if !found {
 		t.Errorf("no cluster names the 1000 iterations:\n%.3000s", dot)
 	}
-	svg := exec.Command("dot", "-Tsvg")
-	svg.Stdin = strings.NewReader(dot)
-	if b, err := svg.CombinedOutput(); err != nil || !strings.Contains(string(b), "<svg") {
-		t.Fatalf("dot -Tsvg: %v\n%.400s", err, b)
-	}
+	graphviztest.Render(t, dot)
 
 	// --unfold draws every vertex of the path.
 	r = run(t, filepath.Dir(out), mpitraceBin, "dot", out, "--critical-only", "--unfold")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/render"
+	"github.com/mpitrace/mpitrace/internal/graphviztest"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
@@ -218,7 +219,7 @@ func TestDotFoldAndBigGraphs(t *testing.T) {
 	if n := nodes(out); n > 100 || !strings.Contains(out, "subgraph cluster_run") || !strings.Contains(out, " x ") {
 		t.Fatalf("dot: %d vertices:\n%.2000s", n, out)
 	}
-	checkDotRenders(t, out)
+	graphviztest.Render(t, out)
 
 	// An unfolded picture beyond --max-vertices is refused, naming what
 	// draws less, and nothing is written; 0 lifts the limit.
@@ -265,18 +266,5 @@ func TestDotFoldAndBigGraphs(t *testing.T) {
 	}
 	if n := nodes(out); n <= render.GraphvizLimit {
 		t.Errorf("dot --critical-only --unfold: %d vertices", n)
-	}
-}
-
-func checkDotRenders(t *testing.T, src string) {
-	t.Helper()
-	dotBin, err := exec.LookPath("dot")
-	if err != nil {
-		t.Fatal("Graphviz's dot is not on PATH: install graphviz (make deps)")
-	}
-	cmd := exec.Command(dotBin, "-Tsvg")
-	cmd.Stdin = strings.NewReader(src)
-	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), "<svg") {
-		t.Fatalf("dot -Tsvg: %v\n%.400s", err, b)
 	}
 }
