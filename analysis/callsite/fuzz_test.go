@@ -2,12 +2,35 @@ package callsite
 
 import (
 	"debug/elf"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
+
+// resolveDeadline bounds the resolution of one damaged binary: it takes
+// milliseconds, and a loop that makes no progress never ends.
+const resolveDeadline = 30 * time.Second
+
+// within runs f and fails the test, naming what, if f has not returned
+// within resolveDeadline: a resolver that spins then names its input
+// instead of hanging the test binary until go test's own timeout.
+func within(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(resolveDeadline):
+		t.Fatalf("%s: resolving has not returned after %v: a loop without progress", what, resolveDeadline)
+	}
+}
 
 // resolveFile resolves a few addresses in the file at path, mapped as a
 // whole at 0x10000.
@@ -33,16 +56,28 @@ func FuzzResolve(f *testing.F) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		resolveFile(p, uint64(len(data)))
+		within(t, fmt.Sprintf("a %d-byte input", len(data)), func() { resolveFile(p, uint64(len(data))) })
 	})
+}
+
+// reproducible are the flags that make a binary's bytes independent of
+// where the checkout is: its debug information names the sources and the
+// compilation directory by their full paths, and the damage a test does at
+// random offsets must hit the same bytes from every checkout.
+func reproducible(t *testing.T) []string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"-ffile-prefix-map=" + wd + "=/src"}
 }
 
 // TestCorruptBinary damages a real -g binary at random places, half the
 // time inside its DWARF sections: resolving in it reports or resolves,
-// never panics.
+// never panics and always returns.
 func TestCorruptBinary(t *testing.T) {
 	dir := t.TempDir()
-	exe := build(t, "gcc", dir, "sites", []string{"-g", "-O2"}, "sites.c")
+	exe := build(t, "gcc", dir, "sites", append([]string{"-g", "-O2"}, reproducible(t)...), "sites.c")
 	sites, maps := run(t, exe)
 	for i := range maps {
 		maps[i].BuildID = "" // the damage may hit the build id: resolve anyway
@@ -80,17 +115,68 @@ func TestCorruptBinary(t *testing.T) {
 		if err := os.WriteFile(p, bad, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		resolveFile(p, uint64(len(bad)))
-		// And as it was mapped in the run, at its real call sites.
-		r := NewResolver()
+		within(t, fmt.Sprintf("damage %d", i), func() {
+			resolveFile(p, uint64(len(bad)))
+			// And as it was mapped in the run, at its real call sites.
+			r := NewResolver()
+			ms := append([]Mapping(nil), maps...)
+			for j := range ms {
+				if ms[j].Path == exe {
+					ms[j].Path = p
+				}
+			}
+			for _, a := range sites {
+				_ = r.Resolve(ms, a).Long()
+			}
+		})
+	}
+}
+
+// TestDebugInfoEndsInLEB128 damages the last byte of .debug_info, the null
+// entry closing the last unit's children, into a byte whose LEB128
+// continuation bit is set: the unit's data then ends inside an abbreviation
+// code, and debug/dwarf's reader returns null entries for ever without
+// moving or failing (golang/go#79586). Resolving must return, and the
+// entries before the damage still name the function of a site.
+func TestDebugInfoEndsInLEB128(t *testing.T) {
+	dir := t.TempDir()
+	exe := build(t, "gcc", dir, "sites", []string{"-g", "-O2"}, "sites.c")
+	sites, maps := run(t, exe)
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.Section(".debug_info")
+	f.Close()
+	if s == nil || s.Size == 0 {
+		t.Fatalf("%s has no .debug_info", exe)
+	}
+	last := int(s.Offset + s.Size - 1)
+	if data[last] != 0 {
+		t.Fatalf(".debug_info ends in %#x, not the null entry closing its last unit", data[last])
+	}
+	for _, b := range []byte{0x80, 0xb6, 0xff} {
+		data[last] = b
+		bad := filepath.Join(dir, fmt.Sprintf("bad%x", b))
+		if err := os.WriteFile(bad, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		ms := append([]Mapping(nil), maps...)
 		for j := range ms {
 			if ms[j].Path == exe {
-				ms[j].Path = p
+				ms[j].Path, ms[j].BuildID = bad, ""
 			}
 		}
-		for _, a := range sites {
-			_ = r.Resolve(ms, a).Long()
-		}
+		within(t, fmt.Sprintf("last byte of .debug_info %#x", b), func() {
+			r := NewResolver()
+			if loc := r.Resolve(ms, sites["main"]); len(loc.Frames) == 0 || loc.Frames[0].Func != "main" {
+				t.Errorf("last byte %#x: main's site resolves to %s (%q)", b, loc, loc.Problem)
+			}
+			resolveFile(bad, uint64(len(data)))
+		})
 	}
 }

@@ -380,9 +380,10 @@ func readable(name string) string {
 func unitsOf(dw *dwarf.Data) []unitRange {
 	var out []unitRange
 	r := dw.Reader()
+	es := entries{r: r}
 	for {
-		e, err := r.Next()
-		if err != nil || e == nil {
+		e := es.next()
+		if e == nil {
 			break
 		}
 		if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
@@ -400,6 +401,39 @@ func unitsOf(dw *dwarf.Data) []unitRange {
 		return cmp.Or(cmp.Compare(a.lo, b.lo), cmp.Compare(a.off, b.off))
 	})
 	return out
+}
+
+// entries reads the entries of untrusted DWARF. debug/dwarf's reader can
+// stand still: when a unit's data ends inside an abbreviation code whose
+// LEB128 continuation bit is set, Next returns an empty (null) entry, moving
+// nowhere and reporting no error, every time it is called (golang/go#79586),
+// so a loop that waits for the end or an error spins for ever. A null entry
+// cannot be told from a real one, but real ones in a row are bounded: each
+// closes a level of nesting (at most maxDepth levels are entered; deeper
+// children are skipped) or is padding. Every loop over entries reads
+// through next.
+type entries struct {
+	r     *dwarf.Reader
+	nulls int // null entries in a row
+}
+
+// maxNulls bounds the null entries in a row: the levels a reader may have
+// entered, and room for padding no toolchain writes.
+const maxNulls = maxDepth + 4096
+
+// next returns the next entry, or nil at the end, on an error, or when
+// the reader has returned more null entries in a row than real data holds.
+func (es *entries) next() *dwarf.Entry {
+	e, err := es.r.Next()
+	if err != nil || e == nil {
+		return nil
+	}
+	if e.Tag != 0 {
+		es.nulls = 0
+	} else if es.nulls++; es.nulls > maxNulls {
+		return nil
+	}
+	return e
 }
 
 // lookup returns the frames of addr, innermost first.

@@ -44,8 +44,9 @@ func parseUnit(b *binary, off dwarf.Offset) *unit {
 	u := &unit{}
 	r := b.dw.Reader()
 	r.Seek(off)
-	cu, err := r.Next()
-	if err != nil || cu == nil {
+	es := entries{r: r}
+	cu := es.next()
+	if cu == nil {
 		return u
 	}
 	var files []*dwarf.LineFile
@@ -61,8 +62,8 @@ func parseUnit(b *binary, off dwarf.Offset) *unit {
 	var stack []int
 	depth := 1
 	for depth > 0 {
-		e, err := r.Next()
-		if err != nil || e == nil {
+		e := es.next()
+		if e == nil {
 			break
 		}
 		if e.Tag == 0 { // end of a DIE's children
@@ -119,7 +120,10 @@ func readRows(lr *dwarf.LineReader) []row {
 	var rows []row
 	var le dwarf.LineEntry
 	for {
-		if err := lr.Next(&le); err != nil {
+		// Every row takes at least one opcode: a reader that returns a
+		// row without moving would repeat it for ever.
+		at := lr.Tell()
+		if err := lr.Next(&le); err != nil || lr.Tell() == at {
 			break
 		}
 		name := ""
@@ -228,9 +232,8 @@ func (b *binary) nameAt(off dwarf.Offset, depth int) string {
 	}
 	r := b.dw.Reader()
 	r.Seek(off)
-	e, err := r.Next()
 	name := ""
-	if err == nil && e != nil {
+	if e, err := r.Next(); err == nil && e != nil {
 		name = b.nameOf(e, depth)
 	}
 	if b.names == nil {
