@@ -54,17 +54,31 @@ lint: deps
 	@CGO_ENABLED=0 $(GO) run ./cmd/mpitrace instrument x.c 2>&1 | grep -q 'built without cgo' || \
 		{ echo "make lint: a CGO_ENABLED=0 mpitrace does not say that instrument needs cgo"; exit 1; }
 
+# make test runs every step below even when one fails, and ends with the
+# list of the steps that failed (exit 1), so that one failure does not hide
+# the others. Each step's go test has a timeout well inside CI's 90 minutes:
+# a test that hangs makes go test panic naming it ("running tests: ...").
+#
 # The end-to-end package (cmd/mpitrace) runs about a hundred MPI jobs: 6
 # minutes on an idle 2-core machine, several times that beside other MPI
 # jobs (MPICH ranks cannot yield the processor: internal/mpijob). Each job
 # stops at its own deadline (3 minutes, or 30 s before this one) and fails
 # its test by name, so this limit only has to exceed a slow run.
 E2E_TIMEOUT ?= 45m
+# Every other package takes seconds; a minute at most on a loaded machine.
+UNIT_TIMEOUT ?= 8m
+# The packages whose code or tests run goroutines.
+RACE_PACKAGES := ./tracefmt/... ./reconstruct/... ./analysis/... ./cmd/mpitrace/internal/... ./instrument/... ./internal/...
 
-test: lint
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/cmd/mpitrace$$')
-	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./cmd/mpitrace
-	$(GO) test -count=1 -race ./tracefmt/... ./reconstruct/... ./analysis/... ./cmd/mpitrace/internal/...
+test: deps
+	@failed=""; \
+	step() { name=$$1; shift; echo "make test: $$name: $$*"; "$$@" || failed="$$failed $$name"; }; \
+	step lint $(MAKE) --no-print-directory lint; \
+	step unit $(GO) test -count=1 -timeout $(UNIT_TIMEOUT) $$($(GO) list ./... | grep -v '/cmd/mpitrace$$'); \
+	step e2e $(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./cmd/mpitrace; \
+	step race $(GO) test -count=1 -race -timeout $(UNIT_TIMEOUT) $(RACE_PACKAGES); \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
+	echo "make test: every step passed (lint unit e2e race)"
 
 # The stored traces are never regenerated; their analyses' outputs are, when
 # an output changes on purpose (review the diff of fixtures/traces/golden).
