@@ -31,6 +31,11 @@ type Baseline struct {
 	Version int `json:"mpitrace_baseline"`
 	// Trace is the trace directory it was made from (informative).
 	Trace string `json:"trace"`
+	// Model is the fingerprint of the latency model the critical path's
+	// figures were weighed with (latency.Model.Fingerprint), empty for the
+	// default model embedded in mpitrace. Figures weighed with other
+	// models do not compare.
+	Model string `json:"model,omitempty"`
 	Shape Shape  `json:"shape"`
 	// Times are the figures compared, by name (see the Figure functions):
 	// nanoseconds.

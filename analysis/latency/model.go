@@ -1,9 +1,14 @@
 package latency
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -122,6 +127,23 @@ type CollectiveSegment struct {
 type Term struct {
 	Name string  `json:"term"`
 	Coef float64 `json:"coef"`
+}
+
+// Fingerprint identifies m's fits, whatever the layout of the file they
+// came from: the first 16 hex digits of the SHA-256 of the point-to-point
+// and collective models as JSON. Two models weigh every message and
+// collective alike when their fingerprints are equal.
+func (m *Model) Fingerprint() string {
+	colls := slices.SortedFunc(slices.Values(m.Collectives), func(a, b CollectiveModel) int { return cmp.Compare(a.Name, b.Name) })
+	data, err := json.Marshal(struct {
+		P P2PModel
+		C []CollectiveModel
+	}{m.PointToPoint, colls})
+	if err != nil {
+		panic("internal error: a latency model that does not marshal: " + err.Error())
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
 }
 
 // IsDefault reports whether m is the embedded default model.

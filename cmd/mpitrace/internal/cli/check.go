@@ -16,6 +16,7 @@ import (
 
 	"github.com/mpitrace/mpitrace/analysis/baseline"
 	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/analysis/loops"
 	"github.com/mpitrace/mpitrace/analysis/regions"
 	"github.com/mpitrace/mpitrace/analysis/stats"
@@ -24,6 +25,7 @@ import (
 
 type checkOptions struct {
 	Dir           string
+	Model         string
 	Baseline      string
 	Tolerance     string
 	Floor         time.Duration
@@ -33,14 +35,15 @@ type checkOptions struct {
 func newCheckCmd(s *Streams, runF func(context.Context, *checkOptions) error) *cobra.Command {
 	opts := &checkOptions{}
 	cmd := &cobra.Command{
-		Use:   "check [TRACEDIR] --baseline FILE [--tolerance PCT] [--floor DURATION] [--write-baseline]",
+		Use:   "check [TRACEDIR] --baseline FILE [--model FILE] [--tolerance PCT] [--floor DURATION] [--write-baseline]",
 		Short: "Compare a trace's critical path and MPI times with a stored baseline (for CI)",
 		Long: `Compare a trace with a baseline file, for regression checks in CI
 (docs/ci.md shows a GitHub Actions and a GitLab CI job).
 
 The figures are the critical path's length, its computation and
 communication, and its share per MPI function (as 'mpitrace critpath'
-summarises it, with the default latency model); the time spent in each MPI
+summarises it, with the latency model of --model, by default the one
+embedded in mpitrace); the time spent in each MPI
 function, summed over ranks (as 'mpitrace stats'); and, when the trace
 recorded them, each region's and kernel's inclusive time summed over ranks
 (as 'mpitrace regions') and each loop's measured time (as 'mpitrace loops').
@@ -49,7 +52,9 @@ summed over ranks.
 
 With --write-baseline, check writes these figures to FILE (versioned JSON,
 keys sorted, times in integer nanoseconds; docs/cli.md gives the schema) and
-says so in one line.
+says so in one line. A baseline written with --model records the model's
+fingerprint, and is compared only with a trace weighed by the same model:
+pass the same --model (or one with the same fits) when checking.
 
 Without it, check compares the trace with FILE. When the shape differs (other
 ranks, other call counts), the runs are not the same run: it lists what
@@ -59,8 +64,9 @@ that moved by more than --tolerance (default 5%) and by more than --floor
 trace's, and the change; a time that grew is a regression. Exit status: 0
 when no time grew beyond the tolerance (a one-line summary says how many
 figures were compared), 1 on a regression (named on stderr), 2 on bad input
-(bad flags, an unreadable or invalid baseline, an unreadable trace, one
-with errors or one that lost data: its diagnostics are printed on stderr),
+(bad flags, an unreadable or invalid baseline, a baseline weighed with
+another latency model, an unreadable trace, one with errors or one that
+lost data: its diagnostics are printed on stderr),
 4 when the shape changed.`,
 		Example: `  mpitrace check traces/ --baseline perf/baseline.json --write-baseline
   mpitrace check traces/ --baseline perf/baseline.json
@@ -76,6 +82,7 @@ with errors or one that lost data: its diagnostics are printed on stderr),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Baseline, "baseline", "", "baseline `file` to compare with (or to write, with --write-baseline)")
+	addModelFlag(f, &opts.Model, "the critical path")
 	f.StringVar(&opts.Tolerance, "tolerance", "5%", "relative change that counts, in `percent` (10 or 10%)")
 	f.DurationVar(&opts.Floor, "floor", 100*time.Microsecond, "absolute change below which no figure counts (small times must not flap)")
 	f.BoolVar(&opts.WriteBaseline, "write-baseline", false, "write the trace's figures to the baseline file instead of comparing")
@@ -118,9 +125,13 @@ func runCheck(opts *checkOptions, s *Streams) error {
 			return err
 		}
 	}
-	now, err := traceBaseline(opts.Dir, s)
+	now, err := traceBaseline(opts.Dir, opts.Model, s)
 	if err != nil {
 		return err
+	}
+	if old != nil && old.Model != now.Model {
+		return badInput(fmt.Errorf("baseline %s was weighed with %s, the trace with %s: give check the --model the baseline was written with",
+			opts.Baseline, modelDesc(old.Model), modelDesc(now.Model)))
 	}
 	if opts.WriteBaseline {
 		if err := writeOutput(opts.Baseline, now.Write); err != nil {
@@ -159,7 +170,7 @@ func readBaseline(path string) (*baseline.Baseline, error) {
 
 // traceBaseline reads the trace in dir and returns its figures. Its errors
 // (an unreadable trace, one with errors) end check with status 2.
-func traceBaseline(dir string, s *Streams) (*baseline.Baseline, error) {
+func traceBaseline(dir, modelPath string, s *Streams) (*baseline.Baseline, error) {
 	t, err := openTrace(dir, s)
 	if err != nil {
 		return nil, badInput(err)
@@ -168,7 +179,7 @@ func traceBaseline(dir string, s *Streams) (*baseline.Baseline, error) {
 	if err != nil {
 		return nil, badInput(err)
 	}
-	a, err := analyzeTracePath(t, "", s)
+	a, err := analyzeTracePath(t, modelPath, s)
 	if err != nil {
 		return nil, badInput(err)
 	}
@@ -185,6 +196,9 @@ func traceBaseline(dir string, s *Streams) (*baseline.Baseline, error) {
 		return nil, badInput(fmt.Errorf("%s lost data (%d data-loss diagnostics, see above): its figures would not compare; record the run again", dir, n))
 	}
 	b := baseline.New(dir, t.Size)
+	if fp := a.model.Fingerprint(); fp != latency.Default().Fingerprint() {
+		b.Model = fp
+	}
 	for _, f := range prof.All {
 		b.Shape.Calls[f.Name] = f.Calls
 		b.Times[baseline.MPIFunction(f.Name)] = f.TotalNs

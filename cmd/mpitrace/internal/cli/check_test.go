@@ -3,12 +3,16 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mpitrace/mpitrace/analysis/baseline"
+	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/internal/golden"
 
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
@@ -227,6 +231,103 @@ func TestCheckFlags(t *testing.T) {
 	for _, in := range []string{"", "%", "NaN", "Inf", "-5", "5%%", "x"} {
 		if _, err := parseTolerance(in); err == nil {
 			t.Errorf("parseTolerance(%q): no error", in)
+		}
+	}
+}
+
+// TestCheckModel: check --model weighs the critical path as critpath
+// --model does, records the model's fingerprint in the baseline, and
+// refuses (status 2) to compare figures weighed with different models.
+func TestCheckModel(t *testing.T) {
+	dir := checkTrace(t, checkBase)
+	m := latency.Default()
+	for i := range m.PointToPoint.Segments {
+		m.PointToPoint.Segments[i].A += 50_000 // every message 50 us slower
+	}
+	slow := filepath.Join(t.TempDir(), "slow.json")
+	if err := writeOutput(slow, m.Write); err != nil {
+		t.Fatal(err)
+	}
+	// The default model's fits in a file of another layout.
+	same := filepath.Join(t.TempDir(), "default.json")
+	data, err := json.Marshal(latency.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(same, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lengthOf := func(args ...string) int64 {
+		t.Helper()
+		code, out, errs := runCLI(t, append([]string{"critpath", dir, "-o", filepath.Join(t.TempDir(), "cp.out"), "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("critpath %q: %d %q", args, code, errs)
+		}
+		var j struct {
+			Summary struct {
+				Length float64 `json:"length_ns"`
+			} `json:"summary"`
+		}
+		if err := json.Unmarshal([]byte(out), &j); err != nil {
+			t.Fatalf("critpath --json: %v\n%s", err, out)
+		}
+		return int64(math.Round(j.Summary.Length))
+	}
+	write := func(args ...string) *baseline.Baseline {
+		t.Helper()
+		file := filepath.Join(t.TempDir(), "baseline.json")
+		code, _, errs := runCLI(t, append([]string{"check", dir, "--baseline", file, "--write-baseline"}, args...)...)
+		if code != 0 {
+			t.Fatalf("--write-baseline %q: %d %q", args, code, errs)
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := baseline.Read(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Trace = file // where it is, for the checks below
+		return b
+	}
+	def, slowB, sameB := write(), write("--model", slow), write("--model", same)
+	if def.Model != "" || sameB.Model != "" {
+		t.Errorf("default model's fingerprint recorded: %q, %q", def.Model, sameB.Model)
+	}
+	if slowB.Model != m.Fingerprint() || len(slowB.Model) != 16 {
+		t.Errorf("baseline's model %q, want %q", slowB.Model, m.Fingerprint())
+	}
+	for _, c := range []struct {
+		b    *baseline.Baseline
+		args []string
+	}{{def, nil}, {slowB, []string{"--model", slow}}} {
+		if got, want := c.b.Times[baseline.CritpathLength], lengthOf(c.args...); got != want {
+			t.Errorf("check %q: critical path %d ns, critpath: %d ns", c.args, got, want)
+		}
+	}
+	if def.Times[baseline.CritpathLength] >= slowB.Times[baseline.CritpathLength] {
+		t.Errorf("the slower model's path (%d ns) is not longer than the default's (%d ns)",
+			slowB.Times[baseline.CritpathLength], def.Times[baseline.CritpathLength])
+	}
+	// Compared with the model it was written with: OK; with another: 2.
+	if code, out, errs := runCLI(t, "check", dir, "--baseline", slowB.Trace, "--model", slow); code != 0 || errs != "" || !strings.HasPrefix(out, "OK: ") {
+		t.Errorf("same model: %d %q %q", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "check", dir, "--baseline", def.Trace, "--model", same); code != 0 || !strings.HasPrefix(out, "OK: ") {
+		t.Errorf("default fits from a file: %d %q %q", code, out, errs)
+	}
+	for _, c := range []struct {
+		base string
+		args []string
+		want string
+	}{
+		{slowB.Trace, nil, "mpitrace: baseline " + slowB.Trace + " was weighed with the latency model of fingerprint " + m.Fingerprint() + ", the trace with the default latency model: give check the --model the baseline was written with\n"},
+		{def.Trace, []string{"--model", slow}, "mpitrace: baseline " + def.Trace + " was weighed with the default latency model, the trace with the latency model of fingerprint " + m.Fingerprint() + ": give check the --model the baseline was written with\n"},
+	} {
+		code, out, errs := runCLI(t, append([]string{"check", dir, "--baseline", c.base}, c.args...)...)
+		if code != ExitUsage || out != "" || errs != c.want {
+			t.Errorf("other model %q: %d %q %q", c.args, code, out, errs)
 		}
 	}
 }

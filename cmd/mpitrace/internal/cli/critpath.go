@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mpitrace/mpitrace/analysis/callsite"
 	"github.com/mpitrace/mpitrace/analysis/critpath"
@@ -93,7 +94,7 @@ and with --strict 3 when it lost data.`,
 	}
 	f := cmd.Flags()
 	outputFlag(f, &opts.Out, "critPath.out", "`file` for the critical path ('-': stdout, no summary; with --json: none unless given)")
-	f.StringVar(&opts.Model, "model", "", "latency model `file` from mpitrace calibrate (default: the embedded model)")
+	addModelFlag(f, &opts.Model, "the critical path")
 	f.StringVar(&opts.Unit, "unit", "us", "`unit` of computation edges in critPath.out and the summary: ns, us, ms or s")
 	f.BoolVar(&opts.JSON, "json", false, "print the summary and the path as JSON on stdout")
 	f.IntVar(&opts.Top, "top", 10, "heaviest edges to list in the summary")
@@ -101,6 +102,21 @@ and with --strict 3 when it lost data.`,
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
 	addSiteFlags(f, &opts.siteFlags)
 	return cmd
+}
+
+// addModelFlag defines --model, the latency model every command that
+// weighs a critical path takes, for what the command weighs.
+func addModelFlag(f *pflag.FlagSet, p *string, what string) {
+	f.StringVar(p, "model", "", "latency model `file` from mpitrace calibrate, for "+what+" (default: the embedded model)")
+}
+
+// modelDesc names a model by its fingerprint, as a baseline records it
+// (empty for the embedded default).
+func modelDesc(fingerprint string) string {
+	if fingerprint == "" {
+		return "the default latency model"
+	}
+	return "the latency model of fingerprint " + fingerprint
 }
 
 // loadModel returns the latency model of --model, or the embedded default,

@@ -143,7 +143,7 @@ errors, and with --strict 3 when it lost data.`,
 	f.BoolVar(&opts.CriticalOnly, "critical-only", false, "draw only the critical path, its repetitions folded")
 	f.BoolVar(&opts.Unfold, "unfold", false, "draw every vertex: do not fold the critical path's repetitions, nor replace a big graph by the folded path")
 	opts.cutFlags.add(f, "draw", "operations")
-	f.StringVar(&opts.Model, "model", "", "latency model `file` from mpitrace calibrate (default: the embedded model)")
+	addModelFlag(f, &opts.Model, "the critical path")
 	f.StringVar(&opts.unitArg, "unit", "us", "`unit` of the times in labels: ns, us, ms or s")
 	outputFlag(f, &opts.Output, "", "write the DOT to `file` instead of stdout")
 	f.IntVar(&opts.MaxVertices, "max-vertices", defaultMaxDOTVertices, "refuse to draw more `vertices` than this unfolded (0: no limit; the picture takes about 3 KB a vertex in memory)")

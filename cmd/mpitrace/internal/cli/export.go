@@ -77,7 +77,7 @@ Diagnostics go to stderr; the exit status is 1 when the trace has errors,
 	f := cmd.Flags()
 	f.StringVar(&opts.Format, "format", "chrome", "output `format`: chrome (trace-event JSON for Perfetto UI and chrome://tracing)")
 	opts.cutFlags.add(f, "export", "slices")
-	f.StringVar(&opts.Model, "model", "", "latency model `file` for the critical path (default: the embedded model)")
+	addModelFlag(f, &opts.Model, "the critical path")
 	f.BoolVar(&opts.Critical, "critical", true, "mark the critical path (builds the task graph first, as critpath does); --critical=false needs memory independent of the trace's length")
 	outputFlag(f, &opts.Output, "", "write the JSON to `file` ('-': stdout)")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")

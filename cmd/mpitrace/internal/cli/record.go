@@ -105,7 +105,7 @@ earlier recording.`,
 	f.StringVar(&opts.Buffer, "buffer", "", "event buffer per thread before a block is written, e.g. 256k, 1M")
 	f.IntVar(&opts.ClockSync, "clocksync", -1, "ping-pong rounds per rank for the clock offsets at MPI_Init and MPI_Finalize (0 disables)")
 	f.BoolVar(&opts.Critpath, "critpath", false, "after the run, find the critical path: write critPath.out and taskgraph.dot next to the logs, summary on stderr")
-	f.StringVar(&opts.Model, "model", "", "latency model `file` for --critpath (default: the embedded model)")
+	addModelFlag(f, &opts.Model, "--critpath")
 	f.BoolVar(&opts.Kokkos, "kokkos", false, "record Kokkos kernels, regions, copies and allocations: the recorder is the program's Kokkos tool (default: when the program links Kokkos)")
 	f.BoolVar(&opts.KokkosFences, "kokkos-fences", false, "let Kokkos fence after every kernel, so that asynchronous kernels' times are their own (implies --kokkos)")
 	return cmd
