@@ -252,6 +252,7 @@ func (b *build) rank(rank int, src tracefmt.Source, file string, end func() rank
 	}
 	e := end()
 	p.Finish(e)
+	rb.Done()
 	b.res[i] = &rankResult{p: p, end: e}
 	return nil
 }

@@ -1,9 +1,12 @@
 package reconstruct
 
-// chunked is an append-only sequence stored in fixed-size chunks, so that
-// growing it never copies what it holds nor leaves garbage behind: the
-// matching records of a long run are a sizeable part of the memory
-// reconstruction needs.
+// chunked is an append-only sequence stored in chunks of recChunkLen
+// elements, so that growing it never copies more than its first chunk nor
+// leaves more garbage behind: the matching records of a long run are a
+// sizeable part of the memory reconstruction needs. The first chunk starts
+// with room for recFirstLen elements and doubles as it fills, up to
+// recChunkLen, so that a rank of a few records costs a few hundred bytes,
+// not a whole chunk (a world of thousands of short ranks).
 type chunked[T any] struct {
 	c [][]T
 	n int
@@ -12,18 +15,29 @@ type chunked[T any] struct {
 const (
 	recChunkBits = 12
 	recChunkLen  = 1 << recChunkBits
+	recFirstLen  = 8
 )
 
 func (s *chunked[T]) add(v T) int {
 	i := s.n
-	if i&(recChunkLen-1) == 0 {
+	k, j := i>>recChunkBits, i&(recChunkLen-1)
+	switch {
+	case j == 0 && k == 0:
+		s.c = append(s.c, make([]T, recFirstLen))
+	case j == 0:
 		s.c = append(s.c, make([]T, recChunkLen))
+	case j == len(s.c[k]):
+		c := make([]T, min(2*j, recChunkLen))
+		copy(c, s.c[k])
+		s.c[k] = c
 	}
-	s.c[i>>recChunkBits][i&(recChunkLen-1)] = v
+	s.c[k][j] = v
 	s.n++
 	return i
 }
 
+// at returns element i; the pointer is valid until the next add (which may
+// move the first chunk).
 func (s *chunked[T]) at(i int) *T { return &s.c[i>>recChunkBits][i&(recChunkLen-1)] }
 
 func (s *chunked[T]) len() int { return s.n }

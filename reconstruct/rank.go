@@ -29,18 +29,27 @@ type chanKey struct {
 
 // chanTable interns a rank's channels. A small direct-mapped cache in
 // front of the map serves the few channels a loop uses over and over.
+// Once the rank's pass is over only the keys are needed (done).
 type chanTable struct {
 	m     map[chanKey]uint32
 	keys  []chanKey
-	cache [16]struct {
-		k  chanKey
-		id uint32
-		ok bool
-	}
+	cache *chanCache // allocated on first use
 }
+
+type chanCache [16]struct {
+	k  chanKey
+	id uint32
+	ok bool
+}
+
+// done frees what interning needs, keeping the keys.
+func (t *chanTable) done() { t.m, t.cache = nil, nil }
 
 func (t *chanTable) id(k chanKey) uint32 {
 	h := (uint32(k.peer)*31 + uint32(k.tag)*7 + k.comm) & 15
+	if t.cache == nil {
+		t.cache = new(chanCache)
+	}
 	c := &t.cache[h]
 	if c.ok && c.k == k {
 		return c.id
@@ -794,6 +803,9 @@ func (p *rankPass) Finish(end rankEnd) {
 	p.fnCache, p.fnMap = nil, nil
 	p.completes = nil
 	p.strs = nil
+	p.sendCh.done()
+	p.recvCh.done()
+	p.keyIdx, p.commMap, p.commIdx = nil, nil, nil
 }
 
 // reorder puts the operations of a rank whose calls overlap (several

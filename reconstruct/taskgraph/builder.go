@@ -119,15 +119,20 @@ func (b *Builder) Rank(r int) *RankBuilder {
 
 // RankBuilder adds one rank's operations.
 type RankBuilder struct {
-	b     *Builder
-	rank  int
-	d     rankData
-	err   error
-	cache [256]struct {
-		key uint32
-		id  opNameID
-		ok  bool
-	}
+	b    *Builder
+	rank int
+	d    rankData
+	err  error
+	// cache is a small table of op names in front of the builder's, while
+	// the rank's operations are added (2 KiB: allocated on the first, freed
+	// by Done, so that thousands of ranks do not each keep one).
+	cache *opNameCache
+}
+
+type opNameCache [256]struct {
+	key uint32
+	id  opNameID
+	ok  bool
 }
 
 // Op is an operation to add.
@@ -172,6 +177,9 @@ func (rb *RankBuilder) opName(fn NameID, kind spec.Kind, expanded, recvHalf bool
 	if recvHalf {
 		key |= 2
 	}
+	if rb.cache == nil {
+		rb.cache = new(opNameCache)
+	}
 	c := &rb.cache[(key^key>>10)&255]
 	if c.ok && c.key == key {
 		return c.id
@@ -196,6 +204,10 @@ func (b *Builder) opName(on opName) opNameID {
 	b.opNameIdx[on] = id
 	return id
 }
+
+// Done says the rank's operations are added, for now: it frees what adding
+// them needed. Adding more afterwards still works.
+func (rb *RankBuilder) Done() { rb.cache = nil }
 
 // Event returns the event index of operation local.
 func (rb *RankBuilder) Event(local uint32) int64 { return rb.d.ops.event(local) }
@@ -247,6 +259,7 @@ func (b *Builder) Layout() error {
 		if rb.err != nil {
 			return rb.err
 		}
+		rb.cache = nil
 		rb.d.base = NodeID(min(n, math.MaxUint32))
 		n += uint64(rb.d.n())
 	}

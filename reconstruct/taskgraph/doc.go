@@ -41,8 +41,10 @@
 // The graph is stored in per-rank chunks of columns with implicit chain
 // edges, for the ranks with a log only (Ranks; the world may claim many
 // more, which cost nothing): per operation its start, duration, bytes, event index and name
-// (16 bytes; 24 in a chunk of 4096 spanning more than 4.29 s); per message 12 bytes; per collective participation about 40
-// bytes. Walk visits the nodes in a topological order in linear time with
+// (16 bytes; 24 in a chunk of 4096 spanning more than 4.29 s; a rank's
+// first chunk starts with room for 8 and doubles, so that a short rank
+// costs little); per message 12 bytes; per collective participation about
+// 40 bytes. Walk visits the nodes in a topological order in linear time with
 // per-rank cursors, without building an adjacency list; Longest finds a
 // longest path the same way keeping a distance per rank, per sending
 // operation and per collective only; In and Out give the edges of one

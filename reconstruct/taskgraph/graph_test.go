@@ -490,3 +490,45 @@ func TestPathWideRanks(t *testing.T) {
 		t.Error("wide ranks in the wrong chunks")
 	}
 }
+
+// TestOpStoreFirstChunkGrows: a rank's first chunk starts small and
+// doubles up to a whole chunk, keeping every column, its whole starts once
+// widened while small, and the overflow maps; a rank of a few operations
+// keeps a few hundred bytes.
+func TestOpStoreFirstChunkGrows(t *testing.T) {
+	var s opStore
+	type op struct {
+		start, end int64
+		bytes      uint64
+		ev         int64
+		name       opNameID
+	}
+	var want []op
+	for i := 0; i < 2*chunkLen+5; i++ {
+		o := op{start: int64(i) * 1000, end: int64(i)*1000 + 10, bytes: uint64(i), ev: int64(2 * i), name: opNameID(i % 7)}
+		switch i {
+		case 3: // widens the first chunk while it holds 8
+			o.start, o.end = -5, 1
+		case 20:
+			o.end = o.start + math.MaxUint32 + 1
+		case 21:
+			o.bytes = math.MaxUint32 + 7
+		case 22:
+			o.ev = 1 << 40
+		}
+		s.add(o.start, o.end, o.bytes, o.ev, o.name)
+		want = append(want, o)
+		if i == 4 && len(s.chunks[0].dur) != firstChunkLen {
+			t.Errorf("after 5 operations the first chunk holds %d", len(s.chunks[0].dur))
+		}
+	}
+	if len(s.chunks) != 3 || len(s.chunks[0].dur) != chunkLen || len(s.chunks[0].wide) != chunkLen || len(s.chunks[1].dur) != chunkLen {
+		t.Fatalf("%d chunks of %d, %d (wide %d)", len(s.chunks), len(s.chunks[0].dur), len(s.chunks[1].dur), len(s.chunks[0].wide))
+	}
+	for i, o := range want {
+		j := uint32(i)
+		if s.start(j) != o.start || s.end(j) != o.end || s.bytes(j) != int64(o.bytes) || s.event(j) != o.ev || s.name(j) != o.name {
+			t.Fatalf("op %d: %d %d %d %d %d, want %+v", i, s.start(j), s.end(j), s.bytes(j), s.event(j), s.name(j), o)
+		}
+	}
+}

@@ -6,8 +6,8 @@ import (
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
 
-// Operations are stored per rank in fixed-size chunks of columns, so that
-// adding one never copies what was added before and a rank wastes at most
+// Operations are stored per rank in chunks of columns, so that adding one
+// never copies more than the rank's first chunk and a rank wastes at most
 // one partly filled chunk. An operation takes 16 bytes: its start relative
 // to the chunk's first operation's (4), its duration (4), its bytes (4),
 // its event index relative to the chunk's first operation's (2) and its op
@@ -15,27 +15,55 @@ import (
 // time) keeps its starts whole instead (8 more bytes an operation); other
 // values that do not fit (calls longer than 4.29 s, 4 GiB messages, events
 // far apart) go to per-rank overflow maps.
+//
+// A chunk holds chunkLen operations, 64 KiB of columns (48 KiB and two of
+// 8 KiB: whole pages, where a larger object would take another one),
+// except a rank's first, which starts with room for firstChunkLen and
+// doubles as it fills up to chunkLen: a rank of a few operations costs a
+// few hundred bytes, not 64 KiB (a world of thousands of short ranks).
+// The chunks only store the operations: node ids and the rank index of a
+// block of ids (Graph.rankIdx) do not depend on them.
 const (
-	chunkBits = 12
-	chunkLen  = 1 << chunkBits
-	chunkMask = chunkLen - 1
+	chunkBits     = 12
+	chunkLen      = 1 << chunkBits
+	chunkMask     = chunkLen - 1
+	firstChunkLen = 8
 )
 
-// opChunk is a chunk: its columns, exactly 64 KiB (a larger object would
-// take another 8 KiB page), and what they are relative to.
+// opChunk is a chunk: its columns, of equal length (its capacity), and
+// what they are relative to.
 type opChunk struct {
-	*opCols
-	wide   *[chunkLen]int64 // the starts, once one is not base + a uint32
-	base   int64            // start of the chunk's first operation
-	evBase int64            // event index of the chunk's first operation
+	start  []uint32 // start - base, while wide is nil
+	dur    []uint32
+	bytes  []uint32
+	ev     []uint16
+	name   []opNameID
+	wide   []int64 // the starts, once one is not base + a uint32
+	base   int64   // start of the chunk's first operation
+	evBase int64   // event index of the chunk's first operation
 }
 
-type opCols struct {
-	start [chunkLen]uint32 // start - base, while wide is nil
-	dur   [chunkLen]uint32
-	bytes [chunkLen]uint32
-	ev    [chunkLen]uint16
-	name  [chunkLen]opNameID
+// newOpChunk returns a chunk with room for n operations.
+func newOpChunk(n int, base, evBase int64) opChunk {
+	u := make([]uint32, 3*n)
+	return opChunk{start: u[:n:n], dur: u[n : 2*n : 2*n], bytes: u[2*n:], ev: make([]uint16, n), name: make([]opNameID, n),
+		base: base, evBase: evBase}
+}
+
+// grow doubles the chunk's room, up to chunkLen operations.
+func (c *opChunk) grow() {
+	n := len(c.dur)
+	d := newOpChunk(min(2*n, chunkLen), c.base, c.evBase)
+	copy(d.start, c.start)
+	copy(d.dur, c.dur)
+	copy(d.bytes, c.bytes)
+	copy(d.ev, c.ev)
+	copy(d.name, c.name)
+	if c.wide != nil {
+		d.wide = make([]int64, len(d.dur))
+		copy(d.wide, c.wide)
+	}
+	*c = d
 }
 
 // opNameID indexes a graph's op names: a function name with the event
@@ -67,14 +95,21 @@ func (s *opStore) add(start, end int64, bytes uint64, ev int64, name opNameID) u
 	i := uint32(s.n)
 	j := i & chunkMask
 	if j == 0 {
-		s.chunks = append(s.chunks, opChunk{opCols: new(opCols), evBase: ev, base: start})
+		n := chunkLen
+		if i == 0 {
+			n = firstChunkLen
+		}
+		s.chunks = append(s.chunks, newOpChunk(n, start, ev))
 	}
 	c := &s.chunks[i>>chunkBits]
+	if int(j) == len(c.dur) {
+		c.grow()
+	}
 	if d := start - c.base; c.wide == nil && d >= 0 && d <= maxU32 {
 		c.start[j] = uint32(d)
 	} else {
 		if c.wide == nil {
-			c.wide = new([chunkLen]int64)
+			c.wide = make([]int64, len(c.dur))
 			for k := uint32(0); k < j; k++ {
 				c.wide[k] = c.base + int64(c.start[k])
 			}
