@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -113,58 +112,70 @@ const FoldTarget = 300
 // Fold folds p: it gives each step a signature (at level SameStep, its
 // vertex's rank, MPI function and call site, the kind of the hop into it
 // and the rank it comes from) and finds the runs of repeated steps
-// (package fold). A fold that draws at most FoldTarget/3 vertices is
-// taken at once; otherwise Fold folds again at the coarser levels and
-// keeps the finest whose fold draws at most 1.5 times the fewest
-// vertices any level drew (a path whose iterations take other ranks or
-// another number of waits folds well only at a coarse level: 239 vertices
-// at SameFunction, 8 at Merged, for 1000 iterations of the stencil
-// fixture). It keeps 4 bytes per vertex for the signatures and, while
-// folding, 12 more (package fold), besides the fold.
+// (package fold). The finest fold that draws at most FoldTarget/3
+// vertices is taken; when no level's does, Fold keeps the finest whose
+// fold draws at most 1.5 times the fewest vertices any level drew (a path
+// whose iterations take other ranks or another number of waits folds
+// well only at a coarse level: 239 vertices at SameFunction, 8 at Merged,
+// for 1000 iterations of the stencil fixture).
+//
+// The coarsest level is folded first: the vertices it draws bound the
+// fewest, so a finer level is given up as soon as its fold draws more
+// than either rule could take (fold.FindWithin): on a path whose steps
+// vary from one iteration to the next, the finer levels stop after a few
+// hundred steps instead of folding the whole path. It keeps 4 bytes per
+// vertex for the steps' numbers, 4 for the signatures of a level and,
+// while folding, 12 more (package fold), besides the folds.
 func Fold(p *Path) *Folded {
-	if p.NumVertices() > bigFold {
+	big := p.NumVertices() > bigFold
+	if big {
 		runtime.GC() // what made the path is garbage: make room first
 	}
+	st := p.numberSteps()
 	seq := make([]uint32, p.NumVertices())
+	var fd fold.Finder
+	var folds [numLevels]*Folded
 	var leaves [numLevels]int
-	var last *Folded
-	for level := range numLevels {
-		if last != nil && p.NumVertices() > bigFold {
-			// The previous level's nodes and work arrays are garbage: a
-			// collection now lets the next level reuse their memory
-			// rather than grow the heap (on a path of 10 M vertices,
-			// hundreds of MB).
-			last = nil
-			runtime.GC()
+	folds[Merged] = p.foldAt(&fd, st, Merged, seq, -1)
+	leaves[Merged] = fold.Leaves(folds[Merged].Nodes)
+	fewest := leaves[Merged]
+	for level := range Merged {
+		f := p.foldAt(&fd, st, level, seq, max(FoldTarget/3, fewest*3/2))
+		if f == nil {
+			continue // draws more than FoldTarget/3 and 1.5 times the fewest
 		}
-		f := p.foldAt(level, seq)
-		leaves[level] = fold.Leaves(f.Nodes)
-		if leaves[level] <= FoldTarget/3 {
+		n := fold.Leaves(f.Nodes)
+		if n <= FoldTarget/3 {
 			return f
 		}
-		last = f
+		folds[level], leaves[level] = f, n
+		fewest = min(fewest, n)
 	}
-	fewest := slices.Min(leaves[:])
+	if leaves[Merged] <= FoldTarget/3 {
+		return folds[Merged]
+	}
 	best := 0
-	for leaves[best]*2 > fewest*3 {
+	for folds[best] == nil || leaves[best]*2 > fewest*3 {
 		best++
 	}
-	if last.Level == best {
-		return last
-	}
-	last = nil
-	return p.foldAt(best, seq)
+	return folds[best]
 }
 
-// foldAt folds p at level, with seq (one entry per vertex) to work in.
-func (p *Path) foldAt(level int, seq []uint32) *Folded {
+// foldAt folds p, whose steps st numbers, at level with fd, with seq (one
+// entry per vertex) to work in; nil when the fold would draw more than
+// limit vertices (limit < 0: no limit).
+func (p *Path) foldAt(fd *fold.Finder, st *stepNumbers, level int, seq []uint32, limit int) *Folded {
 	f := &Folded{Level: level, p: p}
-	sig, sites := p.signatures(level, seq)
+	sig, sites := st.signatures(level, seq)
 	f.sites = sites
 	if level == Merged {
 		sig, f.tok = merge(sig)
 	}
-	f.Nodes = fold.Find(sig)
+	nodes, ok := fd.FindWithin(sig, limit)
+	if !ok {
+		return nil
+	}
+	f.Nodes = nodes
 	return f
 }
 
@@ -184,55 +195,113 @@ func merge(seq []uint32) ([]uint32, []int32) {
 	return seq[:k], starts
 }
 
-// signatures fills seq with a small integer per step of p, equal for
-// steps with equal signatures at level, and says whether call sites told
-// steps apart. SameStep, and SameCall in a trace with call sites, need a
-// table of the signatures seen; otherwise the signatures are numbered
-// from the function's name index.
-func (p *Path) signatures(level int, seq []uint32) (_ []uint32, sites bool) {
-	var ids map[StepKey]uint32
-	var prog *programSites
-	switch level {
-	case SameStep:
-		ids = make(map[StepKey]uint32)
-		// A collective's call site is its lowest member's id, which
-		// means a place in the program only in that member's table:
-		// number sites across ranks (programSites) when they have tables.
-		prog = newProgramSites(p.g)
-	case SameCall:
-		if prog = newProgramSites(p.g); prog != nil {
-			ids = make(map[StepKey]uint32)
-		}
+// stepNumbers number the steps of a path at level SameStep, in one pass
+// over the path for every level: the signature of a step at a coarser
+// level is a function of its key at SameStep, so a coarser level only
+// looks its steps' numbers up.
+type stepNumbers struct {
+	ids  []uint32  // per step, the number of its key
+	keys []StepKey // per number, the key at SameStep
+	// prog: the ranks have call-site tables, and keys' sites are numbered
+	// across ranks (programSites); otherwise they are the ranks' own ids.
+	prog bool
+}
+
+// numberSteps numbers p's steps at level SameStep: its vertex's rank,
+// MPI function and call site, the kind of the hop into it and the rank it
+// comes from, numbered in the order they first occur.
+func (p *Path) numberSteps() *stepNumbers {
+	st := &stepNumbers{ids: make([]uint32, p.NumVertices())}
+	// A collective's call site is its lowest member's id, which means a
+	// place in the program only in that member's table: number sites
+	// across ranks (programSites) when they have tables.
+	prog := newProgramSites(p.g)
+	st.prog = prog != nil
+	ids := make(map[StepKey]uint32)
+	// A path repeats a few keys: a small table in front of the map finds
+	// most of them without hashing the key.
+	var recent [64]struct {
+		k  StepKey
+		id uint32
+		ok bool
 	}
 	prev := -1
-	for i := range seq {
-		_, rank, _, idx := p.g.Describe(p.p.Node(i))
+	for i := range st.ids {
+		v := p.p.Node(i)
+		_, rank, _, idx := p.g.Describe(v)
 		var ek taskgraph.EdgeKind
 		if i > 0 {
 			ek, _, _, _ = p.p.EdgeAt(i - 1)
 		}
-		var site uint32
-		if ids != nil {
-			var sr int
-			sr, site = VertexSite(p.g, p.p.Node(i))
-			if prog != nil {
-				site = prog.id(sr, site)
-			}
-			sites = sites || site != 0
+		sr, site := VertexSite(p.g, v)
+		if prog != nil {
+			site = prog.id(sr, site)
 		}
-		k := stepKey(level, ek, rank, idx, prev, site)
+		k := stepKey(SameStep, ek, rank, idx, prev, site)
 		prev = rank
-		if ids == nil {
-			// Func < len(names)+2, Kind < 256, Peer 0 or 1.
-			seq[i] = (uint32(k.Func)<<8|uint32(k.Kind))<<1 | uint32(k.Peer)
+		r := &recent[(uint32(k.Func)*7+uint32(k.Rank)*13+uint32(k.Peer)*5+uint32(k.Kind)*3+site)&63]
+		if !r.ok || r.k != k {
+			id, ok := ids[k]
+			if !ok {
+				id = uint32(len(st.keys))
+				ids[k] = id
+				st.keys = append(st.keys, k)
+			}
+			r.k, r.id, r.ok = k, id, true
+		}
+		st.ids[i] = r.id
+	}
+	return st
+}
+
+// signatures fills seq with a small integer per step, equal for steps with
+// equal signatures at level, and says whether call sites told steps apart.
+// SameStep, and SameCall in a trace with call sites, number the
+// signatures in the order they first occur; otherwise the signatures are
+// made from the function's name index.
+func (st *stepNumbers) signatures(level int, seq []uint32) (_ []uint32, sites bool) {
+	if level == SameStep {
+		for _, k := range st.keys {
+			sites = sites || k.Site != 0
+		}
+		return append(seq[:0], st.ids...), sites
+	}
+	numbered := level == SameCall && st.prog
+	var ids map[StepKey]uint32
+	if numbered {
+		ids = make(map[StepKey]uint32)
+	}
+	const unseen = ^uint32(0)
+	sym := make([]uint32, len(st.keys)) // per number at SameStep, its signature here
+	for i := range sym {
+		sym[i] = unseen
+	}
+	for i, id := range st.ids {
+		if s := sym[id]; s != unseen {
+			seq[i] = s
 			continue
 		}
-		id, ok := ids[k]
-		if !ok {
-			id = uint32(len(ids))
-			ids[k] = id
+		k0 := st.keys[id]
+		var site uint32
+		if numbered {
+			site = k0.Site
+			sites = sites || site != 0
 		}
-		seq[i] = id
+		k := stepKey(level, k0.Kind, int(k0.Rank), int(k0.Func), int(k0.Peer), site)
+		var s uint32
+		if numbered {
+			n, ok := ids[k]
+			if !ok {
+				n = uint32(len(ids))
+				ids[k] = n
+			}
+			s = n
+		} else {
+			// Func < len(names)+2, Kind < 256, Peer 0 or 1.
+			s = (uint32(k.Func)<<8|uint32(k.Kind))<<1 | uint32(k.Peer)
+		}
+		sym[id] = s
+		seq[i] = s
 	}
 	return seq, sites
 }

@@ -1,6 +1,7 @@
 package critpath_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,4 +43,53 @@ func TestFoldHalo(t *testing.T) {
 	if g := critpath.Fold(p); g.Level != f.Level || fold.Leaves(g.Nodes) != fold.Leaves(f.Nodes) {
 		t.Error("two folds differ")
 	}
+}
+
+// TestFoldRule: Fold, which folds the coarsest level first and gives up
+// finer levels early, takes the fold the rule states, computed here from
+// every level folded in full: the finest that draws at most FoldTarget/3
+// vertices, else the finest within 1.5 times the fewest.
+func TestFoldRule(t *testing.T) {
+	var paths []*critpath.Path
+	for seed := uint64(1); seed <= 6; seed++ {
+		for _, b := range []*testgen.Builder{
+			testgen.Halo(int(2+seed), int(50*seed), seed),
+			testgen.Serial(int(3000*seed), seed),
+			testgen.Halo(2, int(20*seed), seed),
+		} {
+			_, p := testpath.Of(t, b, latency.Default())
+			paths = append(paths, p)
+		}
+	}
+	levels := map[int]int{}
+	for i, p := range paths {
+		all := critpath.FoldAll(p)
+		var leaves []int
+		want := -1
+		for level, f := range all {
+			n := fold.Leaves(f.Nodes)
+			leaves = append(leaves, n)
+			if want < 0 && n <= critpath.FoldTarget/3 {
+				want = level
+			}
+		}
+		if want < 0 {
+			fewest := slices.Min(leaves)
+			for want = 0; leaves[want]*2 > fewest*3; want++ {
+			}
+		}
+		got := critpath.Fold(p)
+		levels[got.Level]++
+		if got.Level != want || !slices.EqualFunc(got.Nodes, all[want].Nodes, sameNode) {
+			t.Errorf("path %d (%d vertices, leaves per level %v): level %d, want %d", i, p.NumVertices(), leaves, got.Level, want)
+		}
+	}
+	t.Logf("levels %v", levels)
+	if len(levels) < 2 {
+		t.Errorf("the paths all fold at one level (%v): the test tries too little", levels)
+	}
+}
+
+func sameNode(a, b fold.Node) bool {
+	return a.Start == b.Start && a.Period == b.Period && a.Count == b.Count && slices.EqualFunc(a.Body, b.Body, sameNode)
 }

@@ -307,7 +307,7 @@ func TestFoldCollectiveSitesAcrossRanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq, _ := p.signatures(SameStep, make([]uint32, p.NumVertices()))
+	seq, _ := p.numberSteps().signatures(SameStep, make([]uint32, p.NumVertices()))
 	prog := newProgramSites(g)
 	pairs := 0
 	for i := 1; i+1 < p.NumVertices(); i++ {

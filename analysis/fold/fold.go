@@ -26,8 +26,11 @@
 // position tried costs at most MaxCandidates hash comparisons and a binary
 // search, so the time is O(n · MaxCandidates · log n) in the worst case and
 // close to linear for iterative programs (the scan jumps over whole runs).
+// Stretches of up to 8 steps are compared symbol by symbol (most
+// candidates differ within a few steps), longer ones by their hashes.
 // Memory: 4 bytes per step for the next-occurrence links and 8 for the
-// prefix hashes, besides the caller's sequence and the nodes returned. The result depends only on
+// prefix hashes, and 128 KiB of powers of the hash's base, besides the
+// caller's sequence and the nodes returned. The result depends only on
 // the sequence.
 package fold
 
@@ -78,32 +81,118 @@ func Leaves(nodes []Node) int {
 const base = 0x9E3779B97F4A7C15
 
 type finder struct {
-	seq  []uint32
-	next []int32  // next position with the same symbol, -1 if none
-	h    []uint64 // h[i]: hash of seq[:i]
+	// leaves counts the leaves of the nodes made so far (Leaves of the
+	// result); past limit (when not negative) the search gives up.
+	leaves, limit int
+	seq           []uint32
+	next          []int32  // next position with the same symbol, -1 if none
+	h             []uint64 // h[i]: hash of seq[:i]
+	pw            []uint64 // pw[k]: base^k, for the lengths most compared
 }
+
+// powTable is the number of powers of base a finder keeps: the candidate
+// periods and the short runs compared; longer lengths, compared only while
+// galloping over a long run, are computed.
+const powTable = 1 << 14
+
+// direct is the length up to which two stretches are compared symbol by
+// symbol rather than by their hashes: most candidates differ within a few
+// steps, and the comparison then costs no power of base.
+const direct = 8
 
 // Find folds seq (see the package documentation). The nodes returned cover
 // seq from 0 to len(seq) in order.
 func Find(seq []uint32) []Node {
+	nodes, _ := FindWithin(seq, -1)
+	return nodes
+}
+
+// FindWithin is Find giving up, with false, as soon as the fold would draw
+// more than limit leaves (Leaves of the result): a caller that only wants
+// a fold of at most limit leaves need not finish folding a sequence that
+// does not repeat. A negative limit is no limit.
+func FindWithin(seq []uint32, limit int) ([]Node, bool) {
+	var fd Finder
+	return fd.FindWithin(seq, limit)
+}
+
+// A Finder folds sequences one after another, reusing its work arrays (12
+// bytes per step of the longest sequence): a caller that folds one
+// sequence in several ways allocates them once.
+type Finder struct {
+	f finder
+}
+
+// FindWithin is the package's FindWithin.
+func (fd *Finder) FindWithin(seq []uint32, limit int) ([]Node, bool) {
 	n := len(seq)
 	if n == 0 {
-		return nil
+		return nil, true
 	}
-	f := &finder{seq: seq, next: make([]int32, n), h: make([]uint64, n+1)}
+	f := &fd.f
+	f.leaves, f.limit, f.seq = 0, limit, seq
+	f.next = grow(f.next, n)
+	f.h = grow(f.h, n+1)
+	if len(f.pw) < min(n+1, powTable) {
+		f.pw = make([]uint64, min(n+1, powTable))
+		f.pw[0] = 1
+		for k := 1; k < len(f.pw); k++ {
+			f.pw[k] = f.pw[k-1] * base
+		}
+	}
+	f.link()
+	f.h[0] = 0
+	for i, s := range seq {
+		f.h[i+1] = f.h[i]*base + uint64(s) + 1
+	}
+	nodes := f.fold(0, n)
+	f.seq = nil
+	if f.over() {
+		return nil, false
+	}
+	return nodes, true
+}
+
+// grow returns s with length n, reusing its array when it is large enough;
+// the caller overwrites every element.
+func grow[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
+
+// over reports whether the fold drew more leaves than its limit.
+func (f *finder) over() bool { return f.limit >= 0 && f.leaves > f.limit }
+
+// link fills next: the symbols are small integers (one per kind of step),
+// so a table indexed by symbol finds each's last position, unless one is
+// too large for a table the size of the sequence.
+func (f *finder) link() {
+	maxSym := uint32(0)
+	for _, s := range f.seq {
+		maxSym = max(maxSym, s)
+	}
+	if int64(maxSym) < int64(len(f.seq))+1024 {
+		last := make([]int32, int(maxSym)+1)
+		for i := range last {
+			last[i] = -1
+		}
+		for i := len(f.seq) - 1; i >= 0; i-- {
+			s := f.seq[i]
+			f.next[i], last[s] = last[s], int32(i)
+		}
+		return
+	}
 	last := make(map[uint32]int32)
-	for i := n - 1; i >= 0; i-- {
-		j, ok := last[seq[i]]
+	for i := len(f.seq) - 1; i >= 0; i-- {
+		j, ok := last[f.seq[i]]
 		if !ok {
 			j = -1
 		}
 		f.next[i] = j
-		last[seq[i]] = int32(i)
+		last[f.seq[i]] = int32(i)
 	}
-	for i, s := range seq {
-		f.h[i+1] = f.h[i]*base + uint64(s) + 1
-	}
-	return f.fold(0, n)
 }
 
 // pow returns base^k modulo 2^64.
@@ -121,9 +210,23 @@ func pow(k int) uint64 {
 // hash returns the hash of seq[i:i+k].
 func (f *finder) hash(i, k int, pk uint64) uint64 { return f.h[i+k] - f.h[i]*pk }
 
-// same reports whether seq[a:a+k] and seq[b:b+k] hash alike.
+// same reports whether seq[a:a+k] and seq[b:b+k] are equal (up to direct
+// symbols, compared one by one) and hash alike.
 func (f *finder) same(a, b, k int) bool {
-	pk := pow(k)
+	for d := range min(k, direct) {
+		if f.seq[a+d] != f.seq[b+d] {
+			return false
+		}
+	}
+	if k <= direct {
+		return true
+	}
+	var pk uint64
+	if k < len(f.pw) {
+		pk = f.pw[k]
+	} else {
+		pk = pow(k)
+	}
 	return f.hash(a, k, pk) == f.hash(b, k, pk)
 }
 
@@ -193,10 +296,17 @@ func (f *finder) fold(lo, hi int) []Node {
 			} else {
 				out = append(out, Node{Start: i, Period: 1, Count: 1})
 			}
+			if f.leaves++; f.over() {
+				return nil
+			}
 			i++
 			continue
 		}
-		out = append(out, Node{Start: i, Period: bestP, Count: bestM, Body: f.fold(i, i+bestP)})
+		body := f.fold(i, i+bestP)
+		if f.over() {
+			return nil
+		}
+		out = append(out, Node{Start: i, Period: bestP, Count: bestM, Body: body})
 		i += bestP * bestM
 	}
 	return out

@@ -243,6 +243,10 @@ func (s *sampler) finish() {
 }
 
 // cpuTime returns the CPU time (user and system) the process has used.
+// CPUTime is the CPU time (user and system, all threads) the process has
+// used so far: a benchmark's cost on a machine shared with other jobs.
+func CPUTime() time.Duration { return cpuTime() }
+
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

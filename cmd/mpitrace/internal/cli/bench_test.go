@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/fold"
 	"github.com/mpitrace/mpitrace/internal/benchtrace"
 )
 
@@ -129,4 +131,33 @@ func BenchmarkStats(b *testing.B) {
 			b.Fatalf("mpitrace stats: exit status %d: %s", code, errb.String())
 		}
 	})
+}
+
+// BenchmarkFold times critpath.Fold alone on each benchmark trace's
+// critical path (the summary's repetition line and the folded picture):
+// every level it tries, from the path's steps to the fold. It reports the
+// path's steps folded per second and per CPU-second.
+//
+//	go test ./cmd/mpitrace/internal/cli -run '^$' -bench Fold -benchtime 3x -cpu 1
+func BenchmarkFold(b *testing.B) {
+	for _, shape := range benchtrace.Shapes {
+		b.Run(shape.Name, func(b *testing.B) {
+			dir, _ := shape.Dir(b)
+			a, err := analyzePath(dir, "", &Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
+			if err != nil || a.pathErr != nil {
+				b.Fatalf("critical path of %s: %v %v", dir, err, a.pathErr)
+			}
+			b.ResetTimer()
+			cpu := benchtrace.CPUTime()
+			var f *critpath.Folded
+			for i := 0; i < b.N; i++ {
+				f = critpath.Fold(a.path)
+			}
+			b.StopTimer()
+			cpu = benchtrace.CPUTime() - cpu
+			b.ReportMetric(float64(a.path.NumVertices())*float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+			b.ReportMetric(float64(a.path.NumVertices())*float64(b.N)/cpu.Seconds(), "steps/cpu-s")
+			b.Logf("%s: %d steps fold to %d vertices at level %d", shape.Name, a.path.NumVertices(), fold.Leaves(f.Nodes), f.Level)
+		})
+	}
 }
