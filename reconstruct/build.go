@@ -253,6 +253,8 @@ func (b *build) rank(rank int, src tracefmt.Source, file string, end func() rank
 	e := end()
 	p.Finish(e)
 	rb.Done()
+	p.sends.trim()
+	p.recvs.trim()
 	b.res[i] = &rankResult{p: p, end: e}
 	return nil
 }

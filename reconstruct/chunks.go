@@ -36,6 +36,18 @@ func (s *chunked[T]) add(v T) int {
 	return i
 }
 
+// trim shrinks the last chunk to the elements it holds: a sequence that
+// is complete keeps no room it will not fill (it grows again if more come).
+func (s *chunked[T]) trim() {
+	k := len(s.c) - 1
+	if k < 0 {
+		return
+	}
+	if n := s.n - k*recChunkLen; n < len(s.c[k]) {
+		s.c[k] = append([]T(nil), s.c[k][:n]...)
+	}
+}
+
 // at returns element i; the pointer is valid until the next add (which may
 // move the first chunk).
 func (s *chunked[T]) at(i int) *T { return &s.c[i>>recChunkBits][i&(recChunkLen-1)] }

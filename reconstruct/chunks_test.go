@@ -26,3 +26,25 @@ func TestChunkedGrows(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkedTrim: trimming keeps the elements and leaves no room in the
+// last chunk; elements added afterwards grow it again.
+func TestChunkedTrim(t *testing.T) {
+	for _, n := range []int{0, 1, 5, 8, 9, recChunkLen, recChunkLen + 3} {
+		var s chunked[int32]
+		for i := 0; i < n+50; i++ {
+			if i == n {
+				s.trim()
+				if k := len(s.c); k > 0 && n-(k-1)*recChunkLen != len(s.c[k-1]) {
+					t.Errorf("%d elements: last chunk of %d after trim", n, len(s.c[k-1]))
+				}
+			}
+			s.add(int32(i))
+		}
+		for i := 0; i < s.len(); i++ {
+			if *s.at(i) != int32(i) {
+				t.Fatalf("trim after %d: element %d is %d", n, i, *s.at(i))
+			}
+		}
+	}
+}

@@ -206,8 +206,12 @@ func (b *Builder) opName(on opName) opNameID {
 }
 
 // Done says the rank's operations are added, for now: it frees what adding
-// them needed. Adding more afterwards still works.
-func (rb *RankBuilder) Done() { rb.cache = nil }
+// them needed and the room left in their last chunk. Adding more
+// afterwards still works.
+func (rb *RankBuilder) Done() {
+	rb.cache = nil
+	rb.d.ops.trim()
+}
 
 // Event returns the event index of operation local.
 func (rb *RankBuilder) Event(local uint32) int64 { return rb.d.ops.event(local) }

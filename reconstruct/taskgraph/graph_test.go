@@ -532,3 +532,34 @@ func TestOpStoreFirstChunkGrows(t *testing.T) {
 		}
 	}
 }
+
+// TestOpStoreTrim: trimming keeps the operations and leaves no room in
+// the last chunk; operations added afterwards grow it again.
+func TestOpStoreTrim(t *testing.T) {
+	for _, n := range []int{0, 1, 5, 8, 9, chunkLen, chunkLen + 3} {
+		var s opStore
+		for i := 0; i < n+50; i++ {
+			if i == n {
+				s.trim()
+				if k := len(s.chunks); k > 0 && n-(k-1)*chunkLen != len(s.chunks[k-1].dur) {
+					t.Errorf("%d operations: last chunk of %d after trim", n, len(s.chunks[k-1].dur))
+				}
+			}
+			st := int64(i) * 100
+			if i == 2 {
+				st = -1 // a chunk of whole starts
+			}
+			s.add(st, st+7, uint64(i), int64(i), opNameID(i%3))
+		}
+		for i := 0; i < s.n; i++ {
+			st := int64(i) * 100
+			if i == 2 {
+				st = -1
+			}
+			j := uint32(i)
+			if s.start(j) != st || s.end(j) != st+7 || s.bytes(j) != int64(i) || s.event(j) != int64(i) || s.name(j) != opNameID(i%3) {
+				t.Fatalf("trim after %d: op %d: %d %d %d %d", n, i, s.start(j), s.end(j), s.bytes(j), s.event(j))
+			}
+		}
+	}
+}

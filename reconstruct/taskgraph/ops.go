@@ -51,16 +51,18 @@ func newOpChunk(n int, base, evBase int64) opChunk {
 }
 
 // grow doubles the chunk's room, up to chunkLen operations.
-func (c *opChunk) grow() {
-	n := len(c.dur)
-	d := newOpChunk(min(2*n, chunkLen), c.base, c.evBase)
+func (c *opChunk) grow() { c.resize(min(2*len(c.dur), chunkLen)) }
+
+// resize gives the chunk room for n operations, keeping the first n.
+func (c *opChunk) resize(n int) {
+	d := newOpChunk(n, c.base, c.evBase)
 	copy(d.start, c.start)
 	copy(d.dur, c.dur)
 	copy(d.bytes, c.bytes)
 	copy(d.ev, c.ev)
 	copy(d.name, c.name)
 	if c.wide != nil {
-		d.wide = make([]int64, len(d.dur))
+		d.wide = make([]int64, n)
 		copy(d.wide, c.wide)
 	}
 	*c = d
@@ -146,6 +148,19 @@ func (s *opStore) add(start, end int64, bytes uint64, ev int64, name opNameID) u
 	c.name[j] = name
 	s.n++
 	return i
+}
+
+// trim shrinks the last chunk to the operations it holds, so that a rank
+// done adding keeps no room it will not fill (it grows again if more come).
+func (s *opStore) trim() {
+	if len(s.chunks) == 0 {
+		return
+	}
+	c := &s.chunks[len(s.chunks)-1]
+	n := s.n - (len(s.chunks)-1)*chunkLen
+	if n < len(c.dur) {
+		c.resize(n)
+	}
 }
 
 // truncate drops the operations from n on.
