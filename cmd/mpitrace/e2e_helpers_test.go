@@ -233,6 +233,9 @@ type rankLog struct {
 	clocks []tracefmt.Event // ClockSync events
 	end    *tracefmt.End
 	diags  *tracefmt.Diagnostics
+	// unfinished names, per thread, the call its log says began and never
+	// returned (RankReader.Unfinished: a pending record no event covers).
+	unfinished []string
 }
 
 // readTrace reads every rank of a trace directory.
@@ -268,6 +271,13 @@ func readTrace(t *testing.T, dir string) (*tracefmt.Trace, []*rankLog) {
 			t.Fatalf("rank %d: reading: %v", f.Rank, err)
 		}
 		l.end = r.End()
+		for _, p := range r.Unfinished() {
+			name, ok := r.Strings().Lookup(p.Fn)
+			if !ok {
+				t.Fatalf("rank %d: unfinished call with fn id %d without a name", f.Rank, p.Fn)
+			}
+			l.unfinished = append(l.unfinished, name)
+		}
 		l.sites = r.Sites()
 		d := *r.Diagnostics()
 		l.diags = &d
