@@ -38,8 +38,12 @@ func TestRecordClosingLine(t *testing.T) {
 		bin, _, out := faultSetup(t, m)
 		r := record(t, out, []string{"--buffer", "4k"}, m.launch(2, bin, "kill", "1200")...)
 		lines := mpitraceLines(r.stderr)
-		if len(lines) != 1 || !strings.Contains(lines[0], "data lost: ") || !strings.Contains(lines[0], "rank 1 stopped before its final write") {
-			t.Fatalf("want one closing line saying rank 1 lost its end, got %q", lines)
+		// Open MPI then stops rank 0 with SIGCONT, SIGTERM and SIGKILL
+		// (wantStopEnd): on a loaded machine SIGKILL may come before its
+		// SIGTERM handler has written its end, and the line names it too.
+		if len(lines) != 1 || !strings.Contains(lines[0], "data lost: ") ||
+			!strings.Contains(lines[0], "rank 1 stopped before its final write") && !strings.Contains(lines[0], "ranks 0-1 stopped before their final write") {
+			t.Fatalf("want one closing line saying rank 1 (and maybe rank 0) lost its end, got %q", lines)
 		}
 	})
 	t.Run("nothing", func(t *testing.T) {
