@@ -123,9 +123,20 @@ func markedRecv(t *testing.T, src string) int {
 // TestCritpathLateSender: rank 1 of latesender sleeps 100 ms before each
 // of its 4 sends while rank 0 waits in MPI_Recv: the wait states show
 // rank 0's late-sender wait at MPI_Recv, more than half the injected
-// 400 ms, and rank 1's late-sender wait small beside it (it waits only
-// for the answers). Built with -g, the wait is at the call site of the
-// MPI_Recv marked "site: late-recv" in the source.
+// 400 ms, and none of the injected sleep in rank 1's late-sender wait (it
+// waits only for the answers). Built with -g, the wait is at the call site
+// of the MPI_Recv marked "site: late-recv" in the source.
+//
+// What MPI guarantees, whatever the load: rank 0's MPI_Recv cannot return
+// before rank 1's MPI_Send began, and rank 1 sleeps only after it has
+// received rank 0's answer, which rank 0 sends right before it posts its
+// next MPI_Recv; so rank 0 waits the sleep less only its own delays between
+// the two calls. How long rank 1 waits for an answer depends on how soon
+// rank 0 is scheduled when the message arrives, which MPI does not bound:
+// on a loaded machine it came to 355 ms beside rank 0's 520 ms. So rank 1's
+// wait is not compared with rank 0's; it is bounded by what the run leaves
+// outside rank 1's sleeps, which it cannot overlap (the sleep is outside
+// MPI).
 func TestCritpathLateSender(t *testing.T) {
 	const iters, delayMs = 4, 100
 	injected := int64(iters * delayMs * 1e6)
@@ -168,12 +179,15 @@ func TestCritpathLateSender(t *testing.T) {
 			if r0 <= injected/2 {
 				t.Errorf("rank 0's late-sender wait at MPI_Recv is %d ns, want more than half of the injected %d ns: %+v", r0, injected, j.Summary.Run.WaitStates)
 			}
-			// Rank 1 waits only for rank 0 to answer: its latency, and on a
-			// loaded machine rank 0's wait for a core (tens of ms per answer
-			// at a load average of 10 on 2 cores under MPICH, which polls).
-			if r1 >= r0/2 {
-				t.Errorf("rank 1's late-sender wait is %d ns, want less than half of rank 0's %d ns", r1, r0)
+			// Rank 1 waits only for rank 0 to answer: its waits and its
+			// sleeps are apart in time, within the run's span (up to what
+			// was clamped for clock-sync error, as in TestCritpathMeasuredRun).
+			span := j.Summary.Run.Span
+			if slack := j.Summary.Run.Clamped.Messages + j.Summary.Run.Clamped.EarlyExits + 1e6; r1+injected > span+slack {
+				t.Errorf("rank 1's late-sender wait is %d ns: with its %d ns of sleep, more than the run's span %d ns (clamped %d ns); want none of the sleep in its wait",
+					r1, injected, span, slack-1e6)
 			}
+			t.Logf("late-sender waits: rank 0 %d ns, rank 1 %d ns; span %d ns", r0, r1, span)
 		})
 	}
 }
