@@ -3,6 +3,7 @@ package tracefmt
 import (
 	"fmt"
 	"strconv"
+	"unique"
 
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
@@ -106,6 +107,12 @@ func (h *Header) Set(key, value string) {
 
 // parseHeaderMeta fills the typed fields from Meta and checks rank and size.
 func (h *Header) parseMeta() error {
+	// The keys, and most values, are the same on every rank: one copy of
+	// each for thousands of ranks' headers.
+	for i := range h.Meta {
+		h.Meta[i].Key = unique.Make(h.Meta[i].Key).Value()
+		h.Meta[i].Value = unique.Make(h.Meta[i].Value).Value()
+	}
 	rank, ok := h.Get(KeyRank)
 	if !ok {
 		return fmt.Errorf("no %q key", KeyRank)
@@ -166,29 +173,67 @@ func (h *Header) normalized() []KeyValue {
 
 // Strings is a rank's string table: ids (positive, each defined once) to
 // strings, in definition order.
+//
+// A table whose ids are 1, 2, 3, ... defined in that order (what the
+// recorder writes) is a slice; any other a map. Equal strings of several
+// tables share their bytes (unique.Make): every rank of a run defines the
+// same function names, and a trace of thousands of ranks keeps thousands of
+// tables.
 type Strings struct {
-	ids   []uint64
-	byID  map[uint64]string
-	bytes int // total length of the strings, for bounding
+	dense []string          // ids 1..len(dense), while byID is nil
+	ids   []uint64          // definition order, once byID is not nil
+	byID  map[uint64]string // once an id is not the next of dense
+	bytes int               // total length of the strings, for bounding
 }
 
 // Len returns the number of strings.
-func (s *Strings) Len() int { return len(s.ids) }
+func (s *Strings) Len() int {
+	if s.byID == nil {
+		return len(s.dense)
+	}
+	return len(s.ids)
+}
 
 // IDs returns the ids in definition order. The slice must not be modified.
-func (s *Strings) IDs() []uint64 { return s.ids }
+func (s *Strings) IDs() []uint64 {
+	if s.byID != nil {
+		return s.ids
+	}
+	ids := make([]uint64, len(s.dense))
+	for i := range ids {
+		ids[i] = uint64(i) + 1
+	}
+	return ids
+}
 
 // Lookup returns the string with the given id.
 func (s *Strings) Lookup(id uint64) (string, bool) {
+	if s.byID == nil {
+		if id-1 < uint64(len(s.dense)) {
+			return s.dense[id-1], true
+		}
+		return "", false
+	}
 	v, ok := s.byID[id]
 	return v, ok
 }
 
 // Name returns the string with the given id, or "" if there is none.
-func (s *Strings) Name(id uint64) string { return s.byID[id] }
+func (s *Strings) Name(id uint64) string {
+	v, _ := s.Lookup(id)
+	return v
+}
 
 // ID returns the first-defined id of the string v.
 func (s *Strings) ID(v string) (uint64, bool) {
+	if s.byID == nil {
+		for i, w := range s.dense {
+			if w == v {
+				return uint64(i) + 1, true
+			}
+		}
+		return 0, false
+	}
 	for _, id := range s.ids {
 		if s.byID[id] == v {
 			return id, true
@@ -197,20 +242,38 @@ func (s *Strings) ID(v string) (uint64, bool) {
 	return 0, false
 }
 
+// trim gives up the room the table has beyond its strings.
+func (s *Strings) trim() {
+	if cap(s.dense) > len(s.dense) {
+		s.dense = append([]string(nil), s.dense...)
+	}
+}
+
 // Define adds a string. It fails for id 0 and for an id already defined.
 func (s *Strings) Define(id uint64, v string) error {
 	if id == 0 {
 		return fmt.Errorf("string id 0 (ids are positive)")
 	}
-	if old, ok := s.byID[id]; ok {
+	if old, ok := s.Lookup(id); ok {
 		return fmt.Errorf("string id %d defined twice (%q, then %q)", id, old, v)
 	}
+	v = unique.Make(v).Value()
+	s.bytes += len(v)
 	if s.byID == nil {
-		s.byID = make(map[uint64]string)
+		if id == uint64(len(s.dense))+1 {
+			s.dense = append(s.dense, v)
+			return nil
+		}
+		s.byID = make(map[uint64]string, len(s.dense)+1)
+		s.ids = make([]uint64, len(s.dense), len(s.dense)+1)
+		for i, w := range s.dense {
+			s.ids[i] = uint64(i) + 1
+			s.byID[uint64(i)+1] = w
+		}
+		s.dense = nil
 	}
 	s.byID[id] = v
 	s.ids = append(s.ids, id)
-	s.bytes += len(v)
 	return nil
 }
 

@@ -73,12 +73,14 @@ type RankReader struct {
 	onRead   func(n int) // Trace.OnRead, told of each events block loaded
 	maxBlock int
 
-	version     uint16
-	kinds       [spec.NumKinds]*kindInfo // the kinds of this version; nil: not in it
-	header      Header
+	version uint16
+	kinds   [spec.NumKinds]*kindInfo // the kinds of this version; nil: not in it
+	// header and strings are allocated apart from the reader: whoever
+	// keeps them (Header, Strings) does not keep the reader.
+	header      *Header
 	hdrOK       bool
 	hdrErr      string
-	strings     Strings
+	strings     *Strings
 	stringsFull bool
 	end         *End
 	afterEnd    bool
@@ -208,7 +210,7 @@ func sizeOf(r io.Reader) (int64, bool) {
 
 // newReader returns a reader of size bytes of ra, not yet scanned.
 func newReader(ra io.ReaderAt, size int64, name string, o ReaderOptions) *RankReader {
-	r := &RankReader{name: name, ra: ra, size: size, maxBlock: spec.MaxBlockSize, header: Header{Rank: -1}}
+	r := &RankReader{name: name, ra: ra, size: size, maxBlock: spec.MaxBlockSize, header: &Header{Rank: -1}, strings: new(Strings)}
 	if o.MaxBlockSize > 0 && o.MaxBlockSize < spec.MaxBlockSize {
 		r.maxBlock = o.MaxBlockSize
 	}
@@ -233,6 +235,7 @@ func newRankReader(ra io.ReaderAt, size int64, name string, o ReaderOptions) (*R
 	err := r.scan(false)
 	r.unreserve(r.rawBuf)
 	r.rawBuf = nil
+	r.endScan()
 	if err != nil {
 		r.release()
 		return nil, err
@@ -271,7 +274,7 @@ func readHeader(ra io.ReaderAt, size int64, name string, o ReaderOptions) (Heade
 	if !r.hdrOK {
 		return Header{}, r.missingHeader()
 	}
-	return r.header, nil
+	return *r.header, nil
 }
 
 func (r *RankReader) missingHeader() error {
@@ -319,10 +322,10 @@ func (r *RankReader) Rank() int { return r.header.Rank }
 func (r *RankReader) Version() uint16 { return r.version }
 
 // Header returns the header block.
-func (r *RankReader) Header() *Header { return &r.header }
+func (r *RankReader) Header() *Header { return r.header }
 
 // Strings returns the string table (all strings blocks of the file).
-func (r *RankReader) Strings() *Strings { return &r.strings }
+func (r *RankReader) Strings() *Strings { return r.strings }
 
 // End returns the end record, or nil when the file has none.
 func (r *RankReader) End() *End { return r.end }
@@ -552,6 +555,9 @@ func (r *RankReader) scan(headerOnly bool) error {
 // readPayload reads a block's stored payload into the reader's scratch.
 func (r *RankReader) readPayload(off int64, f frame) ([]byte, error) {
 	n := int(f.stored)
+	if r.cbuf == nil {
+		r.cbuf = getPayloadBuf()
+	}
 	if cap(r.cbuf) < n {
 		r.cbuf = make([]byte, n)
 	}
@@ -684,7 +690,7 @@ func (r *RankReader) block(idx int, off int64, f frame, payload []byte) {
 			r.diag(Error, CodeUndecodableBlock, idx, off, "invalid header: %v", err)
 			return
 		}
-		r.header = h
+		*r.header = h
 		r.hdrOK = true
 	case spec.BlockStrings:
 		n := pr.count("strings.count", 2)
@@ -935,8 +941,9 @@ func (c *cursor) load() bool {
 		if b.f.codec == spec.CodecNone {
 			c.buf = payload
 		} else {
-			out, err := decompress(r.dec, payload, int(b.f.raw), c.buf)
+			out, err := decompressPooled(payload, int(b.f.raw), c.buf)
 			c.buf = out
+			r.putPayloadBuf()
 			if err != nil {
 				r.diag(DataLoss, CodeUndecodableBlock, b.index, b.off, "decompressing events block: %v; thread %d: %s lost", err, c.thread, nEvents(b.count))
 				continue
@@ -1039,7 +1046,7 @@ func (r *RankReader) Next() bool {
 // Site or Map event.
 func (r *RankReader) noteSites() {
 	if k := r.cur.ev.Kind; k == spec.SiteDef || k == spec.Map {
-		r.sites.Add(&r.cur.ev, &r.strings)
+		r.sites.Add(&r.cur.ev, r.strings)
 	}
 }
 
