@@ -31,6 +31,9 @@ type RankData struct {
 	Events  []Event
 	Pending []Pending // pending blocks, written after the events
 	End     *End      // nil: no end record
+	// Lost are the places where events were lost, in event order (see
+	// Loss); a Source of d reports them (LossReporter).
+	Lost []LossAt
 }
 
 // ReadAll reads the rest of src into memory.
@@ -47,7 +50,13 @@ func ReadAll(src Source) (*RankData, error) {
 	}
 	d.Pending = slices.Clone(src.Pending())
 	for src.Next() {
+		if l := SourceLoss(src); l.Events > 0 {
+			d.Lost = append(d.Lost, LossAt{Event: len(d.Events), Loss: l})
+		}
 		d.Events = append(d.Events, src.Event().Clone())
+	}
+	if l := SourceLoss(src); l.Events > 0 {
+		d.Lost = append(d.Lost, LossAt{Event: len(d.Events), Loss: l})
 	}
 	return d, src.Err()
 }
@@ -63,10 +72,25 @@ func (d *RankData) WriteBinary(w io.Writer, opts *WriterOptions) error {
 			return err
 		}
 	}
+	lost := d.Lost
+	skip := func(i int) error {
+		for ; len(lost) > 0 && lost[0].Event <= i; lost = lost[1:] {
+			if err := wr.Skip(max(lost[0].Thread, 0), lost[0].Events); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for i := range d.Events {
+		if err := skip(i); err != nil {
+			return err
+		}
 		if err := wr.WriteEvent(&d.Events[i]); err != nil {
 			return err
 		}
+	}
+	if err := skip(len(d.Events)); err != nil {
+		return err
 	}
 	for i := range d.Pending {
 		if err := wr.WritePending(&d.Pending[i]); err != nil {
@@ -76,12 +100,25 @@ func (d *RankData) WriteBinary(w io.Writer, opts *WriterOptions) error {
 	return wr.CloseWithEnd(d.End)
 }
 
-// Source returns an iterator over d's events.
+// Source returns an iterator over d's events. It is a LossReporter.
 func (d *RankData) Source() Source { return &dataSource{d: d, i: -1} }
 
 type dataSource struct {
 	d *RankData
 	i int
+	l int // d.Lost[l:] are at or after event i
+}
+
+// Lost reports the losses at the current event (at the end: after the
+// last), merged as a reader merges those that fall on one event.
+func (s *dataSource) Lost() Loss {
+	var l Loss
+	for j := s.l; j < len(s.d.Lost) && s.d.Lost[j].Event <= s.i; j++ {
+		if s.d.Lost[j].Event == s.i {
+			l.add(s.d.Lost[j].Loss)
+		}
+	}
+	return l
 }
 
 func (s *dataSource) Header() *Header    { return &s.d.Header }
@@ -92,6 +129,9 @@ func (s *dataSource) Err() error         { return nil }
 func (s *dataSource) Next() bool {
 	if s.i < len(s.d.Events) {
 		s.i++
+	}
+	for s.l < len(s.d.Lost) && s.d.Lost[s.l].Event < s.i {
+		s.l++
 	}
 	return s.i < len(s.d.Events)
 }

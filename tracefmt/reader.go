@@ -95,7 +95,15 @@ type RankReader struct {
 	heap    []*cursor
 	cur     *cursor
 	started bool
+	ended   bool
 	err     error
+
+	// Losses (see Lost): loss gathers the events lost since the last event
+	// delivered, curLoss is the current event's (or, at the end, the
+	// trailing one), endMissing what the end record counts beyond the
+	// blocks, placed where the first thread's stream ends.
+	loss, curLoss Loss
+	endMissing    uint64
 
 	dec     *zstd.Decoder
 	sdec    *zstd.Decoder
@@ -879,6 +887,7 @@ func (r *RankReader) finishScan() {
 	}
 	switch {
 	case e.Events > counted:
+		r.endMissing = e.Events - counted
 		r.diag(DataLoss, CodeEventsMissing, -1, -1, "the end record counts %d events, the file's blocks account for %d: %s lost", e.Events, counted, nEvents(e.Events-counted))
 	case e.Events < counted:
 		r.diag(Warning, CodeEventCountHigh, -1, -1, "the end record counts %d events, but the file's blocks account for %d", e.Events, counted)
@@ -898,11 +907,25 @@ type cursor struct {
 	n       uint64 // events decoded from the current block
 	prevEnd int64
 	ev      Event
+	// expect is the seq of the thread's next event, as far as the blocks
+	// before the current one tell; lost counts the events found lost
+	// since the thread's last event (see Lost).
+	expect uint64
+	lost   Loss
+}
+
+// lose records n events of the thread lost before block (an index in the
+// file, -1 at the end of the thread's stream).
+func (c *cursor) lose(n uint64, block int) {
+	c.lost.add(Loss{Events: n, Thread: c.thread, Block: block})
 }
 
 // load decodes the thread's next usable block; false at the end.
 func (c *cursor) load() bool {
 	r := c.r
+	if c.blk != nil {
+		c.expect = c.blk.seq + c.n
+	}
 	for c.bi < len(c.blocks) {
 		b := &r.blocks[c.blocks[c.bi]]
 		c.bi++
@@ -954,9 +977,31 @@ func (c *cursor) load() bool {
 		c.left = b.count
 		c.n = 0
 		c.prevEnd = b.base
+		if b.seq > c.expect {
+			c.lose(b.seq-c.expect, b.index)
+		}
+		c.expect = b.seq
 		return true
 	}
-	// The thread's stream is over: its storage goes to the others.
+	// The thread's stream is over: the events of its blocks not delivered
+	// (blocks skipped here, a block's undecodable rest) are lost after
+	// its last event, and so are those the end record counts beyond every
+	// block (of some thread: they are placed where the first stream ends).
+	before := -1 // the last block read: the loss is after it
+	if c.blk != nil {
+		before = c.blk.index
+	}
+	if n := len(c.blocks); n > 0 {
+		last := &r.blocks[c.blocks[n-1]]
+		if end := last.seq + last.count; end > c.expect {
+			c.lose(end-c.expect, before)
+		}
+	}
+	if r.endMissing > 0 {
+		c.lost.add(Loss{Events: r.endMissing, Thread: -1, Block: before})
+		r.endMissing = 0
+	}
+	// Its storage goes to the others.
 	r.retire(c)
 	c.blk = nil
 	return false
@@ -999,17 +1044,24 @@ func (c *cursor) nextSlow() bool {
 // Next advances to the next event of the rank; it returns false at the end
 // or on an I/O error (see Err).
 func (r *RankReader) Next() bool {
-	if r.err != nil {
+	if r.err != nil || r.ended {
 		r.cur = nil
 		return false
 	}
+	r.curLoss = Loss{}
 	if len(r.cursors) == 1 {
 		c := r.cursors[0]
-		if !c.next() {
-			r.cur = nil
-			return false
+		ok := c.next()
+		if c.lost.Events != 0 {
+			r.takeLoss(c)
+		}
+		if !ok {
+			return r.stop()
 		}
 		r.cur = c
+		if r.loss.Events != 0 {
+			r.curLoss, r.loss = r.loss, Loss{}
+		}
 		r.noteSites()
 		return true
 	}
@@ -1019,12 +1071,14 @@ func (r *RankReader) Next() bool {
 			if c.next() {
 				r.heap = append(r.heap, c)
 			}
+			r.takeLoss(c)
 		}
 		for i := len(r.heap)/2 - 1; i >= 0; i-- {
 			r.siftDown(i)
 		}
 	} else if len(r.heap) > 0 {
-		if r.heap[0].next() {
+		c := r.heap[0]
+		if c.next() {
 			r.siftDown(0)
 		} else {
 			last := len(r.heap) - 1
@@ -1032,15 +1086,45 @@ func (r *RankReader) Next() bool {
 			r.heap = r.heap[:last]
 			r.siftDown(0)
 		}
+		r.takeLoss(c)
 	}
 	if r.err != nil || len(r.heap) == 0 {
-		r.cur = nil
-		return false
+		return r.stop()
 	}
 	r.cur = r.heap[0]
+	if r.loss.Events != 0 {
+		r.curLoss, r.loss = r.loss, Loss{}
+	}
 	r.noteSites()
 	return true
 }
+
+// takeLoss moves the events c found lost to the rank's pending loss.
+func (r *RankReader) takeLoss(c *cursor) {
+	r.loss.add(c.lost)
+	c.lost = Loss{}
+}
+
+// stop ends the stream: what was lost after the last event is the
+// trailing loss.
+func (r *RankReader) stop() bool {
+	r.cur = nil
+	if r.err != nil {
+		return false
+	}
+	if r.endMissing > 0 { // no thread's stream to place them after
+		r.loss.add(Loss{Events: r.endMissing, Thread: -1, Block: -1})
+		r.endMissing = 0
+	}
+	r.ended = true
+	r.curLoss, r.loss = r.loss, Loss{}
+	return false
+}
+
+// Lost returns the events lost just before the current event (see Loss for
+// where a loss is placed); after Next returned false, the events lost
+// after the rank's last event. Events is 0 when none were.
+func (r *RankReader) Lost() Loss { return r.curLoss }
 
 // noteSites adds the current event to the call-site table when it is a
 // Site or Map event.

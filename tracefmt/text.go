@@ -39,6 +39,13 @@ import (
 // are 0 (reason: finalize). A section without a size meta key gets the
 // number of rank sections (at least its rank + 1). Blank lines and lines
 // starting with # are ignored.
+//
+// Hand-written text may also say where a damaged log lost events: a line
+// "lost thr=T events=N block=B" (block optional) is N events of thread T
+// lost before the next event line, or after the last (a Loss, kept in
+// RankData.Lost; WriteBinary writes it as lost blocks, see Writer.Skip).
+// WriteText does not write these lines: a reader reports its losses as
+// diagnostics.
 
 // WriteText writes src as one rank section of the text form.
 func WriteText(w io.Writer, src Source) error {
@@ -338,6 +345,11 @@ func (p *textParser) line(line string) error {
 			return errors.New("pending record after the end record")
 		}
 		return s.pending(rest)
+	case "lost":
+		if s.ended {
+			return errors.New("lost record after the end record")
+		}
+		return s.lost(rest)
 	}
 	if s.ended {
 		return errors.New("event after the end record")
@@ -480,6 +492,44 @@ func (s *textSection) end(rest string) error {
 	}
 	s.data.End = e
 	s.ended = true
+	return nil
+}
+
+// lost parses "lost thr=T events=N block=B": events lost before the next
+// event line (after the last, when none follows).
+func (s *textSection) lost(rest string) error {
+	toks, err := splitTokens(rest)
+	if err != nil {
+		return err
+	}
+	l := Loss{Block: -1}
+	for _, tok := range toks {
+		k, v, ok := strings.Cut(tok, "=")
+		if !ok {
+			return fmt.Errorf("lost: expected key=value, got %q", tok)
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < -1 || n > math.MaxInt32 && k != "events" {
+			return fmt.Errorf("lost: %s=%q: not a number in range", k, v)
+		}
+		switch k {
+		case "thr":
+			l.Thread = int(n)
+		case "events":
+			if n < 0 {
+				return fmt.Errorf("lost: events=%d: not a count", n)
+			}
+			l.Events = uint64(n)
+		case "block":
+			l.Block = int(n)
+		default:
+			return fmt.Errorf("lost: unknown key %q", k)
+		}
+	}
+	if l.Events == 0 {
+		return errors.New("lost: events=N (N > 0) expected")
+	}
+	s.data.Lost = append(s.data.Lost, LossAt{Event: len(s.data.Events), Loss: l})
 	return nil
 }
 

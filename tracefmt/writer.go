@@ -255,6 +255,35 @@ func (w *Writer) WriteEvent(ev *Event) error {
 	return nil
 }
 
+// Skip makes thread's stream lose n events where it is: the thread's
+// buffered events are written as a block, and its next block starts n
+// sequence numbers later, as if the blocks between had been lost (a reader
+// reports the loss there, see Loss). The n events count in the end record
+// Close writes, so that a loss after a thread's last block is seen too.
+// It is for tests and for rewriting a damaged log as it was read.
+func (w *Writer) Skip(thread int, n uint64) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return errors.New("tracefmt: Skip after Close")
+	}
+	if thread < 0 || thread > math.MaxInt32 {
+		return fmt.Errorf("tracefmt: thread index %d out of range", thread)
+	}
+	th := w.threads[thread]
+	if th == nil {
+		th = &writerThread{id: thread}
+		w.threads[thread] = th
+	}
+	if err := w.flushThread(th); err != nil {
+		return err
+	}
+	th.seq += n
+	w.events += n
+	return nil
+}
+
 // appendEvent encodes one event (kind, fields, list) per the spec table.
 func appendEvent(b []byte, ev *Event, ki *kindInfo) []byte {
 	b = binary.AppendUvarint(b, uint64(ev.Kind))
