@@ -158,6 +158,7 @@ type build struct {
 	ranks []int         // the ranks with a log, increasing
 	res   []*rankResult // by position in ranks (see result)
 	diags tracefmt.Diagnostics
+	lossy bool // some rank's log lost events before some of its events
 }
 
 // rankResult is what a rank's pass leaves for the cross-rank phases.
@@ -170,6 +171,9 @@ type rankResult struct {
 	sendIdx   map[gchan]uint32
 	paired    []uint32 // per send channel: how many sends a receive matched
 	partNode  []taskgraph.NodeID
+	// taken, with lost events: per send channel, the sends a receive
+	// matched, a bit each (nil: paired says).
+	taken [][]uint64
 
 	joinDiags tracefmt.Diagnostics
 	sendDiags tracefmt.Diagnostics
@@ -210,16 +214,21 @@ type rankEnd struct {
 	// how ("MPI_Abort", "signal 15", ...): what its peers miss was never
 	// done, which is no error of the trace.
 	early string
+	// complete: the log ends with an end record of MPI_Finalize and lost
+	// nothing after its last event (whatever it lost before).
+	complete bool
 }
 
 // endOf classifies a log from its end record (nil: none) and whether the
 // reader found damage.
 func endOf(e *tracefmt.End, damaged bool) rankEnd {
 	switch {
-	case e == nil || damaged:
+	case e == nil:
 		return rankEnd{lossy: true}
+	case damaged:
+		return rankEnd{lossy: true, complete: e.Reason == spec.EndFinalize}
 	case e.Reason == spec.EndFinalize:
-		return rankEnd{}
+		return rankEnd{complete: true}
 	case e.Reason == spec.EndAbort:
 		return rankEnd{early: "MPI_Abort"}
 	case e.Reason == spec.EndSignal:
@@ -240,8 +249,14 @@ func (b *build) rank(rank int, src tracefmt.Source, file string, end func() rank
 	if b.opts.Observe != nil {
 		observe = b.opts.Observe(src.Header(), src.Strings())
 	}
+	lr, _ := src.(tracefmt.LossReporter)
 	for src.Next() {
 		ev := src.Event()
+		if lr != nil {
+			if l := lr.Lost(); l.Events > 0 {
+				p.Lost(l, ev.Thread)
+			}
+		}
 		p.Event(ev)
 		if observe != nil {
 			observe(ev)
@@ -251,6 +266,10 @@ func (b *build) rank(rank int, src tracefmt.Source, file string, end func() rank
 		return err
 	}
 	e := end()
+	if tail := tracefmt.SourceLoss(src); tail.Events > 0 {
+		e.lossy, e.complete = true, false
+	}
+	e.lossy = e.lossy || p.lossy()
 	p.Finish(e)
 	rb.Done()
 	p.sends.trim()
@@ -277,6 +296,9 @@ func (b *build) missing(r int) (sev tracefmt.Severity, note string) {
 }
 
 func (b *build) finish(traceDiags *tracefmt.Diagnostics) (*taskgraph.Graph, *tracefmt.Diagnostics, error) {
+	for _, res := range b.res {
+		b.lossy = b.lossy || res != nil && res.p.lossy()
+	}
 	b.sharedNames()
 	parallel(len(b.res), b.opts.workers(), b.prepareSends)
 	members := b.members()
@@ -316,6 +338,7 @@ func (b *build) finish(traceDiags *tracefmt.Diagnostics) (*taskgraph.Graph, *tra
 			d.Merge(&res.sendDiags)
 		}
 	}
+	b.lossDiagnostics(d)
 	b.res = nil
 	return g, d, nil
 }

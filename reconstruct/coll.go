@@ -219,6 +219,11 @@ func (b *build) collectives(members map[commKey][]int32) error {
 		for _, l := range g.lists {
 			maxLen = max(maxLen, len(l))
 		}
+		lossy := b.lossy && b.groupLossy(g)
+		if lossy {
+			// The members that lost events are told of by their losses.
+			maxLen, _ = b.lossyCount(g)
+		}
 		// Count mismatches, per member: those with a log, then those
 		// without (they made no call), one by one while they are few.
 		const maxListed = 32
@@ -233,6 +238,9 @@ func (b *build) collectives(members map[commKey][]int32) error {
 				m, n, commName(g.key), maxLen, note)
 		}
 		nAbsent, absent := b.logged(mem, maxListed, func(m int32) {
+			if lossy && b.result(int(m)).p.lossy() {
+				return
+			}
 			n := 0
 			if i, ok := slices.BinarySearch(g.ranks, m); ok {
 				n = len(g.lists[i])
@@ -256,6 +264,10 @@ func (b *build) collectives(members map[commKey][]int32) error {
 				addDiag(&b.diags, tracefmt.Error, CodeNotMember, int(r), b.result(int(r)).p.file,
 					"rank %d made %d collective calls on %s, whose members are %s", r, len(g.lists[i]), commName(g.key), mem)
 			}
+		}
+		if lossy {
+			b.lossyInstances(g, mem, &pool, &insts)
+			continue
 		}
 		for k := 0; k < maxLen; k++ {
 			inst := instance{key: g.key, members: mem, k: k, first: len(pool)}
@@ -321,8 +333,12 @@ func (b *build) checkInstance(inst instance, ips []instPart, recs []*partRec) {
 		default:
 			continue
 		}
+		call := fmt.Sprintf("collective call %d", inst.k+1)
+		if inst.k < 0 {
+			call = fmt.Sprintf("collective call %d from the end", -inst.k)
+		}
 		addDiag(&b.diags, tracefmt.Error, CodeCollectiveMismatch, r, b.result(r).p.file,
-			"event %d: collective call %d on %s is %s; they are one vertex, named %s", pr.ev, inst.k+1, commName(inst.key), what, p0.fn)
+			"event %d: %s on %s is %s; they are one vertex, named %s", pr.ev, call, commName(inst.key), what, p0.fn)
 	}
 }
 

@@ -85,6 +85,14 @@ const (
 	// CodeBadStart: MPI_Start of a request that is not persistent or is
 	// already active (error).
 	CodeBadStart = "bad_start"
+	// CodeLostEvents: a place in a rank's log where the reader lost events
+	// (a damaged block), and how the calls after it were placed (data
+	// loss, one per place; see "Lost events" in docs/reconstruction.md).
+	CodeLostEvents = "lost_events"
+	// CodeUnplacedCalls: calls near lost events that could not be placed
+	// in the matching order: vertices without messages or collective
+	// partners (data loss, one per place that has them).
+	CodeUnplacedCalls = "unplaced_calls"
 )
 
 // HasDataLoss reports whether d holds data-loss diagnostics: the graph is
@@ -119,9 +127,14 @@ func Check(d *tracefmt.Diagnostics, strict bool) error {
 const diagMax = 1000
 
 func addDiag(t *tracefmt.Diagnostics, sev tracefmt.Severity, code string, rank int, file string, format string, args ...any) {
+	addDiagAt(t, sev, code, rank, file, -1, format, args...)
+}
+
+// addDiagAt is addDiag naming a block of the file (-1: none).
+func addDiagAt(t *tracefmt.Diagnostics, sev tracefmt.Severity, code string, rank int, file string, block int, format string, args ...any) {
 	msg := ""
 	if t.CountCode(code) < diagMax {
 		msg = fmt.Sprintf(format, args...)
 	}
-	t.Add(tracefmt.Diagnostic{Severity: sev, Code: code, Rank: rank, File: file, Block: -1, Offset: -1, Message: msg})
+	t.Add(tracefmt.Diagnostic{Severity: sev, Code: code, Rank: rank, File: file, Block: block, Offset: -1, Message: msg})
 }

@@ -55,6 +55,9 @@ func (b *build) prepareSends(ri int) {
 	for c, k := range p.sendCh.keys {
 		res.sendIdx[gchan{ck: p.keys[k.comm], peer: k.peer, tag: k.tag}] = uint32(c)
 	}
+	if b.lossy {
+		res.taken = make([][]uint64, nch)
+	}
 	p.sendCh = chanTable{keys: p.sendCh.keys}
 }
 
@@ -98,6 +101,9 @@ func (b *build) join(ri int) error {
 		if !slices.IsSortedFunc(seg, byPost) {
 			slices.SortStableFunc(seg, byPost)
 		}
+		if b.lossy && b.pairLossy(res, c, seg, match) {
+			continue
+		}
 		k := p.recvCh.keys[c]
 		s := int(k.peer)
 		ck := p.keys[k.comm]
@@ -113,13 +119,9 @@ func (b *build) join(ri int) error {
 			match[seg[i]] = uint64(s)<<32 | uint64(si)
 		}
 		for _, j := range seg[len(sends):] {
-			rc := p.recvs.at(int(j))
-			if rc.node == noNode {
-				continue
+			if rc := p.recvs.at(int(j)); rc.node != noNode {
+				b.unmatchedRecv(res, c, rc.node)
 			}
-			sev, note := b.missing(s)
-			addDiag(&res.joinDiags, sev, CodeUnmatchedRecv, r, p.file,
-				"event %d: receive from rank %d (tag %d, %s) matched no message%s", b.gb.Rank(r).Event(rc.node), s, k.tag, commName(ck), note)
 		}
 	}
 	order = nil
@@ -176,20 +178,37 @@ func (b *build) unmatchedSends(ri int) {
 		return
 	}
 	p := res.p
-	r := p.rank
-	for c, k := range p.sendCh.keys {
-		first, end := res.sendOff[c]+res.paired[c], res.sendOff[c+1]
-		if first == end {
+	for c := range p.sendCh.keys {
+		if b.lossy && b.unmatchedLossy(res, c) {
 			continue
 		}
-		dst := int(k.peer)
-		sev, note := b.missing(dst)
-		for _, si := range res.sendOrder[first:end] {
-			s := p.sends.at(int(si))
-			addDiag(&res.sendDiags, sev, CodeUnmatchedSend, r, p.file, "event %d: message to rank %d (tag %d, %s, %d bytes) was never received%s",
-				b.gb.Rank(r).Event(s.node), dst, k.tag, commName(p.keys[k.comm]), s.bytes, note)
+		for _, si := range res.sendOrder[res.sendOff[c]+res.paired[c] : res.sendOff[c+1]] {
+			b.unmatchedSend(res, c, si)
 		}
 	}
 	p.sends = chunked[sendRec]{}
 	res.sendOrder = nil
+}
+
+// unmatchedRecv reports that no message matched the receive completed by
+// operation node on receive channel c of the rank of res.
+func (b *build) unmatchedRecv(res *rankResult, c int, node uint32) {
+	p := res.p
+	k := p.recvCh.keys[c]
+	s := int(k.peer)
+	sev, note := b.missing(s)
+	addDiag(&res.joinDiags, sev, CodeUnmatchedRecv, p.rank, p.file,
+		"event %d: receive from rank %d (tag %d, %s) matched no message%s", b.gb.Rank(p.rank).Event(node), s, k.tag, commName(p.keys[k.comm]), note)
+}
+
+// unmatchedSend reports that no receive took the message of send si (on
+// send channel c) of the rank of res.
+func (b *build) unmatchedSend(res *rankResult, c int, si uint32) {
+	p := res.p
+	k := p.sendCh.keys[c]
+	dst := int(k.peer)
+	sev, note := b.missing(dst)
+	s := p.sends.at(int(si))
+	addDiag(&res.sendDiags, sev, CodeUnmatchedSend, p.rank, p.file, "event %d: message to rank %d (tag %d, %s, %d bytes) was never received%s",
+		b.gb.Rank(p.rank).Event(s.node), dst, k.tag, commName(p.keys[k.comm]), s.bytes, note)
 }

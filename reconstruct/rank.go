@@ -161,6 +161,8 @@ type rankPass struct {
 	// take effect at their end (see reorder).
 	completes []uint64
 	freedWld  int
+
+	loss lossState // where the log lost events (gaps.go)
 }
 
 const (
@@ -247,6 +249,9 @@ func (p *rankPass) comm(idx uint64, ev int64) (uint32, bool) {
 		id = p.commMap[idx]
 	}
 	if id == 0 {
+		if p.unplace(unComm) {
+			return 0, false
+		}
 		p.diag(tracefmt.Error, CodeUndefinedComm, "event %d: communicator index %d is not defined by an earlier CommNew event; the call's messages are left out", ev, idx)
 		return 0, false
 	}
@@ -407,6 +412,9 @@ func (p *rankPass) recvDone(ck uint32, peer, tag int64, st tracefmt.Completion, 
 	}
 	ch := p.recvCh.id(chanKey{comm: ck, peer: int32(src), tag: t})
 	if mrecv {
+		if len(p.mprobe[ch]) == 0 && p.unplace(unRecv) {
+			return // its probe, and with it its place in the order, was lost
+		}
 		post = p.takePost(ch)
 	}
 	p.recvs.add(recvRec{ch: ch, post: post, node: node, sbytes: sat32(st.Bytes), cap: sat32(capacity)})
@@ -414,6 +422,9 @@ func (p *rankPass) recvDone(ck uint32, peer, tag int64, st tracefmt.Completion, 
 
 // Event consumes the rank's next event.
 func (p *rankPass) Event(ev *tracefmt.Event) {
+	if len(p.loss.open) > 0 {
+		p.closeLoss(ev.Thread)
+	}
 	idx := p.evIndex
 	p.evIndex++
 	k := ev.Kind
@@ -625,6 +636,9 @@ func (p *rankPass) complete(c *tracefmt.Completion, local uint32, idx int64) {
 	}
 	e := p.reqs.get(c.Req)
 	if e == nil {
+		if p.unplace(unReq) {
+			return
+		}
 		p.diag(tracefmt.Error, CodeUnknownRequest, "event %d: completion of request %d, which was never created", idx, c.Req)
 		return
 	}
@@ -692,6 +706,9 @@ func (p *rankPass) start(name nameInfo, ev *tracefmt.Event, idx int64) {
 		e := p.reqs.get(q)
 		switch {
 		case e == nil:
+			if p.unplace(unReq) {
+				continue
+			}
 			p.diag(tracefmt.Error, CodeUnknownRequest, "event %d: start of request %d, which was never created", idx, q)
 			continue
 		case !e.persistent:
@@ -721,6 +738,9 @@ func (p *rankPass) reqFree(name nameInfo, ev *tracefmt.Event, idx int64) {
 	}
 	e := p.reqs.get(q)
 	if e == nil {
+		if p.unplace(unReq) {
+			return
+		}
 		p.diag(tracefmt.Error, CodeUnknownRequest, "event %d: %s of request %d, which was never created", idx, p.strs.Name(ev.Fn()), q)
 		return
 	}
@@ -756,6 +776,7 @@ func (p *rankPass) unfinishedRecv(e *reqEntry) bool {
 
 // Finish ends the rank's pass; end says how its log ends.
 func (p *rankPass) Finish(end rankEnd) {
+	p.finishLoss(end.complete)
 	// A copy: the graph must not keep the pass alive.
 	sites := p.sites
 	p.rb.SetSites(&sites)

@@ -33,6 +33,15 @@ import (
 // Endpoints the caller gave the events. Diagnostics are Build's business:
 // the Linker says nothing about bad data, it only leaves out what cannot
 // be matched.
+//
+// Lost events (RankLinker.Lost): Build places a rank's calls after a loss
+// from the end of its log (gaps.go), which a reader in order cannot know
+// before the end. The Linker makes no pair Build does not make: the calls
+// a rank makes after its first loss take no part (its sends, receives,
+// collective calls and requests), while what it began before keeps its
+// place (a receive posted before and completed after still takes its
+// message); the instances it will not reach no longer wait for it. So its
+// pairs and instances are Build's, less those of the calls after a loss.
 
 // Endpoint is what a caller attaches to an event it passes to a Linker,
 // handed back in the pairs and instances the event takes part in.
@@ -68,6 +77,12 @@ type Linker struct {
 	chans   map[gkey]*chanQueue
 	members map[commKey]int // members with a log, by communicator (the first description read)
 	insts   map[instKey]*pendingInst
+
+	// Ranks that lost events: by communicator key, the collective calls
+	// each made before (see RankLinker.Lost); memberList says which
+	// communicators a rank is a member of (the first description read).
+	stopped    map[int]map[commKey]int
+	memberList map[commKey][]int64
 }
 
 // gkey is a point-to-point channel of the world: communicator, source,
@@ -102,6 +117,7 @@ type postEntry struct {
 	// from its posting (kch; a source and tag that are not wildcards).
 	known    bool
 	kch      gkey
+	probe    bool // a matched probe's: its receive takes its place
 	resolved bool
 	none     bool // takes no place in the matching order
 	ch       gkey
@@ -143,6 +159,7 @@ type RankLinker struct {
 	// mprobe: receive channel → receives reserved by matched probes.
 	mprobe  map[gkey][]*postEntry
 	collSeq map[commKey]int
+	lost    bool // events were lost: later calls take no part (see Lost)
 }
 
 type streamReq struct {
@@ -200,14 +217,47 @@ func (rl *RankLinker) defineComm(ev *tracefmt.Event) {
 			}
 		}
 		slices.Sort(m)
+		m = slices.Compact(m)
 		n := 0
-		for _, r := range slices.Compact(m) {
+		for _, r := range m {
 			if rl.l.logged[r] {
 				n++
 			}
 		}
 		rl.l.members[k] = n
+		if rl.l.memberList == nil {
+			rl.l.memberList = map[commKey][]int64{}
+		}
+		rl.l.memberList[k] = m
 	}
+}
+
+// Lost tells the consumer that events of the rank were lost just before
+// its next event: from there on the rank's calls take no part in the
+// matching (see "Lost events" above).
+func (rl *RankLinker) Lost(tracefmt.Loss) {
+	if rl.lost {
+		return
+	}
+	rl.lost = true
+	l := rl.l
+	if l.stopped == nil {
+		l.stopped = map[int]map[commKey]int{}
+	}
+	l.stopped[rl.rank] = maps.Clone(rl.collSeq)
+	// The instances that waited for it may be complete now.
+	keys := slices.SortedFunc(maps.Keys(l.insts), cmpInstKey)
+	for _, k := range keys {
+		if n, ok := l.expectedAt(k); ok && len(l.insts[k].members) >= n {
+			in := l.insts[k]
+			delete(l.insts, k)
+			l.emitInst(in)
+		}
+	}
+}
+
+func cmpInstKey(a, b instKey) int {
+	return cmp.Or(cmp.Compare(a.comm.gid, b.comm.gid), cmp.Compare(a.comm.self, b.comm.self), cmp.Compare(a.k, b.k))
 }
 
 // Event consumes the rank's next event; ep is handed back in the pairs
@@ -225,6 +275,10 @@ func (rl *RankLinker) Event(ev *tracefmt.Event, ep Endpoint) {
 		return
 	}
 	cls := rl.class(ev.Fn())
+	if rl.lost {
+		rl.afterLoss(cls, ev, ep)
+		return
+	}
 	if cls&clsInit != 0 && !rl.running {
 		rl.running = true // MPI_Init: no operation (a second one is)
 		return
@@ -261,7 +315,7 @@ func (rl *RankLinker) Event(ev *tracefmt.Event, ep Endpoint) {
 			if ck, ok := rl.comm(ev.Comm()); ok {
 				if src, t, why := resolveEnvelope(rl.l.size, ev.Peer(), ev.Tag(), ev.Src(), ev.STag()); why&envOK != 0 {
 					ch := gkey{comm: ck, src: int32(src), dst: int32(rl.rank), tag: t}
-					pe := &postEntry{known: true, kch: ch}
+					pe := &postEntry{known: true, kch: ch, probe: true}
 					rl.post(pe)
 					if rl.mprobe == nil {
 						rl.mprobe = map[gkey][]*postEntry{}
@@ -291,6 +345,23 @@ func (rl *RankLinker) Event(ev *tracefmt.Event, ep Endpoint) {
 	case spec.Start:
 		rl.start(ev, ep)
 	case spec.ReqFree:
+		rl.reqFree(cls, ev)
+	}
+}
+
+// afterLoss consumes an event after the rank lost events: only what
+// concludes calls begun before takes part.
+func (rl *RankLinker) afterLoss(cls uint16, ev *tracefmt.Event, ep Endpoint) {
+	switch {
+	case cls&clsFinalize != 0:
+		rl.done = true
+	case ev.Kind == spec.CommNew:
+		rl.defineComm(ev)
+	case ev.Kind == spec.Complete:
+		for i := range ev.Completions {
+			rl.complete(&ev.Completions[i], ep)
+		}
+	case ev.Kind == spec.ReqFree:
 		rl.reqFree(cls, ev)
 	}
 }
@@ -386,6 +457,9 @@ func (rl *RankLinker) recvDone(ck commKey, peer, tag, src, stag int64, pe *postE
 				rl.mprobe[ch] = q[1:]
 			}
 		} else {
+			if rl.lost {
+				return // its probe was lost: Build leaves it out too
+			}
 			pe = &postEntry{}
 			rl.post(pe)
 		}
@@ -563,7 +637,7 @@ func (rl *RankLinker) arrive(ck commKey, ep Endpoint) {
 		l.insts[key] = in
 	}
 	in.members = append(in.members, ep)
-	if n, ok := l.expected(ck); ok && len(in.members) >= n {
+	if n, ok := l.expectedAt(key); ok && len(in.members) >= n {
 		delete(l.insts, key)
 		l.emitInst(in)
 	}
@@ -579,6 +653,35 @@ func (l *Linker) expected(k commKey) (int, bool) {
 	}
 	n, ok := l.members[k]
 	return n, ok
+}
+
+// expectedAt is the number of members with a log that will make
+// instance k's call: those of the communicator less the ranks that lost
+// events before it.
+func (l *Linker) expectedAt(k instKey) (int, bool) {
+	n, ok := l.expected(k.comm)
+	if !ok || len(l.stopped) == 0 {
+		return n, ok
+	}
+	for r, made := range l.stopped {
+		if made[k.comm] <= k.k && l.isMember(r, k.comm) {
+			n--
+		}
+	}
+	return n, true
+}
+
+// isMember reports whether rank r (with a log) is a member of k, by the
+// first description read.
+func (l *Linker) isMember(r int, k commKey) bool {
+	switch {
+	case k.gid == 1:
+		return true
+	case k.self >= 0:
+		return int(k.self) == r
+	}
+	_, ok := slices.BinarySearch(l.memberList[k], int64(r))
+	return ok
 }
 
 func (l *Linker) emitInst(in *pendingInst) {
@@ -599,6 +702,9 @@ func (l *Linker) emitInst(in *pendingInst) {
 // messages; its receives never completed take their place when their
 // source and tag are known, else none.
 func (rl *RankLinker) Finish() {
+	if rl.lost {
+		rl.finishLost()
+	}
 	for _, id := range slices.Sorted(maps.Keys(rl.reqs)) {
 		q := rl.reqs[id]
 		rl.unfinished(q)
@@ -613,12 +719,29 @@ func (rl *RankLinker) Finish() {
 	rl.drain()
 }
 
+// finishLost applies, at the end of a rank that lost events, what Build
+// decides there: a wildcard receive never completed (its completion may
+// have been lost) leaves the receives posted after it without a place,
+// and a matched probe whose receive was lost keeps its message's place.
+func (rl *RankLinker) finishLost() {
+	cut := false
+	for _, pe := range rl.posts {
+		cut = cut || !pe.resolved && !pe.known // a wildcard's, never completed
+		switch {
+		case cut:
+			pe.none, pe.resolved = true, true
+		case !pe.resolved && pe.probe:
+			pe.ch, pe.resolved = pe.kch, true
+		}
+	}
+	rl.mprobe = nil
+	rl.drain()
+}
+
 // Finish reports the collective instances some members never reached
 // (after every rank's Finish).
 func (l *Linker) Finish() {
-	keys := slices.SortedFunc(maps.Keys(l.insts), func(a, b instKey) int {
-		return cmp.Or(cmp.Compare(a.comm.gid, b.comm.gid), cmp.Compare(a.comm.self, b.comm.self), cmp.Compare(a.k, b.k))
-	})
+	keys := slices.SortedFunc(maps.Keys(l.insts), cmpInstKey)
 	for _, k := range keys {
 		l.emitInst(l.insts[k])
 		delete(l.insts, k)

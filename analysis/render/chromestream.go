@@ -360,6 +360,9 @@ func (s *streamer) event(sr *streamRank, ev *tracefmt.Event) {
 		c.names(r, ev.Thread, "thread "+strconv.Itoa(ev.Thread), ev.Thread)
 	}
 	mid, kept := c.writeEvent(sr, ev)
+	if l := tracefmt.SourceLoss(sr.src); l.Events > 0 {
+		sr.rl.Lost(l)
+	}
 	sr.rl.Event(ev, reconstruct.Endpoint{Rank: r, Thread: ev.Thread, Event: sr.idx, At: mid, Start: ev.Start + sr.off, Keep: kept})
 }
 
