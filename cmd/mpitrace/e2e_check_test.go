@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,35 +16,41 @@ import (
 // mpitrace check; a run with twice the work fails it, naming the critical
 // path; a broken baseline exits 2.
 //
-// Not timing-fragile: the work is a sleep (4 steps of 100 ms × (rank+1):
-// the critical path holds 800 ms of it, 1.6 s with twice the work), which
-// the load of the machine changes only through the delay of each wake-up
-// and of each scheduling. The baseline and the same-work run must be
-// undisturbed: their critical path's computation within 20% of the sleep
-// asked for, judged by what the program was asked to do, not by the
-// comparison under test. A run that is not (seen at a load average of 10
-// on 2 cores: 800 ms of sleep took 2 s) is recorded again, up to three
-// times, and the test is skipped, saying why, if no undisturbed run came.
-// Every delay of the last rank is on the critical path, so in undisturbed
-// runs no rank waits more than 160 ms longer in any MPI function than in
-// the other run: the comparisons ignore changes under 200 ms (--floor),
-// and allow 50%, while twice the work adds 800 ms to the critical path
-// (at least +67% over a baseline up to 20% slow). A disturbed run with
-// twice the work is only slower: it needs no such care.
+// The work is a sleep: 2 steps in which rank r sleeps 400 ms × (r+1), so
+// the critical path holds the last rank's S = 1.6 s of sleep, 3.2 s with
+// twice the work. A sleep never ends early, so the load of the machine can
+// only add to a run's figures, through the delay of each wake-up and
+// scheduling (the noise N ≥ 0 of a run: its critical path computation less
+// S), never take from them; and two wake-ups per rank keep it small beside
+// S (tens of ms per wake-up at a load average of 10 on 2 cores). check
+// counts a time as a regression when it grew by more than --tolerance
+// (40%) and more than --floor (400 ms). With N ≤ S/4 = 400 ms in every run:
+// the same work grows the critical path by at most 400 ms, within the
+// floor; twice the work grows it by at least S - 400 ms = 1.2 s, over the
+// floor and over 40% of a baseline of at most 2 s (60%). The other figures
+// of the same work (the time the ranks wait in MPI_Sendrecv and
+// MPI_Allreduce, summed) move by the difference of the ranks' noise, which
+// the floor covers too. So each run is judged by what the program was
+// asked to do, not by the comparison under test: one whose noise exceeds
+// S/4 is recorded again, up to three times, and the least disturbed is
+// used (the test then says the machine was busy, and goes on: the bound
+// is sufficient, not necessary). A run with twice the work needs no such
+// care: noise only adds to it.
 func TestCheckRegression(t *testing.T) {
-	const steps, ms = 4, 100
-	flags := []string{"--tolerance", "50%", "--floor", "200ms"}
+	const steps, ms = 2, 400
+	const sleep = steps * 2 * ms * 1e6 // ns of sleep on the critical path: the last rank's
+	flags := []string{"--tolerance", "40%", "--floor", "400ms"}
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
 			m.require(t)
 			bin := m.compile(t, "checkwork")
 			dir := t.TempDir()
 			// rec records a run with the given work in ms, and returns its
-			// trace and the baseline written from it.
+			// trace, the baseline written from it, and the baseline's text.
 			rec := func(name string, work int) (string, string, []byte) {
 				t.Helper()
 				out := filepath.Join(dir, name)
-				r := record(t, out, []string{"--force"}, m.launch(2, bin, strconv.Itoa(steps), strconv.Itoa(work))...)
+				r := record(t, out, nil, m.launch(2, bin, strconv.Itoa(steps), strconv.Itoa(work))...)
 				if r.code != 0 {
 					t.Fatalf("record %s: exit %d\n%s", name, r.code, r.stderr)
 				}
@@ -58,34 +65,48 @@ func TestCheckRegression(t *testing.T) {
 				}
 				return out, base, data
 			}
+			// computation is a baseline's critical path computation (ns).
+			computation := func(data []byte) float64 {
+				t.Helper()
+				var b struct {
+					Times map[string]float64 `json:"times_ns"`
+				}
+				if err := json.Unmarshal(data, &b); err != nil {
+					t.Fatal(err)
+				}
+				return b.Times["critical path computation"]
+			}
 			// undisturbed records a run with the work of the test until
-			// its critical path's computation is the work asked for: the
-			// sleep of the last rank, steps × 2 × ms, within 20%.
+			// its noise is at most a quarter of the sleep (see above), at
+			// most three times, and returns the least disturbed run.
 			undisturbed := func(name string) (string, string, []byte) {
 				t.Helper()
-				want := float64(steps * 2 * ms * 1e6)
-				var got []float64
-				for try := 1; try <= 3; try++ {
-					trace, base, data := rec(name, ms)
-					var b struct {
-						Times map[string]float64 `json:"times_ns"`
-					}
-					if err := json.Unmarshal(data, &b); err != nil {
-						t.Fatal(err)
-					}
-					c := b.Times["critical path computation"]
-					if c >= 0.95*want && c <= 1.2*want {
-						return trace, base, data
-					}
-					got = append(got, c/1e6)
-					t.Logf("%s: %.0f ms on the critical path for %.0f ms of sleep: the machine is busy; recording again", name, c/1e6, want/1e6)
+				var best struct {
+					trace, base string
+					data        []byte
+					noise       float64
 				}
-				t.Skipf("the machine is too busy to time a sleep: %d × 200 ms of sleep on the critical path took %.0f ms in three runs", steps, got)
-				return "", "", nil
+				for try := 1; try <= 3; try++ {
+					trace, base, data := rec(fmt.Sprintf("%s%d", name, try), ms)
+					c := computation(data)
+					if c < 0.99*sleep {
+						t.Fatalf("%s: %.0f ms of computation on the critical path, but its last rank slept %.0f ms", trace, c/1e6, sleep/1e6)
+					}
+					if noise := c - sleep; best.data == nil || noise < best.noise {
+						best.trace, best.base, best.data, best.noise = trace, base, data, noise
+					}
+					if best.noise <= sleep/4 {
+						return best.trace, best.base, best.data
+					}
+					t.Logf("%s: %.0f ms on the critical path for %.0f ms of sleep: the machine is busy; recording again", trace, c/1e6, sleep/1e6)
+				}
+				t.Logf("the machine is busy: %s, the least disturbed of three runs, has %.0f ms of noise (more than %.0f ms): the comparisons below may fail for it",
+					best.trace, best.noise/1e6, sleep/4e6)
+				return best.trace, best.base, best.data
 			}
 			a, base, data := undisturbed("a")
 			if !strings.HasPrefix(string(data), "{\n  \"mpitrace_baseline\": 1,\n") ||
-				!strings.Contains(string(data), `"MPI_Sendrecv": 8`) || !strings.Contains(string(data), `"MPI_Allreduce": 8`) {
+				!strings.Contains(string(data), `"MPI_Sendrecv": 4`) || !strings.Contains(string(data), `"MPI_Allreduce": 4`) {
 				t.Fatalf("baseline file of %s:\n%s", a, data)
 			}
 			same, _, _ := undisturbed("same")
