@@ -74,7 +74,7 @@ type RankReader struct {
 	maxBlock int
 
 	version uint16
-	kinds   [spec.NumKinds]*kindInfo // the kinds of this version; nil: not in it
+	kinds   *[spec.NumKinds]*kindInfo // the kinds of this version; nil: not in it
 	// header and strings are allocated apart from the reader: whoever
 	// keeps them (Header, Strings) does not keep the reader.
 	header      *Header
@@ -403,12 +403,7 @@ func (r *RankReader) readFileHeader() error {
 		return &VersionError{File: r.name, Version: r.version}
 	}
 	r.header.Version = r.version
-	tab := kindsOf(r.version)
-	for k := range tab {
-		if tab[k].ok && tab[k].since <= r.version {
-			r.kinds[k] = &tab[k]
-		}
-	}
+	r.kinds = kindPtrsOf(r.version)
 	return nil
 }
 

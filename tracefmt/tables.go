@@ -83,6 +83,13 @@ func kindsOf(v uint16) *[spec.NumKinds]kindInfo {
 	return &kindTab
 }
 
+// versionKinds holds, per format version, its kinds' layouts by kind (nil:
+// not in the version): one table for every reader of the version.
+var versionKinds = map[uint16]*[spec.NumKinds]*kindInfo{}
+
+// kindPtrsOf returns the kinds of version v, which must be supported.
+func kindPtrsOf(v uint16) *[spec.NumKinds]*kindInfo { return versionKinds[v] }
+
 func init() {
 	fillKinds(&kindTab, spec.Current)
 	for _, v := range spec.Versions {
@@ -94,6 +101,15 @@ func init() {
 				break
 			}
 		}
+	}
+	for _, v := range spec.Versions {
+		tab, p := kindsOf(v), new([spec.NumKinds]*kindInfo)
+		for k := range tab {
+			if tab[k].ok && tab[k].since <= v {
+				p[k] = &tab[k]
+			}
+		}
+		versionKinds[v] = p
 	}
 	minEventSize = 1 << 30
 	for _, v := range spec.Versions {
