@@ -278,7 +278,7 @@ func (b *build) pairLossy(res *rankResult, c int, seg []uint32, match []uint64) 
 		if rc.node == noNode {
 			continue
 		}
-		if at, sg := p.loss.recvPos(rc.post); at == 0 && p.lossy() {
+		if at, sg := p.loss.recvPos(rc.post); at == 0 {
 			p.loss.unplaced[sg][unRecv]++
 			continue
 		}
@@ -381,10 +381,8 @@ func (b *build) lossyInstances(g *collGroup, mem memberSet, pool *[]instPart, in
 				add(&starts, n-1-fe, ip)
 				continue
 			}
-			single = append(single, ip)
-			if p.lossy() {
-				p.loss.unplaced[p.loss.segOfPart(j)][unColl]++
-			}
+			single = append(single, ip) // only a member that lost events has calls without a position
+			p.loss.unplaced[p.loss.segOfPart(j)][unColl]++
 		}
 	}
 	emit := func(k int, ips []instPart) {
