@@ -136,8 +136,14 @@ func Fold(p *Path) *Folded {
 	var fd fold.Finder
 	var folds [numLevels]*Folded
 	var leaves [numLevels]int
-	folds[Merged] = p.foldAt(&fd, st, Merged, seq, -1)
-	leaves[Merged] = fold.Leaves(folds[Merged].Nodes)
+	coarse := p.foldAt(&fd, st, Merged, seq, -1)
+	leaves[Merged] = fold.Leaves(coarse.Nodes)
+	if !big {
+		// On a long path it is folded again if taken: its 4 bytes per
+		// merged step need not wait through the finer levels.
+		folds[Merged] = coarse
+	}
+	coarse = nil
 	fewest := leaves[Merged]
 	for level := range Merged {
 		f := p.foldAt(&fd, st, level, seq, max(FoldTarget/3, fewest*3/2))
@@ -151,14 +157,17 @@ func Fold(p *Path) *Folded {
 		folds[level], leaves[level] = f, n
 		fewest = min(fewest, n)
 	}
-	if leaves[Merged] <= FoldTarget/3 {
-		return folds[Merged]
+	if leaves[Merged] > FoldTarget/3 {
+		for level := range Merged {
+			if folds[level] != nil && leaves[level]*2 <= fewest*3 {
+				return folds[level]
+			}
+		}
 	}
-	best := 0
-	for folds[best] == nil || leaves[best]*2 > fewest*3 {
-		best++
+	if folds[Merged] == nil {
+		return p.foldAt(&fd, st, Merged, seq, -1)
 	}
-	return folds[best]
+	return folds[Merged]
 }
 
 // foldAt folds p, whose steps st numbers, at level with fd, with seq (one
@@ -182,7 +191,13 @@ func (p *Path) foldAt(fd *fold.Finder, st *stepNumbers, level int, seq []uint32,
 // merge collapses each run of equal neighbours of seq into one, in place,
 // and returns what is left and the position in seq of each's first.
 func merge(seq []uint32) ([]uint32, []int32) {
-	var starts []int32
+	runs := 0
+	for i, x := range seq {
+		if i == 0 || x != seq[i-1] {
+			runs++
+		}
+	}
+	starts := make([]int32, 0, runs)
 	k := 0
 	for i, x := range seq {
 		if i > 0 && x == seq[k-1] {
