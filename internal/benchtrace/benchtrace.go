@@ -49,6 +49,15 @@ var (
 // Shapes are the benchmark traces.
 var Shapes = []*Shape{Halo, Serial}
 
+// Wide is testgen.Halo on 16,384 ranks (MPITRACE_BENCH_RANKS) of 50
+// iterations: 257 events a rank, 4.2 M events, a world of many short ranks
+// whose cost is what each rank costs whatever its length. It is not one of
+// Shapes: the benchmarks that run on it say so (RunShape).
+var Wide = &Shape{Name: "wide", Env: "MPITRACE_BENCH_RANKS", Default: 16_384,
+	build: func(ranks int) *testgen.Builder { return testgen.Halo(ranks, 50, 1) },
+	// MPI_Init, 5 events an iteration, 5 MPI_Allreduce, MPI_Finalize.
+	events: func(ranks int) int64 { return int64(ranks) * (2 + 5*50 + 5) }}
+
 type written struct {
 	once   sync.Once
 	dir    string // temporary, removed by Main
@@ -136,22 +145,27 @@ func Main(m *testing.M) {
 // Whatever f does is measured, checks included: keep them cheap.
 func Run(b *testing.B, f func(b *testing.B, dir string)) {
 	for _, shape := range Shapes {
-		b.Run(shape.Name, func(b *testing.B) {
-			dir, events := shape.Dir(b)
-			var m Meter
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				m.Start()
-				b.StartTimer()
-				f(b, dir)
-				b.StopTimer()
-				m.Stop()
-				b.StartTimer()
-			}
-			m.Report(b, events)
-		})
+		RunShape(b, shape, f)
 	}
+}
+
+// RunShape is Run on one shape.
+func RunShape(b *testing.B, shape *Shape, f func(b *testing.B, dir string)) {
+	b.Run(shape.Name, func(b *testing.B) {
+		dir, events := shape.Dir(b)
+		var m Meter
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			m.Start()
+			b.StartTimer()
+			f(b, dir)
+			b.StopTimer()
+			m.Stop()
+			b.StartTimer()
+		}
+		m.Report(b, events)
+	})
 }
 
 // A Meter measures benchmark iterations: wall and CPU time (user and
