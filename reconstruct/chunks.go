@@ -4,7 +4,7 @@ package reconstruct
 // elements, so that growing it never copies more than its first chunk nor
 // leaves more garbage behind: the matching records of a long run are a
 // sizeable part of the memory reconstruction needs. The first chunk starts
-// with room for recFirstLen elements and doubles as it fills, up to
+// with room for recFirstLen elements and grows fourfold as it fills, up to
 // recChunkLen, so that a rank of a few records costs a few hundred bytes,
 // not a whole chunk (a world of thousands of short ranks).
 type chunked[T any] struct {
@@ -27,7 +27,7 @@ func (s *chunked[T]) add(v T) int {
 	case j == 0:
 		s.c = append(s.c, make([]T, recChunkLen))
 	case j == len(s.c[k]):
-		c := make([]T, min(2*j, recChunkLen))
+		c := make([]T, min(4*j, recChunkLen))
 		copy(c, s.c[k])
 		s.c[k] = c
 	}

@@ -2,7 +2,7 @@ package reconstruct
 
 import "testing"
 
-// TestChunkedGrows: the first chunk starts small and doubles up to a whole
+// TestChunkedGrows: the first chunk starts small and grows up to a whole
 // chunk; later chunks are whole; every element stays where it was put.
 func TestChunkedGrows(t *testing.T) {
 	var s chunked[[2]int]
@@ -13,7 +13,7 @@ func TestChunkedGrows(t *testing.T) {
 		if i == 3 && len(s.c[0]) != recFirstLen {
 			t.Errorf("after 4 elements the first chunk holds %d", len(s.c[0]))
 		}
-		if i == recFirstLen && len(s.c[0]) != 2*recFirstLen {
+		if i == recFirstLen && len(s.c[0]) != 4*recFirstLen {
 			t.Errorf("after %d elements the first chunk holds %d", i+1, len(s.c[0]))
 		}
 	}

@@ -42,7 +42,7 @@
 // edges, for the ranks with a log only (Ranks; the world may claim many
 // more, which cost nothing): per operation its start, duration, bytes, event index and name
 // (16 bytes; 24 in a chunk of 4096 spanning more than 4.29 s; a rank's
-// first chunk starts with room for 8 and doubles, so that a short rank
+// first chunk starts with room for 8 and grows fourfold, so that a short rank
 // costs little); per message 12 bytes; per collective participation about
 // 40 bytes. Walk visits the nodes in a topological order in linear time with
 // per-rank cursors, without building an adjacency list; Longest finds a

@@ -492,7 +492,7 @@ func TestPathWideRanks(t *testing.T) {
 }
 
 // TestOpStoreFirstChunkGrows: a rank's first chunk starts small and
-// doubles up to a whole chunk, keeping every column, its whole starts once
+// grows up to a whole chunk, keeping every column, its whole starts once
 // widened while small, and the overflow maps; a rank of a few operations
 // keeps a few hundred bytes.
 func TestOpStoreFirstChunkGrows(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 // A chunk holds chunkLen operations, 64 KiB of columns (48 KiB and two of
 // 8 KiB: whole pages, where a larger object would take another one),
 // except a rank's first, which starts with room for firstChunkLen and
-// doubles as it fills up to chunkLen: a rank of a few operations costs a
+// grows fourfold as it fills, up to chunkLen: a rank of a few operations costs a
 // few hundred bytes, not 64 KiB (a world of thousands of short ranks).
 // The chunks only store the operations: node ids and the rank index of a
 // block of ids (Graph.rankIdx) do not depend on them.
@@ -50,8 +50,9 @@ func newOpChunk(n int, base, evBase int64) opChunk {
 		base: base, evBase: evBase}
 }
 
-// grow doubles the chunk's room, up to chunkLen operations.
-func (c *opChunk) grow() { c.resize(min(2*len(c.dur), chunkLen)) }
+// grow gives the chunk four times the room, up to chunkLen operations
+// (what a rank keeps is trimmed when its pass ends: RankBuilder.Done).
+func (c *opChunk) grow() { c.resize(min(4*len(c.dur), chunkLen)) }
 
 // resize gives the chunk room for n operations, keeping the first n.
 func (c *opChunk) resize(n int) {
