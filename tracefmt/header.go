@@ -107,11 +107,14 @@ func (h *Header) Set(key, value string) {
 
 // parseHeaderMeta fills the typed fields from Meta and checks rank and size.
 func (h *Header) parseMeta() error {
-	// The keys, and most values, are the same on every rank: one copy of
-	// each for thousands of ranks' headers.
+	// The keys, and the values but a rank's own, are the same on every
+	// rank: one copy of each for thousands of ranks' headers.
 	for i := range h.Meta {
-		h.Meta[i].Key = unique.Make(h.Meta[i].Key).Value()
-		h.Meta[i].Value = unique.Make(h.Meta[i].Value).Value()
+		kv := &h.Meta[i]
+		kv.Key = unique.Make(kv.Key).Value()
+		if !rankOwn[kv.Key] {
+			kv.Value = unique.Make(kv.Value).Value()
+		}
 	}
 	rank, ok := h.Get(KeyRank)
 	if !ok {
@@ -139,6 +142,10 @@ func (h *Header) parseMeta() error {
 	h.MPILibrary, _ = h.Get(KeyMPILibrary)
 	return nil
 }
+
+// rankOwn are the header keys whose values differ between the ranks of a
+// run: not worth sharing.
+var rankOwn = map[string]bool{KeyRank: true, KeyPID: true, KeyInitRealtimeNS: true, KeyInitMonotonicNS: true}
 
 // maxWorldSize bounds the world size a header may claim. It is far above
 // any MPI job. A claim costs a few bytes of a file: readers and analyses
