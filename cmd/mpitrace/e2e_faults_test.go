@@ -113,24 +113,47 @@ func TestFaultMPIAbort(t *testing.T) {
 // run: under Open MPI every rank prints its message, as without the
 // recorder (before, ranks left MPI_Init one by one after the recorder's
 // clock measurement, and the first to abort had the others killed inside
-// MPI_Init); every rank leaves a log, a rank whose log is complete has its
-// MPI_Init and the abort's error code, and stats, critpath and dot agree on
-// the --strict verdict.
+// MPI_Init, every time); every rank leaves a log, a rank whose log is
+// complete has its MPI_Init and the abort's error code, and stats, critpath
+// and dot agree on the --strict verdict.
+//
+// What MPI does not guarantee: that a rank has left MPI_Init when another
+// has. The recorder ends MPI_Init with a barrier, which every rank has
+// entered when the first leaves it, but on a loaded machine a rank may
+// still be inside it when the first to leave has aborted and the launcher
+// stops the others (without the recorder, a rank descheduled before its
+// MPI_Init returns is stopped the same way). Such a rank prints nothing,
+// and its log names
+// MPI_Init as the call under way. So a recording in which fewer ranks
+// printed than without the recorder is made again, up to three times: a
+// recorder that makes it systematic fails.
 func TestFaultAbortAfterInit(t *testing.T) {
 	const np = 4
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
 			bin, dir, out := faultSetup(t, m)
 			plain := run(t, dir, m.launch(np, bin, "init_abort")...)
-			r := record(t, out, nil, m.launch(np, bin, "init_abort")...)
-			if r.code == 0 || plain.code == 0 {
-				t.Fatalf("exit %d recorded, %d alone; the ranks abort", r.code, plain.code)
-			}
 			printed := func(s string) int { return strings.Count(s, "cannot open the input file") }
-			// MPICH's launcher kills the other ranks as soon as one aborts,
-			// with or without the recorder: how many print is a race there.
-			if m.name == "openmpi" && printed(plain.stdout) == np && printed(r.stdout) != np {
-				t.Errorf("%d ranks printed their message under the recorder, %d without", printed(r.stdout), printed(plain.stdout))
+			var r result
+			for try := 1; ; try++ {
+				if try > 1 {
+					out = filepath.Join(dir, fmt.Sprintf("traces%d", try))
+				}
+				r = record(t, out, nil, m.launch(np, bin, "init_abort")...)
+				if r.code == 0 || plain.code == 0 {
+					t.Fatalf("exit %d recorded, %d alone; the ranks abort", r.code, plain.code)
+				}
+				// MPICH's launcher kills the other ranks as soon as one
+				// aborts, with or without the recorder: how many print is
+				// a race there.
+				if m.name != "openmpi" || printed(plain.stdout) != np || printed(r.stdout) == np {
+					break
+				}
+				if try == 3 {
+					t.Errorf("%d ranks printed their message under the recorder, %d without (three recordings)", printed(r.stdout), printed(plain.stdout))
+					break
+				}
+				t.Logf("%d ranks printed their message under the recorder, %d without (a race a busy machine can lose): recording again", printed(r.stdout), printed(plain.stdout))
 			}
 			tr, logs := readTrace(t, out)
 			if len(tr.Files) != np {
@@ -141,8 +164,10 @@ func TestFaultAbortAfterInit(t *testing.T) {
 				if l.end == nil {
 					continue
 				}
-				if countCalls(l, "MPI_Init") != 1 {
-					t.Errorf("rank %d: complete log without MPI_Init", l.rank)
+				// A rank stopped inside MPI_Init (see above) has it as the
+				// call under way.
+				if countCalls(l, "MPI_Init") != 1 && !slices.Equal(l.unfinished, []string{"MPI_Init"}) {
+					t.Errorf("rank %d: complete log without MPI_Init, complete or under way (calls under way: %v)", l.rank, l.unfinished)
 				}
 				if l.end.Reason == spec.EndAbort {
 					aborted++
