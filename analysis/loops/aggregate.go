@@ -131,8 +131,11 @@ type Aggregator struct {
 
 // NewAggregator returns an aggregator for a rank with the given header and
 // string table (a RankReader's, valid until Finish).
+//
+// Its tables are made with the rank's first loop event: a rank without
+// costs a few bytes (a trace may have thousands of ranks).
 func NewAggregator(h *tracefmt.Header, strs *tracefmt.Strings) *Aggregator {
-	return &Aggregator{rank: h.Rank, header: h, strs: strs, index: make(map[nodeKey]int32), threads: make(map[int][]frame)}
+	return &Aggregator{rank: h.Rank, header: h, strs: strs}
 }
 
 // Event consumes the rank's next event.
@@ -141,6 +144,9 @@ func (a *Aggregator) Event(ev *tracefmt.Event) {
 	case spec.LoopBegin, spec.LoopEnd, spec.IterBegin, spec.IterEnd:
 	default:
 		return
+	}
+	if a.index == nil {
+		a.index, a.threads = make(map[nodeKey]int32), make(map[int][]frame)
 	}
 	stack := a.threads[ev.Thread]
 	var top *frame

@@ -159,10 +159,18 @@ type Counts struct {
 
 // NewAggregator returns an aggregator for a rank with the given header and
 // string table (a RankReader's, valid until Finish).
+//
+// Its tables are made with the rank's first region event: a rank without
+// costs a few bytes (a trace may have thousands of ranks).
 func NewAggregator(h *tracefmt.Header, strs *tracefmt.Strings) *Aggregator {
-	return &Aggregator{rank: h.Rank, strs: strs, index: map[nodeKey]int32{}, threads: map[int]*thread{},
-		mem: map[uint64]*memSpace{}, marks: map[uint64]uint64{}, meta: map[[2]uint64]bool{},
-		dvs: map[uint64]*DualViewCount{}, devices: map[uint64]uint64{}}
+	return &Aggregator{rank: h.Rank, strs: strs}
+}
+
+// makeTables makes the aggregator's tables.
+func (a *Aggregator) makeTables() {
+	a.index, a.threads = map[nodeKey]int32{}, map[int]*thread{}
+	a.mem, a.marks, a.meta = map[uint64]*memSpace{}, map[uint64]uint64{}, map[[2]uint64]bool{}
+	a.dvs, a.devices = map[uint64]*DualViewCount{}, map[uint64]uint64{}
 }
 
 func (a *Aggregator) thread(t int) *thread {
@@ -192,6 +200,9 @@ func (a *Aggregator) Event(ev *tracefmt.Event) {
 	}
 	if ev.Kind < spec.RegionBegin {
 		return
+	}
+	if a.index == nil {
+		a.makeTables()
 	}
 	th := a.thread(ev.Thread)
 	th.last = max(th.last, ev.End)
