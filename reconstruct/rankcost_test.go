@@ -60,9 +60,9 @@ func buildHeap(t *testing.T, ranks, iters int) (passes, graph int64, events int6
 }
 
 // TestRankFixedCost: what reconstruction keeps per rank, for a world of
-// many short ranks (16,384 ranks of 257 events each took 219 KB a rank
-// before: a whole 64 KiB chunk of operations and two 4096-record chunks of
-// messages per rank, whatever its length), with each rank's header and
+// many short ranks (about 150 KB a rank before: a whole 64 KiB chunk of
+// operations and two 4096-record chunks of messages per rank, whatever its
+// length), with each rank's header and
 // string table kept as mpitrace critpath's loops and regions keep them. The
 // cost of a rank is the slope between a world of 128 ranks and one of 1024
 // (the same halo exchange), so that what does not depend on the ranks
