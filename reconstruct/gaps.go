@@ -41,10 +41,17 @@ import (
 // the start there. Collective calls positioned from the end are numbered
 // from the start when a member whose log is whole says how many instances
 // there are; else they form instances of their own, counted from the end.
-// Everything that could not be placed is counted per loss
-// (CodeUnplacedCalls). docs/reconstruction.md states the rule and what it
-// assumes: every message sent is received, every member makes every
-// collective call, as MPI requires of a program that reaches MPI_Finalize.
+// Counting from the end assumes every message was received and every
+// receive took one; what the log shows pending at its end says where that
+// may fail: a send still active at the end leaves its channel without
+// positions from the end on its sending side, a receive still active
+// there ends its channel's run from the end (every channel's, for a
+// wildcard). Persistent requests and matched probes are settled at each
+// loss (lossRequests). Everything that could not be placed is counted per
+// loss (CodeUnplacedCalls). docs/reconstruction.md states the rule and
+// what it assumes: every message sent is received, every member makes
+// every collective call, as MPI requires of a program that reaches
+// MPI_Finalize.
 
 // lossState is a rank's losses and the segments they cut its stream into.
 type lossState struct {
@@ -60,6 +67,18 @@ type lossState struct {
 	// have no position (a wildcard receive posted there whose completion
 	// was lost took a place on a channel no one knows).
 	wildLimit uint32
+	// wildLost: the least posting number of a wildcard persistent
+	// receive active at a loss (its completion may be lost); 0 none.
+	wildLost uint32
+	// endSend, endPost, endWild: what the log shows pending at its end
+	// (set by Finish): the sends still active (their messages may not
+	// have been received), sorted; the posting numbers of the receives
+	// still active on a known channel, sorted; the greatest posting
+	// number of a wildcard receive still active (0 none). Counting from
+	// the end assumes every message was received and every receive took
+	// one, so these end the runs from the end (see runs' callers).
+	endSend, endPost []uint32
+	endWild          uint32
 	// unplaced counts, per segment (0..len(segs)), what could not be
 	// placed: the rank pass and the collectives phase write it, join the
 	// receives of its own rank, unmatchedSends the sends of its own rank.
@@ -110,9 +129,57 @@ func (p *rankPass) full() bool { return !p.lossy() && p.loss.tailOK }
 func (p *rankPass) Lost(l tracefmt.Loss, thread int) {
 	ls := &p.loss
 	ls.gaps = append(ls.gaps, gapRec{loss: l, ev: p.evIndex})
+	p.lossRequests()
 	p.newSegment()
 	if l.Thread != thread && !slices.Contains(ls.open, l.Thread) {
 		ls.open = append(ls.open, l.Thread)
+	}
+}
+
+// lossRequests settles, at a loss, what the lost events may have
+// continued: a persistent request is posted many times under one id, so
+// its starts and completions may be among them. A persistent receive
+// active at the loss keeps its posting's place without an edge (as one
+// never completed), and every persistent request's activity is unknown
+// until its next start: a completion before it is not placed, a start
+// finds it inactive. A matched probe's reservation keeps its message's
+// place without an edge: the receive of that message may be among the
+// lost events, with other probes, so a receive of a matched message
+// after the loss takes the reservation of a probe after the loss or has
+// no place.
+func (p *rankPass) lossRequests() {
+	for _, e := range p.reqs.live() {
+		if !e.persistent {
+			continue
+		}
+		if e.active && e.kind == reqRecv && e.commOK {
+			if e.peer != spec.ProcNull && (!p.validRank(e.peer) || e.tag < 0) {
+				if p.loss.wildLost == 0 || e.post < p.loss.wildLost {
+					p.loss.wildLost = e.post
+				}
+			} else {
+				p.unfinishedRecv(e)
+			}
+		}
+		e.active, e.unknown, e.rec = false, true, -1
+	}
+	for _, ch := range slices.Sorted(maps.Keys(p.mprobe)) {
+		for _, post := range p.mprobe[ch] {
+			p.recvs.add(recvRec{ch: ch, post: post, node: noNode})
+		}
+	}
+	p.mprobe = nil
+}
+
+// endRecv records receive request e, still active at the end of the log.
+func (p *rankPass) endRecv(e *reqEntry) {
+	ls := &p.loss
+	switch {
+	case !e.commOK || e.mrecv || e.peer == spec.ProcNull:
+	case !p.validRank(e.peer) || e.tag < 0:
+		ls.endWild = max(ls.endWild, e.post)
+	default:
+		ls.endPost = append(ls.endPost, e.post)
 	}
 }
 
@@ -159,21 +226,17 @@ func (p *rankPass) finishLoss(complete bool) {
 		return
 	}
 	first := ls.segs[0].post // the last posting of segment 0
+	if ls.wildLost != 0 {
+		ls.wildLimit = ls.wildLost
+	}
 	for _, e := range p.reqs.live() {
 		if e.kind == reqRecv && e.active && !e.mrecv && e.commOK && e.post <= first &&
 			e.peer != spec.ProcNull && (!p.validRank(e.peer) || e.tag < 0) {
 			ls.wildLimit = min(ls.wildLimit, e.post)
 		}
 	}
-	// A matched probe of segment 0 whose receive was lost took its message
-	// in the order: it keeps its place, without an edge.
-	for _, ch := range slices.Sorted(maps.Keys(p.mprobe)) {
-		for _, post := range p.mprobe[ch] {
-			if post <= first {
-				p.recvs.add(recvRec{ch: ch, post: post, node: noNode})
-			}
-		}
-	}
+	// The matched probes of segment 0 whose receives were lost kept their
+	// messages' places at the first loss (lossRequests).
 }
 
 // segOfSend, segOfPost and segOfPart return the segment of the rank's i-th
@@ -211,7 +274,34 @@ func (ls *lossState) recvPos(post uint32) (pos, int) {
 	if seg == 0 && post > ls.wildLimit {
 		c &^= posStart
 	}
+	if c&posEnd != 0 && (post <= ls.endWild || inSorted(ls.endPost, post)) {
+		// A wildcard receive still active at the end, posted after it,
+		// may have taken no message, or one on its channel; a receive
+		// still active at the end may have taken none.
+		c &^= posEnd
+	}
 	return c, seg
+}
+
+func inSorted(s []uint32, v uint32) bool {
+	_, ok := slices.BinarySearch(s, v)
+	return ok
+}
+
+// sendsCut reports whether one of sends (a channel's, in posting order)
+// was still active at the end of the log: its message may not have been
+// received, and then neither were the ones sent after it on the channel,
+// so no send of the channel has a position from the end.
+func (ls *lossState) sendsCut(sends []uint32) bool {
+	if len(ls.endSend) == 0 {
+		return false
+	}
+	for _, si := range sends {
+		if inSorted(ls.endSend, si) {
+			return true
+		}
+	}
+	return false
 }
 
 // runs returns how many of n calls in order (a channel's, a
@@ -258,8 +348,12 @@ func (b *build) pairLossy(res *rankResult, c int, seg []uint32, match []uint64) 
 	}
 	aR, bR := runs(len(seg), rAt)
 	var aS, bS int
+	cutS := false
 	if len(sends) > 0 {
 		aS, bS = runs(len(sends), func(i int) pos { return sres.p.loss.sendPos(sends[i]) })
+		if bS > 0 && sres.p.loss.sendsCut(sends) {
+			bS, cutS = 0, true
+		}
 	}
 	for i, ri := range seg {
 		j := -1
@@ -278,9 +372,16 @@ func (b *build) pairLossy(res *rankResult, c int, seg []uint32, match []uint64) 
 		if rc.node == noNode {
 			continue
 		}
-		if at, sg := p.loss.recvPos(rc.post); at == 0 {
-			p.loss.unplaced[sg][unRecv]++
-			continue
+		// No position (none known, or not in a run: a receive still
+		// active at the end posted after it), or the sender's positions
+		// from the end are not known: no place in the matching order.
+		if p.lossy() {
+			at, sg := p.loss.recvPos(rc.post)
+			fromEnd := i >= len(seg)-bR
+			if at == 0 || i >= aR && (!fromEnd || cutS) {
+				p.loss.unplaced[sg][unRecv]++
+				continue
+			}
 		}
 		b.unmatchedRecv(res, c, rc.node)
 	}
@@ -303,13 +404,16 @@ func (b *build) unmatchedLossy(res *rankResult, c int) bool {
 	if taken == nil {
 		first += res.paired[c]
 	}
+	cut := p.lossy() && p.loss.sendsCut(res.sendOrder[res.sendOff[c]:end])
 	for x := first; x < end; x++ {
 		if taken != nil && bitSet(taken, int(x-res.sendOff[c])) {
 			continue
 		}
 		si := res.sendOrder[x]
 		if p.lossy() {
-			if seg := p.loss.segOfSend(si); p.loss.at(seg) == 0 {
+			// No position, or only one from the end, which a send still
+			// active at the end takes away (sendsCut).
+			if seg := p.loss.segOfSend(si); p.loss.at(seg) == 0 || cut && p.loss.at(seg)&posStart == 0 {
 				p.loss.unplaced[seg][unSend]++
 				continue
 			}

@@ -654,6 +654,14 @@ func (p *rankPass) complete(c *tracefmt.Completion, local uint32, idx int64) {
 		e.rec = -1
 	case reqRecv:
 		switch {
+		case e.unknown:
+			// A persistent receive whose starts a loss may hold: which
+			// posting this completes is not known (gaps.go).
+			if isCancelled {
+				p.cancels++
+			} else {
+				p.unplace(unRecv)
+			}
 		case e.persistent && !e.active:
 			// MPI_Wait on an inactive persistent request returns at once.
 		case isCancelled:
@@ -668,7 +676,7 @@ func (p *rankPass) complete(c *tracefmt.Completion, local uint32, idx int64) {
 		}
 	}
 	if e.persistent {
-		e.active = false
+		e.active, e.unknown = false, false
 	} else {
 		p.reqs.del(c.Req)
 	}
@@ -717,7 +725,7 @@ func (p *rankPass) start(name nameInfo, ev *tracefmt.Event, idx int64) {
 		case e.active:
 			p.diag(tracefmt.Error, CodeBadStart, "event %d: start of request %d, which is already active", idx, q)
 		}
-		e.active = true
+		e.active, e.unknown = true, false
 		switch e.kind {
 		case reqSend:
 			if e.commOK {
@@ -785,10 +793,18 @@ func (p *rankPass) Finish(end rankEnd) {
 			continue
 		}
 		p.pending[e.kind]++
-		if e.kind == reqRecv {
+		switch e.kind {
+		case reqSend:
+			if e.rec >= 0 {
+				p.loss.endSend = append(p.loss.endSend, uint32(e.rec))
+			}
+		case reqRecv:
+			p.endRecv(e)
 			p.unfinishedRecv(e)
 		}
 	}
+	slices.Sort(p.loss.endSend)
+	slices.Sort(p.loss.endPost)
 	if n := p.pending[reqSend] + p.pending[reqRecv] + p.pending[reqColl]; n > 0 {
 		p.diag(tracefmt.Info, CodeRequestPending, "%d requests still active at the end of the log (%d sends, %d receives, %d collectives): their completions are not in the graph",
 			n, p.pending[reqSend], p.pending[reqRecv], p.pending[reqColl])

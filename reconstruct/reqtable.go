@@ -15,6 +15,7 @@ type reqEntry struct {
 	kind       uint8
 	persistent bool
 	active     bool
+	unknown    bool // persistent, and a loss hid whether it is active (gaps.go)
 	mrecv      bool // an MPI_Imrecv: posted where its MPI_Improbe matched
 	commOK     bool
 	comm       uint32 // rank-local communicator key id

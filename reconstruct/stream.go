@@ -40,7 +40,9 @@ import (
 // a rank makes after its first loss take no part (its sends, receives,
 // collective calls and requests), while what it began before keeps its
 // place (a receive posted before and completed after still takes its
-// message); the instances it will not reach no longer wait for it. So its
+// message; a persistent receive active at the loss, and a matched probe's
+// message, keep their places without a pair: see settleLost); the
+// instances it will not reach no longer wait for it. So its
 // pairs and instances are Build's, less those of the calls after a loss.
 
 // Endpoint is what a caller attaches to an event it passes to a Linker,
@@ -240,6 +242,7 @@ func (rl *RankLinker) Lost(tracefmt.Loss) {
 		return
 	}
 	rl.lost = true
+	rl.settleLost()
 	l := rl.l
 	if l.stopped == nil {
 		l.stopped = map[int]map[commKey]int{}
@@ -254,6 +257,35 @@ func (rl *RankLinker) Lost(tracefmt.Loss) {
 			l.emitInst(in)
 		}
 	}
+}
+
+// settleLost does at the first loss what Build's lossRequests does: a
+// persistent request is posted many times under one id, and the lost
+// events may hold its completions and starts, so a persistent receive
+// active at the loss keeps its posting's place without an edge (a
+// wildcard one stays unresolved, which Finish makes hold back the
+// receives posted after it) and its later completions take no part; a
+// matched probe's reservation keeps its message's place without an edge,
+// and the receives of matched messages after the loss take no part.
+func (rl *RankLinker) settleLost() {
+	for _, id := range slices.Sorted(maps.Keys(rl.reqs)) {
+		q := rl.reqs[id]
+		if q.kind != reqRecv || !q.persistent {
+			continue
+		}
+		wild := q.commOK && q.peer != spec.ProcNull && (!rl.validRank(q.peer) || q.tag < 0)
+		if !wild {
+			rl.unfinished(q)
+		}
+		delete(rl.reqs, id)
+	}
+	for _, q := range rl.mprobe { // the order is the posts'
+		for _, pe := range q {
+			pe.ch, pe.resolved = pe.kch, true
+		}
+	}
+	rl.mprobe = nil
+	rl.drain()
 }
 
 func cmpInstKey(a, b instKey) int {
