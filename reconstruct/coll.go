@@ -233,6 +233,14 @@ func (b *build) collectives(members map[commKey][]int32) error {
 			if res := b.result(int(m)); res != nil {
 				file = res.p.file
 			}
+			if lossy && maxLen == 0 {
+				// Every member with a log lost events: how many
+				// instances there were is not known.
+				addDiag(&b.diags, sev, CodeCollectiveCount, int(m), file,
+					"rank %d made %d collective calls on %s; the other members' logs lost events, so how many instances lack its call is not known%s",
+					m, n, commName(g.key), note)
+				return
+			}
 			addDiag(&b.diags, sev, CodeCollectiveCount, int(m), file,
 				"rank %d made %d collective calls on %s, other members up to %d: the last instances lack its call%s",
 				m, n, commName(g.key), maxLen, note)

@@ -55,8 +55,9 @@ import (
 
 // lossState is a rank's losses and the segments they cut its stream into.
 type lossState struct {
-	gaps []gapRec
-	segs []segRec // segs[i] begins segment i+1; segment 0 is before the first loss
+	gaps     []gapRec
+	afterFin []gapRec // losses after MPI_Finalize, which cut no segment
+	segs     []segRec // segs[i] begins segment i+1; segment 0 is before the first loss
 	// open: the threads whose next event closes the current loss's window
 	// (tracefmt.Loss: events of other threads before it may precede some
 	// lost events); -1 never closes.
@@ -128,6 +129,12 @@ func (p *rankPass) full() bool { return !p.lossy() && p.loss.tailOK }
 // of thread thread.
 func (p *rankPass) Lost(l tracefmt.Loss, thread int) {
 	ls := &p.loss
+	if p.phase == phaseDone {
+		// After MPI_Finalize: the lost events held no vertex, and the
+		// calls before them keep their positions from the end.
+		ls.afterFin = append(ls.afterFin, gapRec{loss: l, ev: p.evIndex})
+		return
+	}
 	ls.gaps = append(ls.gaps, gapRec{loss: l, ev: p.evIndex})
 	p.lossRequests()
 	p.newSegment()
@@ -515,7 +522,14 @@ func (b *build) lossyInstances(g *collGroup, mem memberSet, pool *[]instPart, in
 // calls after it were placed, and what could not be.
 func (b *build) lossDiagnostics(d *tracefmt.Diagnostics) {
 	for _, res := range b.res {
-		if res == nil || !res.p.lossy() {
+		if res == nil {
+			continue
+		}
+		for _, g := range res.p.loss.afterFin {
+			addDiagAt(d, tracefmt.DataLoss, CodeLostEvents, res.p.rank, res.p.file, g.loss.Block,
+				"event %d: %s lost before it, after MPI_Finalize: no call to place", g.ev, nEvents(g.loss.Events))
+		}
+		if !res.p.lossy() {
 			continue
 		}
 		p := res.p

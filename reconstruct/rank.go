@@ -686,6 +686,10 @@ func (p *rankPass) coll(name nameInfo, ev *tracefmt.Event, idx int64) {
 	ck, ok := p.comm(ev.Comm(), idx)
 	if !ok {
 		p.op(name.id, ev, ev.Bytes(), idx)
+		if req := ev.Req(); req != 0 {
+			// Its completion is known, and not told of again.
+			p.newReq(req, idx).kind = reqColl
+		}
 		return
 	}
 	pr := partRec{comm: ck, name: name.id, fn: p.strs.Name(ev.Fn()), root: ev.Root(), bytes: ev.Bytes(), rbytes: ev.RBytes(),

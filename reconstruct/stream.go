@@ -238,8 +238,8 @@ func (rl *RankLinker) defineComm(ev *tracefmt.Event) {
 // its next event: from there on the rank's calls take no part in the
 // matching (see "Lost events" above).
 func (rl *RankLinker) Lost(tracefmt.Loss) {
-	if rl.lost {
-		return
+	if rl.lost || rl.done {
+		return // after MPI_Finalize the lost events held no call (as Build)
 	}
 	rl.lost = true
 	rl.settleLost()
