@@ -74,7 +74,9 @@ test: deps
 	@failed=""; \
 	step() { name=$$1; shift; echo "make test: $$name: $$*"; "$$@" || failed="$$failed $$name"; }; \
 	step lint $(MAKE) --no-print-directory lint; \
-	step unit $(GO) test -count=1 -timeout $(UNIT_TIMEOUT) $$($(GO) list ./... | grep -v '/cmd/mpitrace$$'); \
+	pkgs=$$($(GO) list ./... | grep -v '/cmd/mpitrace$$') || pkgs=""; \
+	if [ -n "$$pkgs" ]; then step unit $(GO) test -count=1 -timeout $(UNIT_TIMEOUT) $$pkgs; \
+	else echo "make test: unit: go list ./... listed no package"; failed="$$failed unit"; fi; \
 	step e2e $(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./cmd/mpitrace; \
 	step race $(GO) test -count=1 -race -timeout $(UNIT_TIMEOUT) $(RACE_PACKAGES); \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \

@@ -129,16 +129,37 @@ type Term struct {
 	Coef float64 `json:"coef"`
 }
 
-// Fingerprint identifies m's fits, whatever the layout of the file they
-// came from: the first 16 hex digits of the SHA-256 of the point-to-point
-// and collective models as JSON. Two models weigh every message and
-// collective alike when their fingerprints are equal.
+// Fingerprint identifies what m weighs messages and collectives with,
+// whatever else its file holds (the data points, the fits' R², notes, the
+// machine) and however it is laid out: the first 16 hex digits of the
+// SHA-256 of the point-to-point breakpoints and lines, and of each
+// collective's name, breakpoints and terms, collectives in name order. Two
+// models weigh every message and collective alike when their fingerprints
+// are equal.
 func (m *Model) Fingerprint() string {
-	colls := slices.SortedFunc(slices.Values(m.Collectives), func(a, b CollectiveModel) int { return cmp.Compare(a.Name, b.Name) })
-	data, err := json.Marshal(struct {
-		P P2PModel
-		C []CollectiveModel
-	}{m.PointToPoint, colls})
+	type line struct{ A, B float64 }
+	type coll struct {
+		Name        string
+		Breakpoints []int64
+		Terms       [][]Term
+	}
+	w := struct {
+		Breakpoints []int64
+		Lines       []line
+		Colls       []coll
+	}{Breakpoints: m.PointToPoint.Breakpoints}
+	for _, s := range m.PointToPoint.Segments {
+		w.Lines = append(w.Lines, line{s.A, s.B})
+	}
+	for _, c := range m.Collectives {
+		k := coll{Name: c.Name, Breakpoints: c.Breakpoints}
+		for _, s := range c.Segments {
+			k.Terms = append(k.Terms, s.Terms)
+		}
+		w.Colls = append(w.Colls, k)
+	}
+	slices.SortFunc(w.Colls, func(a, b coll) int { return cmp.Compare(a.Name, b.Name) })
+	data, err := json.Marshal(w)
 	if err != nil {
 		panic("internal error: a latency model that does not marshal: " + err.Error())
 	}

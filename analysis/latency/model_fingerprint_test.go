@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// TestFingerprint: a model's fingerprint depends on its fits only, not on
-// the file's layout or the order of its collectives; any change of a fit
+// TestFingerprint: a model's fingerprint depends on what weighs only (the
+// lines, terms and breakpoints), not on the file's layout, the order of its
+// collectives, its points or the fits' quality; any change of what weighs
 // changes it.
 func TestFingerprint(t *testing.T) {
 	m := Default()
@@ -25,6 +26,8 @@ func TestFingerprint(t *testing.T) {
 	}
 	slices.Reverse(again.Collectives)
 	again.Points, again.Machine = nil, "elsewhere"
+	again.PointToPoint.Segments[0].R2, again.PointToPoint.Segments[0].Points = 0.5, 3
+	again.Collectives[0].Note, again.Collectives[0].Segments[0].R2 = "refitted", 0.25
 	if got := again.Fingerprint(); got != fp {
 		t.Errorf("the same fits, rewritten and reordered: %s, want %s", got, fp)
 	}
@@ -36,5 +39,10 @@ func TestFingerprint(t *testing.T) {
 	other.Collectives[0].Segments[0].Terms[0].Coef++
 	if other.Fingerprint() == fp {
 		t.Errorf("a changed collective coefficient kept the fingerprint")
+	}
+	other = Default()
+	other.PointToPoint.Breakpoints[0]++
+	if other.Fingerprint() == fp {
+		t.Errorf("a changed point-to-point breakpoint kept the fingerprint")
 	}
 }
