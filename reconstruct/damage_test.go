@@ -43,16 +43,8 @@ func reblocked(t *testing.T, dir string, blockSize int) map[string][]byte {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{}
-	for _, f := range tr.Files {
-		r, err := tracefmt.OpenRank(f.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := tracefmt.ReadAll(r)
-		r.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, d := range readRanks(t, tr) {
+		f := tr.Files[i]
 		var b bytes.Buffer
 		if err := d.WriteBinary(&b, &tracefmt.WriterOptions{BlockSize: blockSize}); err != nil {
 			t.Fatal(err)
@@ -95,19 +87,7 @@ func buildFiles(t *testing.T, files map[string][]byte) (*taskgraph.Graph, *trace
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ranks []*tracefmt.RankData
-	for _, f := range tr.Files {
-		r, err := tracefmt.OpenRank(f.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := tracefmt.ReadAll(r)
-		r.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ranks = append(ranks, d)
-	}
+	ranks := readRanks(t, tr)
 	g, diags, err := reconstruct.Build(tr, reconstruct.Options{Workers: 2})
 	if err != nil {
 		return nil, nil, nil, ranks, err

@@ -241,14 +241,20 @@ func ranksOf(t *testing.T, b *testgen.Builder) []*tracefmt.RankData {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return readRanks(t, tr)
+}
+
+// readRanks reads every rank of tr whole, in tr.Files' order.
+func readRanks(t *testing.T, tr *tracefmt.Trace) []*tracefmt.RankData {
+	t.Helper()
 	var ranks []*tracefmt.RankData
 	for _, f := range tr.Files {
-		rr, err := tr.OpenRank(f.Header.Rank)
+		r, err := tracefmt.OpenRank(f.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := tracefmt.ReadAll(rr)
-		rr.Close()
+		d, err := tracefmt.ReadAll(r)
+		r.Close()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -70,20 +70,7 @@ func TestHaloFromDir(t *testing.T) {
 		t.Errorf("one worker gives another graph:\n%s", textdiff.Lines(want.String(), got.String()))
 	}
 
-	var data []*tracefmt.RankData
-	for _, f := range tr.Files {
-		r, err := tracefmt.OpenRank(f.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := tracefmt.ReadAll(r)
-		r.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		data = append(data, d)
-	}
-	g2, _, err := reconstruct.BuildFromRanks(data, reconstruct.Options{})
+	g2, _, err := reconstruct.BuildFromRanks(readRanks(t, tr), reconstruct.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
