@@ -101,8 +101,9 @@ type Folded struct {
 }
 
 // bigFold is the number of path vertices from which Fold collects garbage
-// before each level: below it, what a level leaves is small.
-const bigFold = 1 << 20
+// before it folds, and drops the merged level's fold after its count (it
+// folds it again if taken): below it, what a level keeps is small.
+var bigFold = 1 << 20 // a variable for the tests of long paths
 
 // FoldTarget is the most vertices a folded path should draw: a path of
 // at most this many is drawn unfolded, and Fold takes at once a fold that

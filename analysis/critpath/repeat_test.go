@@ -83,6 +83,10 @@ func TestFoldRule(t *testing.T) {
 		if got.Level != want || !slices.EqualFunc(got.Nodes, all[want].Nodes, sameNode) {
 			t.Errorf("path %d (%d vertices, leaves per level %v): level %d, want %d", i, p.NumVertices(), leaves, got.Level, want)
 		}
+		// A long path's fold drops the merged level's after its count.
+		if long := critpath.FoldLong(p); long.Level != got.Level || !slices.EqualFunc(long.Nodes, got.Nodes, sameNode) || long.Steps() != got.Steps() {
+			t.Errorf("path %d: folded as a long path, level %d and %d steps, want %d and %d", i, long.Level, long.Steps(), got.Level, got.Steps())
+		}
 	}
 	t.Logf("levels %v", levels)
 	if len(levels) < 2 {
