@@ -36,7 +36,7 @@ build: deps
 
 demo: build
 	@mkdir -p demo
-	mpicc.openmpi -O2 -o demo/stencil fixtures/programs/stencil.c -lm
+	mpicc.openmpi -O2 -g -o demo/stencil fixtures/programs/stencil.c -lm
 	bin/mpitrace record --force -o demo/traces -- mpirun.openmpi --oversubscribe -np $(NP) demo/stencil 40 400000
 	bin/mpitrace stats demo/traces --top 6
 	bin/mpitrace critpath demo/traces -o demo/critPath.out --top 5
