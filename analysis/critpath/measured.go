@@ -199,7 +199,6 @@ func weighMeasured(g *taskgraph.Graph, clocks *Clocks) *measured {
 	sender := make([]bool, n)
 	nbExit := make([]int64, nc) // the first exit of a nonblocking collective
 	nbSeen := make([]bool, nc)
-	var buf []taskgraph.Edge
 	for _, r := range g.Ranks() {
 		first, k := g.RankOps(r)
 		off := clocks.off(r)
@@ -207,18 +206,18 @@ func weighMeasured(g *taskgraph.Graph, clocks *Clocks) *measured {
 			i := m.opIdx(v)
 			_, m.t[i] = g.OpTimes(v)
 			in[i] = taskgraph.None
-			buf = g.In(v, buf[:0])
-			for _, e := range buf[1:] { // the chain edge, then the cross edge
-				switch {
-				case e.Kind == taskgraph.Message:
-					in[i] = e.From
-					sender[m.opIdx(e.From)] = true
-				case e.From >= collBase:
-					in[i] = e.From
-					c := int(e.From - collBase)
-					if x := m.t[i] + off; !nbSeen[c] || x < nbExit[c] {
-						nbExit[c], nbSeen[c] = x, true
-					}
+		}
+		for e := range g.RankCrossIn(r) {
+			i := m.opIdx(e.To)
+			switch {
+			case e.Kind == taskgraph.Message:
+				in[i] = e.From
+				sender[m.opIdx(e.From)] = true
+			case e.From >= collBase:
+				in[i] = e.From
+				c := int(e.From - collBase)
+				if x := m.t[i] + off; !nbSeen[c] || x < nbExit[c] {
+					nbExit[c], nbSeen[c] = x, true
 				}
 			}
 		}

@@ -2,6 +2,7 @@ package taskgraph
 
 import (
 	"cmp"
+	"iter"
 	"slices"
 	"sort"
 )
@@ -177,6 +178,24 @@ func (g *Graph) crossEdge(ri int, x int) Edge {
 		e.Kind = CollOut
 	}
 	return e
+}
+
+// RankCrossIn yields the incoming cross edges of rank r's operations (the
+// second edge In gives an operation that has one), in program order of
+// the operations they reach: what In finds one operation at a time by a
+// search, for a whole rank in one walk.
+func (g *Graph) RankCrossIn(r int) iter.Seq[Edge] {
+	return func(yield func(Edge) bool) {
+		ri, ok := g.index.find(r)
+		if !ok {
+			return
+		}
+		for x := range g.ranks[ri].xTo {
+			if !yield(g.crossEdge(ri, x)) {
+				return
+			}
+		}
+	}
 }
 
 // In appends the incoming edges of node v to buf and returns it: for an
