@@ -8,12 +8,12 @@
 int main(void) {
 	static double a[N][N];
 	long sum = 0, inner = 0;
-	int i, j, k;
+	int i, j;
 #pragma omp parallel for reduction(+:sum) collapse(2)
 	for (i = 0; i < N; i++)
 		for (j = 0; j < N; j++) {
 			a[i][j] = i + j;
-			for (k = 0; k < 3; k++) /* inside the nest: instrumented */
+			for (int k = 0; k < 3; k++) /* inside the nest: instrumented; k private */
 				sum += k;
 		}
 #pragma omp parallel for \
