@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/driver"
 	"github.com/mpitrace/mpitrace/analysis/fold"
 	"github.com/mpitrace/mpitrace/internal/benchtrace"
 )
@@ -143,21 +144,21 @@ func BenchmarkFold(b *testing.B) {
 	for _, shape := range benchtrace.Shapes {
 		b.Run(shape.Name, func(b *testing.B) {
 			dir, _ := shape.Dir(b)
-			a, err := analyzePath(dir, "", &Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
-			if err != nil || a.pathErr != nil {
-				b.Fatalf("critical path of %s: %v %v", dir, err, a.pathErr)
+			a, err := analyzePath(dir, driver.Options{}, &Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
+			if err != nil || a.PathErr != nil {
+				b.Fatalf("critical path of %s: %v %v", dir, err, a.PathErr)
 			}
 			b.ResetTimer()
 			cpu := benchtrace.CPUTime()
 			var f *critpath.Folded
 			for i := 0; i < b.N; i++ {
-				f = critpath.Fold(a.path)
+				f = critpath.Fold(a.Path)
 			}
 			b.StopTimer()
 			cpu = benchtrace.CPUTime() - cpu
-			b.ReportMetric(float64(a.path.NumVertices())*float64(b.N)/b.Elapsed().Seconds(), "steps/s")
-			b.ReportMetric(float64(a.path.NumVertices())*float64(b.N)/cpu.Seconds(), "steps/cpu-s")
-			b.Logf("%s: %d steps fold to %d vertices at level %d", shape.Name, a.path.NumVertices(), fold.Leaves(f.Nodes), f.Level)
+			b.ReportMetric(float64(a.Path.NumVertices())*float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+			b.ReportMetric(float64(a.Path.NumVertices())*float64(b.N)/cpu.Seconds(), "steps/cpu-s")
+			b.Logf("%s: %d steps fold to %d vertices at level %d", shape.Name, a.Path.NumVertices(), fold.Leaves(f.Nodes), f.Level)
 		})
 	}
 }

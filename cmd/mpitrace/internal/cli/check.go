@@ -15,10 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpitrace/mpitrace/analysis/baseline"
-	"github.com/mpitrace/mpitrace/analysis/critpath"
-	"github.com/mpitrace/mpitrace/analysis/latency"
-	"github.com/mpitrace/mpitrace/analysis/loops"
-	"github.com/mpitrace/mpitrace/analysis/regions"
+	"github.com/mpitrace/mpitrace/analysis/driver"
 	"github.com/mpitrace/mpitrace/analysis/stats"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
@@ -179,57 +176,23 @@ func traceBaseline(dir, modelPath string, s *Streams) (*baseline.Baseline, error
 	if err != nil {
 		return nil, badInput(err)
 	}
-	a, err := analyzeTracePath(t, modelPath, s)
+	a, err := analyzeTracePath(t, driver.Options{Model: modelPath}, s)
 	if err != nil {
 		return nil, badInput(err)
 	}
 	// A trace with errors or lost data is bad input: its figures would
 	// compare as another run's.
-	if err := reportDiagnostics(s, a.diags, &traceFlags{}); err != nil {
+	if err := reportDiagnostics(s, a.Diags, &traceFlags{}); err != nil {
 		var ec *ExitCodeError
 		if errors.As(err, &ec) {
 			ec.Code = ExitUsage
 		}
 		return nil, err
 	}
-	if n := a.diags.Count(tracefmt.DataLoss); n > 0 {
+	if n := a.Diags.Count(tracefmt.DataLoss); n > 0 {
 		return nil, badInput(fmt.Errorf("%s lost data (%d data-loss diagnostics, see above): its figures would not compare; record the run again", dir, n))
 	}
-	b := baseline.New(dir, t.Size)
-	if fp := a.model.Fingerprint(); fp != latency.Default().Fingerprint() {
-		b.Model = fp
-	}
-	for _, f := range prof.All {
-		b.Shape.Calls[f.Name] = f.Calls
-		b.Times[baseline.MPIFunction(f.Name)] = f.TotalNs
-	}
-	sum := critpath.Summarize(a.graph, a.path, 0) // the figures only: no loops, regions or call sites
-	b.SetTime(baseline.CritpathLength, sum.Length)
-	b.SetTime(baseline.CritpathComputation, sum.Computation)
-	b.SetTime(baseline.CritpathCommunication, sum.Communication)
-	for _, fs := range sum.ByFunction {
-		b.SetTime(baseline.CritpathFunction(fs.Name), fs.Computation+fs.Communication)
-	}
-	addRegions(b, regions.Merge(a.regions()).Nodes, "")
-	var stack []string
-	for _, l := range loops.Merge(a.loops()).Loops {
-		stack = append(stack[:min(l.Depth, len(stack))], l.Location)
-		b.Times[baseline.Loop(strings.Join(stack, " > "))] = l.Measured
-	}
-	return b, nil
-}
-
-// addRegions adds the inclusive time of nodes and their children, each
-// named by its path from the top.
-func addRegions(b *baseline.Baseline, nodes []*regions.Node, parent string) {
-	for _, n := range nodes {
-		path := n.Kind + " " + n.Name
-		if parent != "" {
-			path = parent + " > " + path
-		}
-		b.Times[baseline.Region(path)] = n.TotalNs
-		addRegions(b, n.Children, path)
-	}
+	return a.Baseline(dir, prof), nil
 }
 
 // writeComparison writes the table of a comparison, or the shape's

@@ -7,19 +7,13 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/mpitrace/mpitrace/analysis/callsite"
 	"github.com/mpitrace/mpitrace/analysis/critpath"
-	"github.com/mpitrace/mpitrace/analysis/latency"
-	"github.com/mpitrace/mpitrace/analysis/loops"
-	"github.com/mpitrace/mpitrace/analysis/regions"
+	"github.com/mpitrace/mpitrace/analysis/driver"
 	"github.com/mpitrace/mpitrace/analysis/stats"
-	"github.com/mpitrace/mpitrace/reconstruct"
-	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
@@ -119,184 +113,40 @@ func modelDesc(fingerprint string) string {
 	return "the latency model of fingerprint " + fingerprint
 }
 
-// loadModel returns the latency model of --model, or the embedded default,
-// and how to name it to the user.
-func loadModel(path string) (*latency.Model, string, error) {
-	if path == "" {
-		return latency.Default(), "default model embedded in mpitrace (run mpitrace calibrate for this machine)", nil
-	}
-	m, err := latency.Load(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("--model: %w", err)
-	}
-	return m, fmt.Sprintf("%s (calibrated on %s, %d ranks, %s)", path, m.Machine, m.Procs, firstLine(m.MPI)), nil
-}
-
-func firstLine(s string) string {
-	for i, r := range s {
-		if r == '\n' || r == '\t' || i >= 60 {
-			return s[:i]
-		}
-	}
-	return s
-}
-
-// analysis is a trace's task graph and critical path: what critpath, dot
-// and record --critpath share.
-type analysis struct {
-	trace     *tracefmt.Trace
-	graph     *taskgraph.Graph
-	diags     *tracefmt.Diagnostics
-	model     *latency.Model
-	modelName string
-	path      *critpath.Path
-	fold      *critpath.Folded // folded() folds path once
-	// pathErr says why there is no path (no operations, or inconsistent
-	// data making a cycle); the graph is still there.
-	pathErr error
-	// loopAggs and regionAggs saw each rank's loop and region events
-	// during the reconstruction.
-	loopAggs    []*loops.Aggregator
-	regionAggs  []*regions.Aggregator
-	regionRanks []*regions.RankRegions // the aggregators' Finish (regions)
-	loopRanks   []*loops.RankLoops     // the aggregators' Finish (loops)
-	// clocks saw each rank's clock offsets; mpath is the path under
-	// measured weights, once computed (measuredPath).
-	clocks   *clockObserver
-	mpath    *critpath.Path
-	mpathErr error
-	// resolver resolves the call sites (set by commands with --binary;
-	// the default resolver when nil); sites is their table, made on first
-	// use by siteLabel.
-	resolver *callsite.Resolver
-	sites    *callsite.Table
-}
-
-// siteLabel returns the labeller of the graph's call sites, nil when the
-// graph has none (traces before format version 5).
-func (a *analysis) siteLabel() critpath.SiteLabel {
-	if a.sites == nil {
-		r := a.resolver
-		if r == nil {
-			r = callsite.NewResolver()
-		}
-		ranks := map[int]*tracefmt.Sites{}
-		for _, rk := range a.graph.Ranks() {
-			ranks[rk] = a.graph.RankSites(rk)
-		}
-		a.sites = siteTable(r, ranks)
-	}
-	if a.sites.Empty() {
-		return nil
-	}
-	return a.sites.Label
-}
-
-// observer is what else an analysis wants to see of each rank's events:
-// it is given the rank's header, strings and file, and returns what sees
-// the events.
-type observer func(h *tracefmt.Header, strs *tracefmt.Strings, file string) func(*tracefmt.Event)
-
 // analyze rebuilds the task graph of an opened trace and looks for its
-// critical path with the latency model of modelPath (or the default).
-func analyze(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error) {
-	return analyzeWith(t, modelPath, s, nil)
-}
-
-// analyzeWith is analyze with another observer of each rank's events.
-func analyzeWith(t *tracefmt.Trace, modelPath string, s *Streams, extra observer) (*analysis, error) {
-	return analyzeSpans(t, modelPath, s, extra, true)
-}
-
-// analyzeSpans is analyzeWith; without spans, the loops' and regions'
-// intervals are not kept (the path's share in them is not needed).
-func analyzeSpans(t *tracefmt.Trace, modelPath string, s *Streams, extra observer, spans bool) (*analysis, error) {
-	a := &analysis{trace: t, clocks: newClockObserver()}
-	var err error
-	if a.model, a.modelName, err = loadModel(modelPath); err != nil {
-		return nil, err
-	}
-	var mu sync.Mutex
-	observe := func(h *tracefmt.Header, strs *tracefmt.Strings) func(*tracefmt.Event) {
-		// Where the loops and regions ran, for the critical path's share
-		// in them: little more than a switch per event in a trace without.
-		ag := loops.NewAggregator(h, strs)
-		ag.KeepSpans = spans
-		rg := regions.NewAggregator(h, strs)
-		rg.KeepSpans = spans
-		var more func(*tracefmt.Event)
-		if extra != nil {
-			file := ""
-			if f, ok := t.Rank(h.Rank); ok {
-				file = f.Path
-			}
-			more = extra(h, strs, file)
-		}
-		mu.Lock()
-		a.loopAggs = append(a.loopAggs, ag)
-		a.regionAggs = append(a.regionAggs, rg)
-		mu.Unlock()
-		clk := a.clocks.observe(h, strs, "")
-		return func(ev *tracefmt.Event) {
-			ag.Event(ev)
-			rg.Event(ev)
-			clk(ev)
-			if more != nil {
-				more(ev)
-			}
-		}
-	}
-	a.graph, a.diags, err = reconstruct.Build(t, reconstruct.Options{Filtered: recordFilter(t) != "", Observe: observe})
+// critical path (driver.Analyze), and prints the analysis' note.
+func analyze(t *tracefmt.Trace, o driver.Options, s *Streams) (*driver.Analysis, error) {
+	a, err := driver.Analyze(t, o)
 	if err != nil {
 		return nil, err
 	}
-	if note := filterNote(t, a.diags); note != "" {
-		fmt.Fprintf(s.Err, "mpitrace: note: %s\n", note)
+	if a.Note != "" {
+		fmt.Fprintf(s.Err, "mpitrace: note: %s\n", a.Note)
 	}
-	a.path, a.pathErr = critpath.Compute(a.graph, a.model)
 	return a, nil
-}
-
-// withoutMPI reports whether t may come from a program without MPI: the
-// recorder without MPI writes no mpi_library in any rank's header.
-func withoutMPI(t *tracefmt.Trace) bool {
-	for _, f := range t.Files {
-		if f.Header.MPILibrary != "" {
-			return false
-		}
-	}
-	return len(t.Files) > 0
-}
-
-// noMPIRecorded reports whether a, analysed from t, is a program without
-// MPI rather than a damaged trace: no MPI library named, no operation in
-// the graph, and nothing lost.
-func noMPIRecorded(t *tracefmt.Trace, a *analysis) bool {
-	return withoutMPI(t) && errors.Is(a.pathErr, critpath.ErrEmpty) && a.diags.Count(tracefmt.DataLoss) == 0
 }
 
 // analyzePath is analyze for the commands that need the path: it opens dir
 // and fails, after the diagnostics that say why, when there is no path.
-func analyzePath(dir, modelPath string, s *Streams) (*analysis, error) {
+func analyzePath(dir string, o driver.Options, s *Streams) (*driver.Analysis, error) {
 	t, err := openTrace(dir, s)
 	if err != nil {
 		return nil, err
 	}
-	return analyzeTracePath(t, modelPath, s)
+	return analyzeTracePath(t, o, s)
 }
 
 // analyzeTracePath is analyzePath of an opened trace.
-func analyzeTracePath(t *tracefmt.Trace, modelPath string, s *Streams) (*analysis, error) {
-	a, err := analyze(t, modelPath, s)
+func analyzeTracePath(t *tracefmt.Trace, o driver.Options, s *Streams) (*driver.Analysis, error) {
+	a, err := analyze(t, o, s)
 	if err != nil {
 		return nil, err
 	}
-	if noMPIRecorded(t, a) {
-		return nil, fmt.Errorf("%s: a program without MPI (no MPI call recorded, no MPI library in the logs): there is no critical path across ranks; 'mpitrace loops %s' shows its loops", t.Dir, t.Dir)
-	}
-	if a.pathErr != nil {
-		reportDiagnostics(s, a.diags, &traceFlags{})
-		return nil, a.pathErr
+	if err := a.NeedPath(); err != nil {
+		if !errors.Is(err, driver.ErrNoMPI) {
+			reportDiagnostics(s, a.Diags, &traceFlags{})
+		}
+		return nil, err
 	}
 	return a, nil
 }
@@ -320,14 +170,13 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	if err != nil {
 		return err
 	}
-	a, err := analyzePath(opts.Dir, opts.Model, s)
+	a, err := analyzePath(opts.Dir, driver.Options{Model: opts.Model, Resolver: resolver}, s)
 	if err != nil {
 		return err
 	}
-	a.resolver = resolver
-	path := a.path
+	path := a.Path
 	if weights == critpath.WeightsMeasured {
-		if path, err = a.measuredPath(); err != nil {
+		if path, err = a.MeasuredPath(); err != nil {
 			return err
 		}
 	}
@@ -348,8 +197,8 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 			return err
 		}
 	}
-	sum = summarizePath(a, path, sum, opts.Top)
-	if err := explain(a, sum); err != nil {
+	sum = a.Summarize(path, sum, opts.Top)
+	if err := a.Explain(sum); err != nil {
 		return err
 	}
 	switch {
@@ -363,75 +212,15 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 			Path        *critpath.Path            `json:"path"`
 			Unfinished  []tracefmt.UnfinishedCall `json:"unfinished,omitempty"`
 			Diagnostics *diagnosticsJSON          `json:"diagnostics"`
-		}{opts.Dir, a.modelName, unit.String(), out, sum, path, a.trace.Unfinished(), newDiagnosticsJSON(a.diags)})
+		}{opts.Dir, a.ModelName, unit.String(), out, sum, path, a.Trace.Unfinished(), newDiagnosticsJSON(a.Diags)})
 	case out != "-":
 		err = writeSummary(s.Out, opts.Dir, a, out, sum, unit)
 	}
 	if err != nil {
 		return err
 	}
-	if a.sites != nil {
-		reportSiteProblems(s, a.sites)
-	}
-	return reportDiagnostics(s, a.diags, &opts.traceFlags)
-}
-
-// summarize summarises the critical path of a (unless sum, made while
-// writing critPath.out, already does); for a trace with loop events it
-// adds which loops the path's computation ran in.
-func summarize(a *analysis, sum *critpath.Summary, top int) *critpath.Summary {
-	return summarizePath(a, a.path, sum, top)
-}
-
-// summarizePath is summarize of path, a critical path of a's graph.
-func summarizePath(a *analysis, path *critpath.Path, sum *critpath.Summary, top int) *critpath.Summary {
-	if sum == nil {
-		sum = critpath.Summarize(a.graph, path, top)
-	}
-	var f *critpath.Folded
-	if path == a.path {
-		f = a.folded()
-	} else {
-		f = critpath.Fold(path) // the measured path: folded for its summary only
-	}
-	sum.Repetition = critpath.SummarizeRepetition(f)
-	if label := a.siteLabel(); label != nil {
-		sum.Sites = critpath.AttributeSites(a.graph, path, top, label)
-		sum.Run.LabelSites(label)
-	}
-	if spans := loops.NewSpans(a.loops()); !spans.Empty() {
-		sum.Loops = critpath.AttributeLoops(path, sum, spans)
-	}
-	if spans := regions.NewSpans(a.regions()); !spans.Empty() {
-		sum.Regions = critpath.AttributeRegions(path, sum, spans)
-	}
-	return sum
-}
-
-// folded returns the critical path folded (critpath.Fold), folding it once.
-func (a *analysis) folded() *critpath.Folded {
-	if a.fold == nil {
-		a.fold = critpath.Fold(a.path)
-	}
-	return a.fold
-}
-
-// loops returns each rank's loops, as the reconstruction saw them.
-func (a *analysis) loops() []*loops.RankLoops { return finishOnce(&a.loopRanks, a.loopAggs) }
-
-// regions returns each rank's regions, as the reconstruction saw them.
-func (a *analysis) regions() []*regions.RankRegions { return finishOnce(&a.regionRanks, a.regionAggs) }
-
-// finishOnce returns what each aggregator's Finish returns, calling it
-// once per aggregator: later calls return *done.
-func finishOnce[A interface{ Finish() R }, R any](done *[]R, aggs []A) []R {
-	if *done == nil {
-		*done = make([]R, len(aggs))
-		for i, ag := range aggs {
-			(*done)[i] = ag.Finish()
-		}
-	}
-	return *done
+	reportSiteProblems(s, a.Sites())
+	return reportDiagnostics(s, a.Diags, &opts.traceFlags)
 }
 
 // writeJSON writes v as indented JSON: the --json output of the commands.
@@ -444,18 +233,18 @@ func writeJSON(w io.Writer, v any) error {
 // writeSummary writes the text summary of critpath and record --critpath:
 // what was analysed, where the path went, the model, whether data was
 // lost, and the summary's tables.
-func writeSummary(w io.Writer, dir string, a *analysis, out string, sum *critpath.Summary, unit critpath.Unit) error {
+func writeSummary(w io.Writer, dir string, a *driver.Analysis, out string, sum *critpath.Summary, unit critpath.Unit) error {
 	fmt.Fprintf(w, "Critical path of %s (written to %s)\n", dir, out)
 	if sum.Weights == critpath.WeightsMeasured {
 		fmt.Fprintf(w, "Weights: measured (messages and collectives weigh what the run took, clocks aligned by the ClockSync offsets; --weights model for the latency model)\n")
 	} else {
-		fmt.Fprintf(w, "Latency model: %s\n", a.modelName)
+		fmt.Fprintf(w, "Latency model: %s\n", a.ModelName)
 	}
-	fmt.Fprintf(w, "%s\n", dataLossLine(a.diags))
+	fmt.Fprintf(w, "%s\n", dataLossLine(a.Diags))
 	if err := sum.WriteText(w, unit); err != nil {
 		return err
 	}
-	return writeUnfinished(w, a.trace)
+	return writeUnfinished(w, a.Trace)
 }
 
 // writeUnfinished says, when the run hung or was stopped, which MPI calls

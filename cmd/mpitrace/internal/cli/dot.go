@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/driver"
 	"github.com/mpitrace/mpitrace/analysis/render"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
@@ -211,15 +212,14 @@ func runDot(opts *dotOptions, s *Streams) error {
 	if opts.Model == "" && s.ErrTTY {
 		fmt.Fprintln(s.Err, "mpitrace: using the default latency model; for this machine's, run 'mpitrace calibrate -o model.json -- mpirun -np 4' and pass --model model.json")
 	}
-	a, err := analyze(t, opts.Model, s)
+	a, err := analyze(t, driver.Options{Model: opts.Model, Resolver: resolver}, s)
 	if err != nil {
 		return err
 	}
-	a.resolver = resolver
-	if noMPIRecorded(t, a) {
+	if a.NoMPI() {
 		return fmt.Errorf("%s: a program without MPI (no MPI call recorded, no MPI library in the logs): it has no task graph of MPI calls to draw; 'mpitrace loops %s' shows its loops", t.Dir, t.Dir)
 	}
-	g, diags, path, pathErr, m, modelName := a.graph, a.diags, a.path, a.pathErr, a.model, a.modelName
+	g, diags, path, pathErr, m, modelName := a.Graph, a.Diags, a.Path, a.PathErr, a.Model, a.ModelName
 	// A graph with a cycle (inconsistent data) has no critical path but is
 	// worth seeing: it is drawn without one, and the command fails after.
 	var cycle *taskgraph.CycleError
@@ -228,7 +228,7 @@ func runDot(opts *dotOptions, s *Streams) error {
 		return pathErr
 	}
 	ro := render.DOTOptions{Unit: opts.Unit, CriticalOnly: opts.CriticalOnly, Ranks: opts.Ranks, Window: opts.Window, Model: modelName,
-		Sites: a.siteLabel(), MaxVertices: opts.MaxVertices}
+		Sites: a.SiteLabel(), MaxVertices: opts.MaxVertices}
 	cut := opts.Ranks != nil || opts.Window != nil
 	whole := !opts.CriticalOnly && !cut
 	// A path of FoldTarget vertices or fewer is drawn as it is.
@@ -260,7 +260,7 @@ func runDot(opts *dotOptions, s *Streams) error {
 	if drawn > bigDOTGraph {
 		fmt.Fprintf(s.Err, "mpitrace: the graph written has %d vertices, more than Graphviz lays out in reasonable time and memory (%d): %s\n", drawn, bigDOTGraph, bigGraphAdvice(folded, opts))
 	}
-	reportSiteProblems(s, a.sites)
+	reportSiteProblems(s, a.Sites())
 	if err := reportDiagnostics(s, diags, &opts.traceFlags); err != nil {
 		return err
 	}
@@ -275,16 +275,16 @@ func runDot(opts *dotOptions, s *Streams) error {
 // iterations differ so that folding leaves more than critpath.FoldTarget
 // vertices and the merge draws fewer; with the vertices it draws and how
 // it was made ("folded", "merged by call site").
-func pathPicture(a *analysis, ro render.DOTOptions) (write func(io.Writer) error, drawn int, how string) {
-	f := a.folded()
+func pathPicture(a *driver.Analysis, ro render.DOTOptions) (write func(io.Writer) error, drawn int, how string) {
+	f := a.Folded()
 	drawn = render.FoldedVertices(f)
 	if drawn > critpath.FoldTarget {
-		if sg := critpath.MergeSteps(a.path); len(sg.Nodes) < drawn {
-			return func(w io.Writer) error { return render.WriteStepGraphDOT(w, sg, a.model, ro) },
+		if sg := critpath.MergeSteps(a.Path); len(sg.Nodes) < drawn {
+			return func(w io.Writer) error { return render.WriteStepGraphDOT(w, sg, a.Model, ro) },
 				len(sg.Nodes), "merged by " + sg.By
 		}
 	}
-	return func(w io.Writer) error { return render.WriteFoldedDOT(w, f, a.model, ro) }, drawn, "folded"
+	return func(w io.Writer) error { return render.WriteFoldedDOT(w, f, a.Model, ro) }, drawn, "folded"
 }
 
 // defaultMaxDOTVertices is --max-vertices' default: 100 times what

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpitrace/mpitrace/analysis/callsite"
+	"github.com/mpitrace/mpitrace/analysis/driver"
 	"github.com/mpitrace/mpitrace/analysis/render"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
@@ -129,7 +130,7 @@ func writeSiteComments(w io.Writer, r *callsite.Resolver, rank int, sites *trace
 	if sites.Len() == 0 {
 		return nil
 	}
-	t := siteTable(r, map[int]*tracefmt.Sites{rank: sites})
+	t := driver.SiteTable(r, map[int]*tracefmt.Sites{rank: sites})
 	ew := &ioErrWriter{w: w}
 	fmt.Fprintf(ew, "# call sites of rank %d: id, return address, location\n", rank)
 	for _, id := range sites.IDs() {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/driver"
 	"github.com/mpitrace/mpitrace/analysis/render"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -134,20 +135,20 @@ func runExport(opts *exportOptions, s *Streams) error {
 // operations) and reconstruction's diagnostics. The graph is released
 // before it returns: the export then needs no more memory than critpath.
 func exportPath(t *tracefmt.Trace, model string, s *Streams) (_ *render.ChromePath, _ *tracefmt.Diagnostics, pathErr error, _ error) {
-	a, err := analyzeSpans(t, model, s, nil, false)
+	a, err := analyze(t, driver.Options{Model: model, NoSpans: true}, s)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if exportGraphBuilt != nil {
-		exportGraphBuilt(a.graph)
+		exportGraphBuilt(a.Graph)
 	}
 	var path *render.ChromePath
-	if a.path != nil {
-		path = render.NewChromePath(a.graph, a.path)
+	if a.Path != nil {
+		path = render.NewChromePath(a.Graph, a.Path)
 	}
-	diags := a.diags
-	if a.pathErr != nil && !errors.Is(a.pathErr, critpath.ErrEmpty) {
-		pathErr = a.pathErr
+	diags := a.Diags
+	if a.PathErr != nil && !errors.Is(a.PathErr, critpath.ErrEmpty) {
+		pathErr = a.PathErr
 	}
 	// The graph is unreachable from here on; give its memory back before
 	// the stream's buffers are allocated.

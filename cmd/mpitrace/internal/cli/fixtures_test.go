@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpitrace/mpitrace/analysis/driver"
 	"github.com/mpitrace/mpitrace/internal/golden"
 	"github.com/mpitrace/mpitrace/tracefmt/spec"
 )
@@ -27,9 +28,9 @@ func TestStoredTraces(t *testing.T) {
 	// a stored trace is this machine.
 	// (Cleanup, not defer: the subtests are parallel, they run after this
 	// function returns.)
-	saved := thisMachine
-	t.Cleanup(func() { thisMachine = saved })
-	thisMachine = func() (string, int) { return "", 0 }
+	saved := driver.ThisMachine
+	t.Cleanup(func() { driver.ThisMachine = saved })
+	driver.ThisMachine = func() (string, int) { return "", 0 }
 	dirs, err := filepath.Glob(filepath.Join(storedTraces, "v*", "*"))
 	if err != nil {
 		t.Fatal(err)

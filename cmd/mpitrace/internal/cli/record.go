@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/driver"
 	"github.com/mpitrace/mpitrace/analysis/render"
 	"github.com/mpitrace/mpitrace/recorder"
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -271,35 +272,35 @@ const (
 // graph is too big to draw whole) into the trace directory and prints the
 // summary on stderr, leaving stdout to the application.
 func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
-	a, err := analyzePath(dir, opts.Model, s)
+	a, err := analyzePath(dir, driver.Options{Model: opts.Model}, s)
 	if err != nil {
 		return err
 	}
-	sum, err := writeCritPathFile(filepath.Join(dir, critPathFile), a.path, critpath.Microsecond, 5)
+	sum, err := writeCritPathFile(filepath.Join(dir, critPathFile), a.Path, critpath.Microsecond, 5)
 	if err != nil {
 		return err
 	}
-	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.modelName, CriticalOnly: a.graph.NumNodes() > bigDOTGraph,
-		Sites: a.siteLabel()}
-	write := func(w io.Writer) error { return render.WriteDOT(w, a.graph, a.path, a.model, ro) }
-	if ro.CriticalOnly && a.path.NumVertices() > critpath.FoldTarget {
+	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.ModelName, CriticalOnly: a.Graph.NumNodes() > bigDOTGraph,
+		Sites: a.SiteLabel()}
+	write := func(w io.Writer) error { return render.WriteDOT(w, a.Graph, a.Path, a.Model, ro) }
+	if ro.CriticalOnly && a.Path.NumVertices() > critpath.FoldTarget {
 		write, _, _ = pathPicture(a, ro)
 	}
 	if err := writeOutput(filepath.Join(dir, taskGraphDOT), write); err != nil {
 		return err
 	}
-	sum = summarize(a, sum, 5)
+	sum = a.Summarize(a.Path, sum, 5)
 	if err := writeSummary(s.Err, opts.Out, a, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond); err != nil {
 		return err
 	}
-	reportSiteProblems(s, a.sites)
+	reportSiteProblems(s, a.Sites())
 	what := "the task graph"
 	if ro.CriticalOnly {
 		what = "the critical path (the whole graph is too big to draw; a path of more than 300 vertices is folded, or merged by call site)"
 	}
 	fmt.Fprintf(s.Err, "%s: %s with the critical path in red; view it with: xdot %s\n",
 		filepath.Join(opts.Out, taskGraphDOT), what, filepath.Join(opts.Out, taskGraphDOT))
-	return reportDiagnostics(s, a.diags, &traceFlags{})
+	return reportDiagnostics(s, a.Diags, &traceFlags{})
 }
 
 // recordKokkos decides whether the recorder is the program's Kokkos tool:

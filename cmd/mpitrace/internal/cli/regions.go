@@ -10,15 +10,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/driver"
 	"github.com/mpitrace/mpitrace/analysis/regions"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
-type regionsOptions struct{ reportOptions }
+type regionsOptions struct {
+	reportOptions
+	Model string
+}
 
 func newRegionsCmd(s *Streams, runF func(context.Context, *regionsOptions) error) *cobra.Command {
 	opts := &regionsOptions{}
-	return reportCmd(&cobra.Command{
+	cmd := reportCmd(&cobra.Command{
 		Use:   "regions [TRACEDIR] [--json] [--by rank] [-o FILE]",
 		Short: "Regions and Kokkos kernels as a call tree across ranks: time, imbalance, MPI inside, memory",
 		Long: `Analyse the region events of a trace of a Kokkos program recorded with the
@@ -33,8 +37,8 @@ min and max of the ranks' totals over all ranks (a rank that did not run it
 counts 0), the rank with the max, imbalance (max / mean), its self time
 (without the nodes nested in it), and the time of the MPI calls made inside
 it. Nodes inside which the critical path's computation runs are marked *
-(the path of 'mpitrace critpath' with its default model; a program without
-MPI has none). Then, per memory space, the high-water mark of live bytes per
+(the path of 'mpitrace critpath' with the same --model, the default model
+without one; a program without MPI has none). Then, per memory space, the high-water mark of live bytes per
 rank (max, its rank, mean), and the metadata, profile events and DualViews
 the program declared (docs/regions.md says how each is computed).
 
@@ -51,6 +55,8 @@ when it lost data.`,
   mpitrace regions traces/ --by rank
   mpitrace regions traces/ --json | jq '.nodes[] | {name, kind, imbalance}'`,
 	}, opts, &opts.reportOptions, "tree, memory and metadata", "the tree of every rank", runF, func(o *regionsOptions) error { return runRegions(o, s) })
+	addModelFlag(cmd.Flags(), &opts.Model, "the critical path the nodes are marked by")
+	return cmd
 }
 
 // regionCodes are the validation codes of region events: the regions
@@ -64,33 +70,34 @@ func noRegionsError(dir string) error {
 	return fmt.Errorf("%s: no region, kernel or allocation events: record a Kokkos program with 'mpitrace record --kokkos', or mark regions with mpitrace_region_push/mpitrace_region_pop (recorder/c/mpitrace.h)", dir)
 }
 
-// readRegions rebuilds the task graph of t (for the critical path) while
-// aggregating its regions, and returns the report with the nodes on the
-// path marked, and the diagnostics.
-func readRegions(t *tracefmt.Trace, s *Streams) (*regions.Report, *tracefmt.Diagnostics, error) {
+// readRegions rebuilds the task graph of t (for the critical path under
+// the latency model of modelPath) while aggregating its regions, and
+// returns the report with the nodes on the path marked, and the
+// diagnostics.
+func readRegions(t *tracefmt.Trace, modelPath string, s *Streams) (*regions.Report, *tracefmt.Diagnostics, error) {
 	var (
 		mu         sync.Mutex
 		validators = map[int]*tracefmt.Validator{}
 	)
-	a, err := analyzeWith(t, "", s, func(h *tracefmt.Header, strs *tracefmt.Strings, file string) func(*tracefmt.Event) {
+	a, err := analyze(t, driver.Options{Model: modelPath, Observe: func(h *tracefmt.Header, strs *tracefmt.Strings, file string) func(*tracefmt.Event) {
 		v := tracefmt.NewValidator(h, strs, file)
 		mu.Lock()
 		validators[h.Rank] = v
 		mu.Unlock()
 		return v.Event
-	})
+	}}, s)
 	if err != nil {
 		return nil, nil, err
 	}
-	rep := regions.Merge(a.regions())
+	rep := regions.Merge(a.Regions())
 	diags := &tracefmt.Diagnostics{}
-	noMPI := noMPIRecorded(t, a)
+	noMPI := a.NoMPI()
 	if noMPI {
 		// Nothing to reconstruct: the reconstruction's complaints about
 		// a run without MPI calls say nothing.
 		diags.Merge(t.Diagnostics())
 	} else {
-		diags.Merge(a.diags)
+		diags.Merge(a.Diags)
 	}
 	for _, f := range t.Files {
 		if v := validators[f.Rank]; v != nil {
@@ -104,11 +111,11 @@ func readRegions(t *tracefmt.Trace, s *Streams) (*regions.Report, *tracefmt.Diag
 	switch {
 	case noMPI:
 		rep.NoCriticalPath("a program without MPI (no MPI call recorded)")
-	case a.pathErr != nil:
-		rep.NoCriticalPath(a.pathErr.Error())
+	case a.PathErr != nil:
+		rep.NoCriticalPath(a.PathErr.Error())
 	default:
-		sum := critpath.Summarize(a.graph, a.path, 0)
-		at := critpath.AttributeRegions(a.path, sum, regions.NewSpans(a.regions()))
+		sum := critpath.Summarize(a.Graph, a.Path, 0)
+		at := critpath.AttributeRegions(a.Path, sum, regions.NewSpans(a.Regions()))
 		ns := make(map[string]float64, len(at.Nodes))
 		for _, x := range at.Nodes {
 			ns[x.Key] = x.Ns
@@ -120,7 +127,7 @@ func readRegions(t *tracefmt.Trace, s *Streams) (*regions.Report, *tracefmt.Diag
 
 func runRegions(opts *regionsOptions, s *Streams) error {
 	return runReport(&opts.reportOptions, s, func(t *tracefmt.Trace) (*report, error) {
-		rep, diags, err := readRegions(t, s)
+		rep, diags, err := readRegions(t, opts.Model, s)
 		if err != nil {
 			return nil, err
 		}

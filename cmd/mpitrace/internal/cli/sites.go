@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mpitrace/mpitrace/analysis/callsite"
-	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
 // siteFlags are the flags of the commands that resolve call sites.
@@ -51,30 +50,6 @@ func (o *siteFlags) resolver() (*callsite.Resolver, error) {
 		r.Paths[recorded] = local
 	}
 	return r, nil
-}
-
-// siteTable returns the call sites of the given ranks' tables (nil tables
-// are skipped), resolved through r.
-func siteTable(r *callsite.Resolver, ranks map[int]*tracefmt.Sites) *callsite.Table {
-	t := callsite.NewTable(r)
-	for rank, s := range ranks {
-		if s.Len() == 0 {
-			continue
-		}
-		addrs := make(map[uint32]uint64, s.Len())
-		for _, id := range s.IDs() {
-			if a, ok := s.Addr(id); ok && id <= 1<<32-1 {
-				addrs[uint32(id)] = a
-			}
-		}
-		ms := s.Mappings()
-		maps := make([]callsite.Mapping, len(ms))
-		for i, m := range ms {
-			maps[i] = callsite.Mapping(m)
-		}
-		t.SetRank(rank, maps, addrs)
-	}
-	return t
 }
 
 // reportSiteProblems prints each binary's problem once, as notes on

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpitrace/mpitrace/analysis/callsite"
+	"github.com/mpitrace/mpitrace/analysis/driver"
 	"github.com/mpitrace/mpitrace/analysis/stats"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
@@ -113,7 +114,7 @@ func runStats(opts *statsOptions, s *Streams) error {
 		}{p, newDiagnosticsJSON(diags)})
 	} else {
 		fmt.Fprint(s.Out, dataLossLine(diags))
-		if withoutMPI(t) && len(p.All) == 0 && len(p.InitFinalize) == 0 && diags.Count(tracefmt.DataLoss) == 0 {
+		if driver.WithoutMPI(t) && len(p.All) == 0 && len(p.InitFinalize) == 0 && diags.Count(tracefmt.DataLoss) == 0 {
 			// Nothing to profile: say so rather than print empty tables.
 			_, err = fmt.Fprintf(s.Out, "A program without MPI: no MPI calls were recorded. 'mpitrace loops %s' shows its loops.\n", t.Dir)
 			if err != nil {
@@ -135,7 +136,7 @@ func runStatsBySite(opts *statsOptions, s *Streams, t *tracefmt.Trace, p *stats.
 	for _, rk := range p.Ranks {
 		ranks[rk.Rank] = rk.Sites()
 	}
-	table := siteTable(r, ranks)
+	table := driver.SiteTable(r, ranks)
 	sites := p.BySite(func(rank int, site uint32) (string, string) {
 		l := table.Location(rank, site)
 		if !l.Known() && l.Module == "" {

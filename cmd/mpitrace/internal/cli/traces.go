@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
 
-	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
@@ -139,61 +137,4 @@ func dataLossLine(d *tracefmt.Diagnostics) string {
 		s = ""
 	}
 	return fmt.Sprintf("Data lost: %d data-loss diagnostic%s (listed on stderr): the figures cover what the logs kept\n", n, s)
-}
-
-// recordFilter returns the --include and --exclude a trace was recorded
-// with, as flags ("--exclude MPI_Recv"), from the rank headers' options;
-// "" when there were none.
-func recordFilter(t *tracefmt.Trace) string {
-	var filters []string
-	for _, f := range t.Files {
-		v, ok := f.Header.Get(tracefmt.KeyOptions)
-		if !ok {
-			continue
-		}
-		opts := parseRecorderOptions(v)
-		var flags []string
-		for _, k := range []string{"include", "exclude"} {
-			if opts[k] != "" {
-				flags = append(flags, "--"+k+" "+opts[k])
-			}
-		}
-		if s := strings.Join(flags, " "); s != "" && !slices.Contains(filters, s) {
-			filters = append(filters, s)
-		}
-	}
-	return strings.Join(filters, "; ")
-}
-
-// parseRecorderOptions reads a header's options, "key=value" separated by
-// spaces; a word without "=" belongs to the value before it (a list given
-// with spaces).
-func parseRecorderOptions(s string) map[string]string {
-	m := map[string]string{}
-	last := ""
-	for _, w := range strings.Fields(s) {
-		if k, v, ok := strings.Cut(w, "="); ok {
-			m[k], last = v, k
-		} else if last != "" {
-			m[last] += " " + w
-		}
-	}
-	return m
-}
-
-// filterNote says, when a trace recorded with --include or --exclude has
-// unmatched messages, that the filter may explain them; "" otherwise.
-func filterNote(t *tracefmt.Trace, d *tracefmt.Diagnostics) string {
-	n := d.CountCode(reconstruct.CodeUnmatchedSend) + d.CountCode(reconstruct.CodeUnmatchedRecv)
-	if n == 0 {
-		return ""
-	}
-	filter := recordFilter(t)
-	if filter == "" {
-		return ""
-	}
-	if n == 1 {
-		return fmt.Sprintf("the trace was recorded with %s: 1 unmatched message may be one whose send or receive it left out", filter)
-	}
-	return fmt.Sprintf("the trace was recorded with %s: %d unmatched messages may be those whose send or receive it left out", filter, n)
 }

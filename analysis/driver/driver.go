@@ -1,0 +1,498 @@
+// Package driver runs an analysis of a trace from end to end: it loads
+// the latency model, reads every rank's log once (the task graph, with
+// the loops, regions and clock offsets seen on the way), finds the
+// critical path, and derives from it what the commands report — the
+// summary with its call sites, loops, regions and "why" block, the fold,
+// the path under measured weights, a check baseline.
+//
+// The commands (cmd/mpitrace/internal/cli) parse flags, open the trace,
+// show progress and print; every command that computes a path does it
+// here, with the model it was given, so that two commands given the same
+// model find the same path.
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/mpitrace/mpitrace/analysis/baseline"
+	"github.com/mpitrace/mpitrace/analysis/callsite"
+	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/latency"
+	"github.com/mpitrace/mpitrace/analysis/loops"
+	"github.com/mpitrace/mpitrace/analysis/regions"
+	"github.com/mpitrace/mpitrace/analysis/stats"
+	"github.com/mpitrace/mpitrace/reconstruct"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
+)
+
+// Observer is what else a caller wants to see of each rank's events: it
+// is given the rank's header, strings and file, and returns what sees
+// the events.
+type Observer func(h *tracefmt.Header, strs *tracefmt.Strings, file string) func(*tracefmt.Event)
+
+// Options say how to analyse a trace.
+type Options struct {
+	// Model is the latency model's file, "" for the built-in model.
+	Model string
+	// NoSpans leaves out the loops' and regions' intervals: the path's
+	// share in them is then not known (export does not need it).
+	NoSpans bool
+	// Observe, when set, also sees each rank's events.
+	Observe Observer
+	// Resolver resolves the call sites; nil for the default resolver.
+	Resolver *callsite.Resolver
+}
+
+// Analysis is a trace's task graph and critical path, and what derives
+// from them, each computed once when first asked for.
+type Analysis struct {
+	Trace *tracefmt.Trace
+	Graph *taskgraph.Graph
+	Diags *tracefmt.Diagnostics
+	Model *latency.Model
+	// ModelName says which model weighed the path (its file and first
+	// line, or the built-in model's description).
+	ModelName string
+	// Path is the critical path under the model; PathErr says why there
+	// is none (no operations, or inconsistent data making a cycle): the
+	// graph is still there.
+	Path    *critpath.Path
+	PathErr error
+	// Note, when not "", is a note for the user about the reading (a
+	// record filter that may explain unmatched messages).
+	Note string
+
+	resolver *callsite.Resolver
+	sites    *callsite.Table // made on first use by SiteLabel
+
+	fold *critpath.Folded // Folded folds Path once
+
+	loopAggs    []*loops.Aggregator
+	regionAggs  []*regions.Aggregator
+	loopRanks   []*loops.RankLoops     // the aggregators' Finish
+	regionRanks []*regions.RankRegions // the aggregators' Finish
+
+	clocks   *clockObserver
+	mpath    *critpath.Path // the path under measured weights, once computed
+	mpathErr error
+}
+
+// LoadModel returns the latency model of the file path (a --model), or
+// the embedded default for "", and how to name it to the user.
+func LoadModel(path string) (*latency.Model, string, error) {
+	if path == "" {
+		return latency.Default(), "default model embedded in mpitrace (run mpitrace calibrate for this machine)", nil
+	}
+	m, err := latency.Load(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("--model: %w", err)
+	}
+	return m, fmt.Sprintf("%s (calibrated on %s, %d ranks, %s)", path, m.Machine, m.Procs, firstLine(m.MPI)), nil
+}
+
+// firstLine returns s up to its first newline or tab, and at most 60
+// bytes.
+func firstLine(s string) string {
+	for i, r := range s {
+		if r == '\n' || r == '\t' || i >= 60 {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// Analyze rebuilds the task graph of an opened trace and looks for its
+// critical path with the latency model o.Model. A trace whose path cannot
+// be found is not an error: PathErr says why.
+func Analyze(t *tracefmt.Trace, o Options) (*Analysis, error) {
+	a := &Analysis{Trace: t, clocks: newClockObserver(), resolver: o.Resolver}
+	var err error
+	if a.Model, a.ModelName, err = LoadModel(o.Model); err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	observe := func(h *tracefmt.Header, strs *tracefmt.Strings) func(*tracefmt.Event) {
+		// Where the loops and regions ran, for the critical path's share
+		// in them: little more than a switch per event in a trace without.
+		ag := loops.NewAggregator(h, strs)
+		ag.KeepSpans = !o.NoSpans
+		rg := regions.NewAggregator(h, strs)
+		rg.KeepSpans = !o.NoSpans
+		var more func(*tracefmt.Event)
+		if o.Observe != nil {
+			file := ""
+			if f, ok := t.Rank(h.Rank); ok {
+				file = f.Path
+			}
+			more = o.Observe(h, strs, file)
+		}
+		mu.Lock()
+		a.loopAggs = append(a.loopAggs, ag)
+		a.regionAggs = append(a.regionAggs, rg)
+		mu.Unlock()
+		clk := a.clocks.observe(h)
+		return func(ev *tracefmt.Event) {
+			ag.Event(ev)
+			rg.Event(ev)
+			clk(ev)
+			if more != nil {
+				more(ev)
+			}
+		}
+	}
+	a.Graph, a.Diags, err = reconstruct.Build(t, reconstruct.Options{Filtered: RecordFilter(t) != "", Observe: observe})
+	if err != nil {
+		return nil, err
+	}
+	a.Note = filterNote(t, a.Diags)
+	a.Path, a.PathErr = critpath.Compute(a.Graph, a.Model)
+	return a, nil
+}
+
+// ErrNoMPI is the error of a program recorded without MPI: there is no
+// critical path across ranks.
+var ErrNoMPI = errors.New("a program without MPI (no MPI call recorded, no MPI library in the logs)")
+
+// NeedPath returns why a has no critical path, nil when it has one: for a
+// program without MPI an error wrapping ErrNoMPI that names the trace,
+// else PathErr.
+func (a *Analysis) NeedPath() error {
+	if a.NoMPI() {
+		return fmt.Errorf("%s: %w: there is no critical path across ranks; 'mpitrace loops %s' shows its loops", a.Trace.Dir, ErrNoMPI, a.Trace.Dir)
+	}
+	return a.PathErr
+}
+
+// WithoutMPI reports whether t may come from a program without MPI: the
+// recorder without MPI writes no mpi_library in any rank's header.
+func WithoutMPI(t *tracefmt.Trace) bool {
+	for _, f := range t.Files {
+		if f.Header.MPILibrary != "" {
+			return false
+		}
+	}
+	return len(t.Files) > 0
+}
+
+// NoMPI reports whether the trace is a program without MPI rather than a
+// damaged trace: no MPI library named, no operation in the graph, and
+// nothing lost.
+func (a *Analysis) NoMPI() bool {
+	return WithoutMPI(a.Trace) && errors.Is(a.PathErr, critpath.ErrEmpty) && a.Diags.Count(tracefmt.DataLoss) == 0
+}
+
+// Sites returns the table of the call sites SiteLabel resolved, nil
+// before.
+func (a *Analysis) Sites() *callsite.Table { return a.sites }
+
+// SiteLabel returns the labeller of the graph's call sites, nil when the
+// graph has none (traces before format version 5).
+func (a *Analysis) SiteLabel() critpath.SiteLabel {
+	if a.sites == nil {
+		r := a.resolver
+		if r == nil {
+			r = callsite.NewResolver()
+		}
+		ranks := map[int]*tracefmt.Sites{}
+		for _, rk := range a.Graph.Ranks() {
+			ranks[rk] = a.Graph.RankSites(rk)
+		}
+		a.sites = SiteTable(r, ranks)
+	}
+	if a.sites.Empty() {
+		return nil
+	}
+	return a.sites.Label
+}
+
+// SiteTable returns the call sites of the given ranks' tables (nil tables
+// are skipped), resolved through r.
+func SiteTable(r *callsite.Resolver, ranks map[int]*tracefmt.Sites) *callsite.Table {
+	t := callsite.NewTable(r)
+	for rank, s := range ranks {
+		if s.Len() == 0 {
+			continue
+		}
+		addrs := make(map[uint32]uint64, s.Len())
+		for _, id := range s.IDs() {
+			if a, ok := s.Addr(id); ok && id <= 1<<32-1 {
+				addrs[uint32(id)] = a
+			}
+		}
+		ms := s.Mappings()
+		maps := make([]callsite.Mapping, len(ms))
+		for i, m := range ms {
+			maps[i] = callsite.Mapping(m)
+		}
+		t.SetRank(rank, maps, addrs)
+	}
+	return t
+}
+
+// Folded returns the critical path folded (critpath.Fold), folding it
+// once.
+func (a *Analysis) Folded() *critpath.Folded {
+	if a.fold == nil {
+		a.fold = critpath.Fold(a.Path)
+	}
+	return a.fold
+}
+
+// Loops returns each rank's loops, as the reconstruction saw them.
+func (a *Analysis) Loops() []*loops.RankLoops { return finishOnce(&a.loopRanks, a.loopAggs) }
+
+// Regions returns each rank's regions, as the reconstruction saw them.
+func (a *Analysis) Regions() []*regions.RankRegions { return finishOnce(&a.regionRanks, a.regionAggs) }
+
+// finishOnce returns what each aggregator's Finish returns, calling it
+// once per aggregator: later calls return *done.
+func finishOnce[A interface{ Finish() R }, R any](done *[]R, aggs []A) []R {
+	if *done == nil {
+		*done = make([]R, len(aggs))
+		for i, ag := range aggs {
+			(*done)[i] = ag.Finish()
+		}
+	}
+	return *done
+}
+
+// Summarize summarises path, a critical path of a's graph (unless sum,
+// made while writing critPath.out, already does): its repetition, and
+// when the trace has them its call sites, loops and regions.
+func (a *Analysis) Summarize(path *critpath.Path, sum *critpath.Summary, top int) *critpath.Summary {
+	if sum == nil {
+		sum = critpath.Summarize(a.Graph, path, top)
+	}
+	var f *critpath.Folded
+	if path == a.Path {
+		f = a.Folded()
+	} else {
+		f = critpath.Fold(path) // the measured path: folded for its summary only
+	}
+	sum.Repetition = critpath.SummarizeRepetition(f)
+	if label := a.SiteLabel(); label != nil {
+		sum.Sites = critpath.AttributeSites(a.Graph, path, top, label)
+		sum.Run.LabelSites(label)
+	}
+	if spans := loops.NewSpans(a.Loops()); !spans.Empty() {
+		sum.Loops = critpath.AttributeLoops(path, sum, spans)
+	}
+	if spans := regions.NewSpans(a.Regions()); !spans.Empty() {
+		sum.Regions = critpath.AttributeRegions(path, sum, spans)
+	}
+	return sum
+}
+
+// MeasuredPath returns the critical path under measured weights,
+// computing it once.
+func (a *Analysis) MeasuredPath() (*critpath.Path, error) {
+	if a.mpath == nil && a.mpathErr == nil {
+		a.mpath, a.mpathErr = critpath.ComputeMeasured(a.Graph, &a.clocks.clocks)
+	}
+	return a.mpath, a.mpathErr
+}
+
+// Explain adds to sum, when the model's path is far below the measured
+// run, where the difference went.
+func (a *Analysis) Explain(sum *critpath.Summary) error {
+	if !sum.NeedsWhy(a.Path.Length) {
+		return nil
+	}
+	mp, err := a.MeasuredPath()
+	if err != nil {
+		return err
+	}
+	sum.Why = critpath.Explain(a.Path, mp, 5, a.SiteLabel())
+	sum.Why.Hosts = Hosts(a.Trace)
+	return nil
+}
+
+// Baseline returns the figures check compares, for the trace named name:
+// prof's MPI functions, the critical path's length and parts by function,
+// the regions' and loops' times, and the model's fingerprint when it is
+// not the built-in one.
+func (a *Analysis) Baseline(name string, prof *stats.Profile) *baseline.Baseline {
+	b := baseline.New(name, a.Trace.Size)
+	if fp := a.Model.Fingerprint(); fp != latency.Default().Fingerprint() {
+		b.Model = fp
+	}
+	for _, f := range prof.All {
+		b.Shape.Calls[f.Name] = f.Calls
+		b.Times[baseline.MPIFunction(f.Name)] = f.TotalNs
+	}
+	sum := critpath.Summarize(a.Graph, a.Path, 0) // the figures only: no loops, regions or call sites
+	b.SetTime(baseline.CritpathLength, sum.Length)
+	b.SetTime(baseline.CritpathComputation, sum.Computation)
+	b.SetTime(baseline.CritpathCommunication, sum.Communication)
+	for _, fs := range sum.ByFunction {
+		b.SetTime(baseline.CritpathFunction(fs.Name), fs.Computation+fs.Communication)
+	}
+	addRegions(b, regions.Merge(a.Regions()).Nodes, "")
+	var stack []string
+	for _, l := range loops.Merge(a.Loops()).Loops {
+		stack = append(stack[:min(l.Depth, len(stack))], l.Location)
+		b.Times[baseline.Loop(strings.Join(stack, " > "))] = l.Measured
+	}
+	return b
+}
+
+// addRegions adds the inclusive time of nodes and their children, each
+// named by its path from the top.
+func addRegions(b *baseline.Baseline, nodes []*regions.Node, parent string) {
+	for _, n := range nodes {
+		path := n.Kind + " " + n.Name
+		if parent != "" {
+			path = parent + " > " + path
+		}
+		b.Times[baseline.Region(path)] = n.TotalNs
+		addRegions(b, n.Children, path)
+	}
+}
+
+// clockObserver collects, while the trace is read for the task graph,
+// each rank's clock offset to rank 0 and its uncertainty: those of its
+// MPI_Init clock synchronisation, else of its MPI_Finalize one (as
+// export does).
+type clockObserver struct {
+	mu     sync.Mutex
+	clocks critpath.Clocks
+}
+
+func newClockObserver() *clockObserver {
+	return &clockObserver{clocks: critpath.Clocks{Offset: map[int]int64{}, Err: map[int]int64{}}}
+}
+
+func (c *clockObserver) observe(h *tracefmt.Header) func(*tracefmt.Event) {
+	rank, found, init := h.Rank, false, false
+	return func(ev *tracefmt.Event) {
+		if ev.Kind != spec.ClockSync || init {
+			return
+		}
+		if ev.Phase() == spec.PhaseInit || !found {
+			found, init = true, ev.Phase() == spec.PhaseInit
+			c.mu.Lock()
+			c.clocks.Offset[rank] = ev.Offset()
+			c.clocks.Err[rank] = int64(min(ev.OffsetErr(), 1<<62))
+			c.mu.Unlock()
+		}
+	}
+}
+
+// ThisMachine names the machine mpitrace runs on and its CPU count: a
+// trace recorded here gets its CPU count from it. Tests with goldens
+// replace it.
+var ThisMachine = func() (string, int) {
+	h, err := os.Hostname()
+	if err != nil {
+		return "", 0
+	}
+	return h, runtime.NumCPU()
+}
+
+// Hosts counts the ranks of t per host (the headers' hostname) and gives
+// each host's CPU count: the headers' cpus (recorders since 2026-11-24),
+// else this machine's when the host is this machine.
+func Hosts(t *tracefmt.Trace) []critpath.Host {
+	by := map[string]int{}
+	recorded := map[string]int{} // the headers' cpus, by host
+	for _, f := range t.Files {
+		name := f.Header.Hostname
+		if name == "" {
+			name = "(unnamed)"
+		}
+		by[name]++
+		if v, ok := f.Header.Get(tracefmt.KeyCPUs); ok {
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				recorded[name] = max(recorded[name], n)
+			}
+		}
+	}
+	here, cpus := ThisMachine()
+	out := make([]critpath.Host, 0, len(by))
+	for name, n := range by {
+		h := critpath.Host{Name: name, Ranks: n}
+		switch {
+		case recorded[name] > 0:
+			h.CPUs, h.CPUsFrom = recorded[name], "recorded"
+		case name == here && cpus > 0:
+			h.CPUs, h.CPUsFrom = cpus, "this machine"
+		}
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b critpath.Host) int {
+		if a.Ranks != b.Ranks {
+			return b.Ranks - a.Ranks
+		}
+		if a.Name < b.Name {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// RecordFilter returns the --include and --exclude a trace was recorded
+// with, as flags ("--exclude MPI_Recv"), from the rank headers' options;
+// "" when there were none.
+func RecordFilter(t *tracefmt.Trace) string {
+	var filters []string
+	for _, f := range t.Files {
+		v, ok := f.Header.Get(tracefmt.KeyOptions)
+		if !ok {
+			continue
+		}
+		opts := parseRecorderOptions(v)
+		var flags []string
+		for _, k := range []string{"include", "exclude"} {
+			if opts[k] != "" {
+				flags = append(flags, "--"+k+" "+opts[k])
+			}
+		}
+		if s := strings.Join(flags, " "); s != "" && !slices.Contains(filters, s) {
+			filters = append(filters, s)
+		}
+	}
+	return strings.Join(filters, "; ")
+}
+
+// parseRecorderOptions reads a header's options, "key=value" separated by
+// spaces; a word without "=" belongs to the value before it (a list given
+// with spaces).
+func parseRecorderOptions(s string) map[string]string {
+	m := map[string]string{}
+	last := ""
+	for _, w := range strings.Fields(s) {
+		if k, v, ok := strings.Cut(w, "="); ok {
+			m[k], last = v, k
+		} else if last != "" {
+			m[last] += " " + w
+		}
+	}
+	return m
+}
+
+// filterNote says, when a trace recorded with --include or --exclude has
+// unmatched messages, that the filter may explain them; "" otherwise.
+func filterNote(t *tracefmt.Trace, d *tracefmt.Diagnostics) string {
+	n := d.CountCode(reconstruct.CodeUnmatchedSend) + d.CountCode(reconstruct.CodeUnmatchedRecv)
+	if n == 0 {
+		return ""
+	}
+	filter := RecordFilter(t)
+	if filter == "" {
+		return ""
+	}
+	if n == 1 {
+		return fmt.Sprintf("the trace was recorded with %s: 1 unmatched message may be one whose send or receive it left out", filter)
+	}
+	return fmt.Sprintf("the trace was recorded with %s: %d unmatched messages may be those whose send or receive it left out", filter, n)
+}

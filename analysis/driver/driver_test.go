@@ -1,0 +1,122 @@
+package driver
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mpitrace/mpitrace/analysis/baseline"
+	"github.com/mpitrace/mpitrace/analysis/latency"
+	"github.com/mpitrace/mpitrace/analysis/stats"
+	"github.com/mpitrace/mpitrace/tracefmt"
+)
+
+var stencil = filepath.Join("..", "..", "fixtures", "traces", "v5", "stencil")
+
+func open(t *testing.T, dir string) *tracefmt.Trace {
+	t.Helper()
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestAnalyzeModel: the model given weighs the path, names it, and lands
+// in the baseline's fingerprint; the default model's does not.
+func TestAnalyzeModel(t *testing.T) {
+	def, err := Analyze(open(t, stencil), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := def.NeedPath(); err != nil || def.Path == nil {
+		t.Fatalf("no path: %v", err)
+	}
+	m := latency.Default()
+	for i := range m.PointToPoint.Segments {
+		m.PointToPoint.Segments[i].A += 1e6
+	}
+	file := filepath.Join(t.TempDir(), "slow.json")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	slow, err := Analyze(open(t, stencil), Options{Model: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(slow.ModelName, file+" ") || def.ModelName == slow.ModelName {
+		t.Errorf("model names %q and %q", def.ModelName, slow.ModelName)
+	}
+	if slow.Path.Length < def.Path.Length+1e6 {
+		t.Errorf("a path of %.0f ns under messages 1 ms slower, %.0f under the default", slow.Path.Length, def.Path.Length)
+	}
+	prof, err := stats.OfTrace(open(t, stencil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		a  *Analysis
+		fp string
+	}{{def, ""}, {slow, m.Fingerprint()}} {
+		b := c.a.Baseline("name", prof)
+		if b.Model != c.fp || b.Trace != "name" {
+			t.Errorf("baseline of %s: model %q trace %q, want %q", c.a.ModelName, b.Model, b.Trace, c.fp)
+		}
+		if got, want := b.Times[baseline.CritpathLength], int64(math.Round(c.a.Path.Length)); got != want {
+			t.Errorf("baseline of %s: path %d ns, want %d", c.a.ModelName, got, want)
+		}
+	}
+}
+
+func TestLoadModelErrors(t *testing.T) {
+	_, _, err := LoadModel(filepath.Join(t.TempDir(), "none.json"))
+	if err == nil || !strings.Contains(err.Error(), "--model") || !strings.Contains(err.Error(), "none.json") {
+		t.Errorf("missing model: %v", err)
+	}
+	if _, err := Analyze(open(t, stencil), Options{Model: "/nonexistent/m.json"}); err == nil {
+		t.Error("Analyze with a missing model: no error")
+	}
+}
+
+// TestMeasuredOnce: the measured path is computed once and differs from
+// nothing but its weighting.
+func TestMeasuredOnce(t *testing.T) {
+	a, err := Analyze(open(t, stencil), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err1 := a.MeasuredPath()
+	p2, err2 := a.MeasuredPath()
+	if err1 != nil || err2 != nil || p1 != p2 || p1 == a.Path {
+		t.Errorf("MeasuredPath: %p %v, %p %v (model path %p)", p1, err1, p2, err2, a.Path)
+	}
+	if a.Folded() != a.Folded() {
+		t.Error("Folded folds twice")
+	}
+	if errors.Is(a.NeedPath(), ErrNoMPI) || a.NoMPI() {
+		t.Error("an MPI trace taken for a program without MPI")
+	}
+}
+
+func TestParseRecorderOptions(t *testing.T) {
+	got := parseRecorderOptions("chance=0.01 exclude=MPI_Recv MPI_Send include= sites=1")
+	want := map[string]string{"chance": "0.01", "exclude": "MPI_Recv MPI_Send", "include": "", "sites": "1"}
+	if len(got) != len(want) {
+		t.Fatalf("%v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+}
