@@ -38,11 +38,14 @@ func readAll(t *testing.T, data []byte, o tracefmt.ReaderOptions) (*tracefmt.Ran
 }
 
 // 32 recorder threads each declaring a 1 MiB events block in a 3 KB file:
-// the reader merging them by time would hold 32 MiB. It holds at most its
-// budget for decompressed blocks (here with a floor of 1 MiB: 1 MiB +
-// 256 × 3 KB); the blocks beyond it are data loss, each named with its
-// sizes. (The command-line tests read 64 threads of 64 MiB with the
-// default floor.)
+// the reader merging them by time would hold 32 MiB, and a reader in
+// order would yield 32 MiB of events. The first pass keeps the blocks
+// that fit the file's budget for all its events blocks together (here
+// with a floor of 1 MiB: 1 MiB + 256 × 3 KB) and skips the rest with one
+// data-loss line naming the first skipped block, how many and their
+// events; the end record's count then says the same events are missing.
+// (The command-line tests read 64 threads of 64 MiB with the default
+// floor.)
 func TestBlockBudget(t *testing.T) {
 	const threads, raw, floor = 32, 1 << 20, 1 << 20
 	data := testgen.BlockBomb(threads, raw)
@@ -52,17 +55,19 @@ func TestBlockBudget(t *testing.T) {
 	if alloc > uint64(2*budget) {
 		t.Errorf("reading a %d-byte file allocated %d bytes (budget %d)", len(data), alloc, budget)
 	}
-	d := r.Diagnostics()
-	over := d.CountCode(tracefmt.CodeOverBudget)
 	perBlock := (raw - 4*binary.MaxVarintLen64) / testgen.CallBytes
-	if over == 0 || over == threads || n != (threads-over)*perBlock || d.Len() != over {
-		t.Fatalf("%d events, %d blocks over budget: %s", n, over, d.Summary())
+	blockRaw := 10 + perBlock*testgen.CallBytes // its prefix (thread, seq, count, base), then its events
+	kept := int(budget) / blockRaw
+	d := r.Diagnostics()
+	if kept < 1 || kept >= threads || n != kept*perBlock || d.Len() != 2 ||
+		d.CountCode(tracefmt.CodeOverBudget) != 1 || d.CountCode(tracefmt.CodeEventsMissing) != 1 {
+		t.Fatalf("%d events, want %d blocks of %d: %s", n, kept, perBlock, d.Summary())
 	}
 	for _, x := range d.All() {
-		if x.Code == tracefmt.CodeOverBudget && (x.Rank != 0 || x.Block < 2 || x.File != "bomb.mpit" ||
-			// The block: its 10-byte prefix (thread, seq, count, base), then its events.
-			!strings.Contains(x.Message, fmt.Sprintf("events block of %d bytes (", 10+perBlock*testgen.CallBytes)) || !strings.Contains(x.Message, "stored)") ||
-			!strings.Contains(x.Message, "thread ") || !strings.Contains(x.Message, fmt.Sprintf("%d events lost", perBlock))) {
+		if x.Code == tracefmt.CodeOverBudget && (x.Rank != 0 || x.Block != 2+kept || x.File != "bomb.mpit" ||
+			!strings.Contains(x.Message, fmt.Sprintf("%d events blocks from this one on (%d bytes decompressed)", threads-kept, (threads-kept)*blockRaw)) ||
+			!strings.Contains(x.Message, fmt.Sprintf("budget of %d decompressed bytes (%d kept)", budget, kept*blockRaw)) ||
+			!strings.Contains(x.Message, fmt.Sprintf("%d events lost", (threads-kept)*perBlock))) {
 			t.Errorf("%v", x)
 		}
 	}
@@ -70,6 +75,40 @@ func TestBlockBudget(t *testing.T) {
 	r, n, _ = readAll(t, data, tracefmt.ReaderOptions{BudgetFloor: floor, MaxRatio: 1 << 20})
 	if n != threads*perBlock || r.Diagnostics().Len() != 0 {
 		t.Errorf("%d events: %s", n, r.Diagnostics().Summary())
+	}
+}
+
+// One thread writing 24 events blocks of 16 MiB, each of the same event,
+// in a 30 KB file: 67 M events that a reader in order would yield one
+// block at a time, within any budget for what it holds at once. With the
+// default budget the file yields 1 MiB + 256 × its size of events, a few
+// hundred thousand, and one data-loss line for the rest.
+func TestEventsBudget(t *testing.T) {
+	const blocks, raw = 24, 16 << 20
+	data := testgen.EventsBomb(blocks, raw)
+	budget := int64(1<<20 + tracefmt.DefaultMaxRatio*len(data))
+	r, n, alloc := readAll(t, data, tracefmt.ReaderOptions{})
+	perBlock := (raw - 4*binary.MaxVarintLen64) / testgen.CallBytes
+	t.Logf("%d-byte file of %d events: %d read, %d bytes allocated, budget %d", len(data), blocks*perBlock, n, alloc, budget)
+	if blocks*perBlock < 60_000_000 || len(data) > 40_000 {
+		t.Fatalf("the bomb has %d events in %d bytes", blocks*perBlock, len(data))
+	}
+	if n != 0 || alloc > uint64(2*budget) {
+		// A 16 MiB block is past the budget of a 30 KB file: nothing read.
+		t.Errorf("%d events read, %d bytes allocated (budget %d)", n, alloc, budget)
+	}
+	d := r.Diagnostics()
+	if d.CountCode(tracefmt.CodeOverBudget) != 1 || !strings.Contains(d.All()[0].Message, fmt.Sprintf("%d events blocks from this one on", blocks)) {
+		t.Errorf("diagnostics: %s\n%v", d.Summary(), d.All())
+	}
+	// Blocks small enough to fit: the file yields what its budget holds.
+	data = testgen.EventsBomb(256, 256<<10)
+	budget = int64(1<<20 + tracefmt.DefaultMaxRatio*len(data))
+	r, n, _ = readAll(t, data, tracefmt.ReaderOptions{})
+	perBlock = (256<<10 - 4*binary.MaxVarintLen64) / testgen.CallBytes
+	blockRaw := 10 + perBlock*testgen.CallBytes
+	if kept := int(budget) / blockRaw; kept < 1 || kept >= 256 || n != kept*perBlock {
+		t.Errorf("%d-byte file: %d events read, want %d blocks of %d: %s", len(data), n, kept, perBlock, r.Diagnostics().Summary())
 	}
 }
 

@@ -28,6 +28,7 @@ func hostileSeeds(t *testing.T) map[string][]byte {
 		"hostile-empty":           {},
 		"hostile-huge-world":      huge,
 		"hostile-block-bomb":      testgen.BlockBomb(16, 256<<10),
+		"hostile-events-bomb":     testgen.EventsBomb(64, 256<<10),
 		"hostile-header-bomb":     headerBomb(256 << 10),
 		"hostile-list-growth":     listGrowth(20, 5000),
 		"hostile-thread-sequence": threadSequence(8, 256<<10),

@@ -43,6 +43,11 @@ const (
 	// DefaultBudgetFloor is the budget of even the smallest file: a block
 	// as large as the recorder's largest buffer always fits.
 	DefaultBudgetFloor = 16 << 20
+	// eventsFloor is the floor of a file's budget for all its events
+	// blocks together (at most BudgetFloor): a recording whose events
+	// decompress to more compresses at most 34 times, well within
+	// MaxRatio × its size.
+	eventsFloor = 1 << 20
 )
 
 // RankReader decodes one rank file. See the package documentation for the
@@ -119,6 +124,17 @@ type RankReader struct {
 	// rawBudget bounds rawHeld, the decompressed bytes held at once: the
 	// capacity of rawBuf, spare and every cursor's buffer (see reserve).
 	rawBudget, rawHeld int64
+	// eventsBudget bounds eventsRaw, the decompressed bytes of all the
+	// events blocks kept by the first pass: a file yields no more events
+	// than its size justifies, whatever it claims. over counts the
+	// blocks past it, from the first (overIdx at overOff), and their
+	// events.
+	eventsBudget, eventsRaw int64
+	over                    struct {
+		blocks, events uint64
+		idx            int
+		off, raw       int64
+	}
 	// Storage given up by the threads whose stream ended, for the others:
 	// a thread after another costs no new allocation.
 	spare            []byte
@@ -230,6 +246,7 @@ func newReader(ra io.ReaderAt, size int64, name string, o ReaderOptions) *RankRe
 		ratio = int64(o.MaxRatio)
 	}
 	r.rawBudget = floor + min(ratio, math.MaxInt64/max(size, 1)/2)*size
+	r.eventsBudget = min(floor, eventsFloor) + min(ratio, math.MaxInt64/max(size, 1)/2)*size
 	return r
 }
 
@@ -810,6 +827,18 @@ func (r *RankReader) indexEvents(idx int, off int64, f frame, payload []byte) {
 		return
 	}
 	b.thread = int(thread)
+	if r.over.blocks > 0 || int64(f.raw) > r.eventsBudget-r.eventsRaw {
+		// Past the file's budget: this block and every later one are
+		// skipped (one diagnostic, at the end of the scan).
+		if r.over.blocks == 0 {
+			r.over.idx, r.over.off = idx, off
+		}
+		r.over.blocks++
+		r.over.events += b.count
+		r.over.raw += int64(f.raw)
+		return
+	}
+	r.eventsRaw += int64(f.raw)
 	r.blocks = append(r.blocks, b)
 }
 
@@ -821,6 +850,10 @@ func (r *RankReader) finishScan() {
 		if r.diags.list[i].Rank < 0 {
 			r.diags.list[i].Rank = r.header.Rank
 		}
+	}
+	if o := &r.over; o.blocks > 0 {
+		r.diag(DataLoss, CodeOverBudget, o.idx, o.off, "%d events blocks from this one on (%d bytes decompressed) would take this %d-byte file's events past its budget of %d decompressed bytes (%d kept): skipped; %s lost",
+			o.blocks, o.raw, r.size, r.eventsBudget, r.eventsRaw, nEvents(o.events))
 	}
 	byThread := make(map[int][]int)
 	for i := range r.blocks {

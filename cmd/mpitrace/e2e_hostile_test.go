@@ -79,8 +79,16 @@ func TestHostileFiles(t *testing.T) {
 	// one rank there is; its unmatched message and collective are data loss.
 	add("huge-world", rank0, 0, 3, false, "the header says the world has 16777216 ranks, but 16777215 of them have no usable file", write(huge))
 	// 134 KB whose 64 threads each declare a 64 MiB events block.
-	add("block-bomb", rank0, 0, 3, false, "events block of 67108831 bytes (2075 stored) would take the decompressed blocks held at once past this 1342",
+	add("block-bomb", rank0, 0, 3, false, "64 events blocks from this one on (4294965184 bytes decompressed) would take this 134",
 		write(testgen.BlockBomb(64, 64<<20)))
+	// 14 KB of one thread's 24 events blocks of 16 MiB: 80 M events, read
+	// one block at a time; none fits the file's budget for its events.
+	add("events-bomb", rank0, 0, 3, false, "24 events blocks from this one on (402652533 bytes decompressed) would take this 13625-byte file's events past its budget",
+		write(testgen.EventsBomb(24, 16<<20)))
+	// 15 KB of 256 blocks of 256 KiB: 13 M events, of which the budget
+	// keeps the first 18 blocks (0.9 M events), analysed.
+	add("events-bomb-kept", rank0, 0, 3, false, "238 events blocks from this one on (62382871 bytes decompressed) would take this 14690-byte file's events past its budget",
+		write(testgen.EventsBomb(256, 256<<10)))
 	// A FIFO named like a rank file: never opened.
 	add("fifo", rank0, 1, 1, true, "not a regular file (a named pipe)", fifo)
 	add("fifo-beside-ranks", rank2, 0, 3, true, "not a regular file (a named pipe)", withGood(fifo))
@@ -106,7 +114,7 @@ func TestHostileFiles(t *testing.T) {
 				if argv[1] == "--strict" {
 					want = d.strict
 				}
-				if d.name == "block-bomb" && (argv[0] == "critpath" || argv[0] == "dot") {
+				if (d.name == "block-bomb" || d.name == "events-bomb") && (argv[0] == "critpath" || argv[0] == "dot") {
 					want = 1 // every block is lost: there is no path
 				}
 				if argv[0] == "regions" {

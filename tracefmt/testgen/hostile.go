@@ -73,22 +73,40 @@ func WriteHugeWorld(dir string, size int, ranks ...int) error {
 // 134 KB file whose threads a reader merging them by time would hold 4 GiB
 // of at once.
 func BlockBomb(threads, raw int) []byte {
-	blocks := [][]byte{HeaderBlock(0, 1, "hostile-block-bomb")}
+	return bomb("hostile-block-bomb", threads, 1, raw)
+}
+
+// EventsBomb returns the log of rank 0 of a one-rank world whose one
+// recorder thread wrote blocks events blocks of about raw bytes each, all
+// MPI_Test calls (RLEBlock): a reader in order holds one block at a time,
+// but the file yields blocks × raw bytes of events. With 24 blocks of
+// 16 MiB it is a 30 KB file of 67 M events.
+func EventsBomb(blocks, raw int) []byte {
+	return bomb("hostile-events-bomb", 1, blocks, raw)
+}
+
+// bomb returns the log of threads recorder threads that each wrote blocks
+// events blocks of about raw bytes of MPI_Test calls.
+func bomb(runID string, threads, blocks, raw int) []byte {
+	out := [][]byte{HeaderBlock(0, 1, runID)}
 	strs := appendString(binary.AppendUvarint(binary.AppendUvarint(nil, 1), 1), "MPI_Test")
-	blocks = append(blocks, tracefmt.AppendBlock(nil, spec.BlockStrings, spec.CodecNone, len(strs), strs))
+	out = append(out, tracefmt.AppendBlock(nil, spec.BlockStrings, spec.CodecNone, len(strs), strs))
 	// Every event is CallBytes bytes 01: kind Call, fn 1, gap -1, dur 1
 	// (all of them end when the block's base does), site 1.
 	n := max(raw-4*binary.MaxVarintLen64, CallBytes)
 	n -= n % CallBytes
 	count := uint64(n / CallBytes)
-	for t := 0; t < threads; t++ {
-		blocks = append(blocks, RLEBlock(spec.BlockEvents, uvarints(uint64(t), 0, count, 1_000_000_000), 0x01, n))
+	for b := 0; b < blocks; b++ {
+		for t := 0; t < threads; t++ {
+			out = append(out, RLEBlock(spec.BlockEvents, uvarints(uint64(t), uint64(b)*count, count, 1_000_000_000+uint64(b)), 0x01, n))
+		}
 	}
 	// The end record of the current version: reason, signal, events,
 	// blocks, time, dropped, code, function and an empty message.
-	end := uvarints(spec.EndFinalize, 0, count*uint64(threads), uint64(threads), 1_000_000_000, 0, 0, 0, 0)
-	blocks = append(blocks, tracefmt.AppendBlock(nil, spec.BlockEnd, spec.CodecNone, len(end), end))
-	return RawFile(blocks...)
+	total := uint64(threads * blocks)
+	end := uvarints(spec.EndFinalize, 0, count*total, total, 1_000_000_000+uint64(blocks-1), 0, 0, 0, 0)
+	out = append(out, tracefmt.AppendBlock(nil, spec.BlockEnd, spec.CodecNone, len(end), end))
+	return RawFile(out...)
 }
 
 // CallBytes is the size of a Call event of the current version whose
