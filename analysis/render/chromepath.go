@@ -120,13 +120,20 @@ func (cp *ChromePath) Events(r int) []int64 { return cp.events[r] }
 
 // criticalTrack lays the path out on its own track (pid), step after step
 // from t0: a slice per hop and per collective of non-zero weight, each as
-// long as its share of the path.
+// long as its share of the path. With a window, only the steps whose place
+// along the path (ns from t0) starts within it are written, as the ranks'
+// calls are cut by their start after MPI_Init.
 func (c *chromeWriter) criticalTrack(cp *ChromePath, pid int, t0 int64) {
 	c.names(pid, -1, "critical path", pid)
 	c.names(pid, 0, fmt.Sprintf("critical path (%s)", durString(time.Duration(math.Round(cp.length)))), 0)
 	at := 0.0 // ns since t0
 	for i := range cp.steps {
 		s := &cp.steps[i]
+		from := int64(math.Round(at))
+		at += s.weight
+		if c.window != nil && !c.window.Contains(time.Duration(from)) {
+			continue
+		}
 		var name string
 		var args []chromeArg
 		switch s.kind {
@@ -140,8 +147,6 @@ func (c *chromeWriter) criticalTrack(cp *ChromePath, pid int, t0 int64) {
 			name = "compute on rank " + strconv.Itoa(int(s.from))
 			args = []chromeArg{{key: "from", s: cp.names[s.a], isS: true}, {key: "rank", n: int64(s.from)}, {key: "to", s: cp.names[s.b], isS: true}}
 		}
-		from := int64(math.Round(at))
-		at += s.weight
 		c.slice(pid, 0, name, "critical", t0+from, int64(math.Round(at))-from, args)
 	}
 }

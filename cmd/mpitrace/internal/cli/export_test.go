@@ -320,6 +320,28 @@ func TestExportCut(t *testing.T) {
 	if n == 0 {
 		t.Errorf("--window 10us:30us: nothing kept")
 	}
+	// The path's track (pid 4) is laid out from the earliest end of
+	// MPI_Init: the window keeps the steps placed within it.
+	t0 := math.Inf(1)
+	for _, ie := range initEnd {
+		t0 = math.Min(t0, ie)
+	}
+	steps := func(f chromeFile) (in, all int) {
+		for _, e := range f.TraceEvents {
+			if e.Ph == "X" && e.Pid == 4 {
+				all++
+				if rel := ns(e.Ts - t0); rel >= 10_000 && rel < 30_000 {
+					in++
+				}
+			}
+		}
+		return in, all
+	}
+	wantIn, whole4 := steps(whole)
+	in, all := steps(f)
+	if in != wantIn || all != in || wantIn == 0 || wantIn == whole4 {
+		t.Errorf("--window 10us:30us: %d of the path's %d steps kept, %d within the window; want the %d of %d placed in it", all, whole4, in, wantIn, whole4)
+	}
 }
 
 // Bad flags and input: one line, the documented exit status, no panic.
