@@ -86,7 +86,7 @@ func (c *cursor) decodeEvent() error {
 }
 
 func (c *cursor) errAt(what string, pos int, err error) error {
-	return &decodeError{what: what, event: c.n, count: c.blk.count, pos: pos, err: err}
+	return &decodeError{what: what, event: c.n, count: c.blk.count, pos: c.winBase + pos, err: err}
 }
 
 // decodeList decodes the kind's list at b[p:], bounding its count by the

@@ -225,6 +225,12 @@ func FuzzReader(f *testing.F) {
 		if n > 20000 || elems > 100000 {
 			return // keep the in-memory round trip small
 		}
+		// A reader spooling its blocks reads the same.
+		sp := NewSpool("")
+		defer sp.Close()
+		if want, got := readCanonical(t, data, fuzzOptions, nil), readCanonical(t, data, fuzzOptions, sp); got != want {
+			t.Fatalf("spooled reading differs:\n%s", firstDiff(got, want))
+		}
 		// What was decoded must be representable: text → binary → text.
 		r2, err := NewRankReaderWith(bytes.NewReader(data), "fuzz", fuzzOptions)
 		if err != nil {

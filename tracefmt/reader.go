@@ -124,6 +124,8 @@ type RankReader struct {
 	// rawBudget bounds rawHeld, the decompressed bytes held at once: the
 	// capacity of rawBuf, spare and every cursor's buffer (see reserve).
 	rawBudget, rawHeld int64
+	// spool, when not nil, holds the decompressed events blocks (SpoolTo).
+	spool *Spool
 	// eventsBudget bounds eventsRaw, the decompressed bytes of all the
 	// events blocks kept by the first pass: a file yields no more events
 	// than its size justifies, whatever it claims. over counts the
@@ -631,6 +633,9 @@ func (r *RankReader) unreserve(buf []byte) { r.rawHeld -= int64(cap(buf)) }
 // retire keeps the storage of a cursor whose stream ended for the other
 // threads: the larger of its buffer and the spare, and likewise its lists.
 func (r *RankReader) retire(c *cursor) {
+	if c.src != nil {
+		c.buf, c.win, c.src = nil, nil, nil // a window, not reserved
+	}
 	if cap(c.buf) > cap(r.spare) {
 		r.spare, c.buf = c.buf, r.spare
 	}
@@ -929,8 +934,8 @@ type cursor struct {
 	blocks  []int // indices into r.blocks, file order
 	bi      int   // next block to load
 	blk     *eventsBlock
-	buf     []byte // raw payload of the current block
-	pos     int
+	buf     []byte // raw payload of the current block (a window of it, spooling)
+	pos     int    // in buf
 	left    uint64 // events left in the current block
 	n       uint64 // events decoded from the current block
 	prevEnd int64
@@ -940,6 +945,16 @@ type cursor struct {
 	// since the thread's last event (see Lost).
 	expect uint64
 	lost   Loss
+
+	// winBase is buf's place in the block, rawLen the block's raw length
+	// (0 and len(buf) unless spooling). Spooling (RankReader.SpoolTo),
+	// buf is a window (win's storage) of the block read from src at
+	// srcOff, moved on once pos passes refillAt (math.MaxInt: never).
+	winBase, rawLen int
+	refillAt        int
+	win             []byte
+	src             io.ReaderAt
+	srcOff          int64
 }
 
 // lose records n events of the thread lost before block (an index in the
@@ -957,33 +972,30 @@ func (c *cursor) load() bool {
 	for c.bi < len(c.blocks) {
 		b := &r.blocks[c.blocks[c.bi]]
 		c.bi++
+		if r.spool != nil {
+			if !c.spoolBlock(b) {
+				if r.err != nil {
+					return false
+				}
+				continue
+			}
+			if r.onRead != nil {
+				r.onRead(spec.BlockHeaderSize + int(b.f.stored))
+			}
+			c.start(b)
+			return true
+		}
 		buf, ok := r.reserve(c.buf, int(b.f.raw)+rawSlack)
 		if !ok {
 			r.diag(DataLoss, CodeOverBudget, b.index, b.off, "thread %d: %v: block skipped; %s lost", c.thread, r.overBudget(b.f), nEvents(b.count))
 			continue
 		}
 		c.buf = buf
-		var payload []byte
-		if b.f.codec == spec.CodecNone {
-			payload = c.buf[:b.f.stored]
-			if err := r.readAt(payload, b.off+spec.BlockHeaderSize); err != nil {
-				r.err = err
+		payload, ok := r.eventsPayload(b, c.buf)
+		if !ok {
+			if r.err != nil {
 				return false
 			}
-		} else {
-			var err error
-			if payload, err = r.readPayload(b.off, b.f); err != nil {
-				r.err = err
-				return false
-			}
-		}
-		var hb [spec.BlockHeaderSize]byte
-		if err := r.readAt(hb[:], b.off); err != nil {
-			r.err = err
-			return false
-		}
-		if crc := crc32.Update(crcStart(hb[:]), castagnoli, payload); crc != b.f.crc {
-			r.diag(DataLoss, CodeCRCMismatch, b.index, b.off, "events block checksum mismatch on the second read (the file changed while being read?): %s lost", nEvents(b.count))
 			continue
 		}
 		if r.onRead != nil {
@@ -1000,15 +1012,8 @@ func (c *cursor) load() bool {
 				continue
 			}
 		}
-		c.blk = b
-		c.pos = b.prefix
-		c.left = b.count
-		c.n = 0
-		c.prevEnd = b.base
-		if b.seq > c.expect {
-			c.lose(b.seq-c.expect, b.index)
-		}
-		c.expect = b.seq
+		c.rawLen, c.winBase, c.refillAt = len(c.buf), 0, math.MaxInt
+		c.start(b)
 		return true
 	}
 	// The thread's stream is over: the events of its blocks not delivered
@@ -1035,11 +1040,62 @@ func (c *cursor) load() bool {
 	return false
 }
 
+// start begins the cursor's stream of block b, loaded.
+func (c *cursor) start(b *eventsBlock) {
+	c.blk = b
+	c.pos = b.prefix
+	c.left = b.count
+	c.n = 0
+	c.prevEnd = b.base
+	if b.seq > c.expect {
+		c.lose(b.seq-c.expect, b.index)
+	}
+	c.expect = b.seq
+}
+
+// eventsPayload reads the payload of events block b again, into buf when
+// it is stored uncompressed (buf has room for it), else into the reader's
+// payload buffer, and checks it; false when it does not match its
+// checksum (diagnosed), and with r.err set on an I/O error.
+func (r *RankReader) eventsPayload(b *eventsBlock, buf []byte) ([]byte, bool) {
+	var payload []byte
+	if b.f.codec == spec.CodecNone {
+		payload = buf[:b.f.stored]
+		if err := r.readAt(payload, b.off+spec.BlockHeaderSize); err != nil {
+			r.err = err
+			return nil, false
+		}
+	} else {
+		var err error
+		if payload, err = r.readPayload(b.off, b.f); err != nil {
+			r.err = err
+			return nil, false
+		}
+	}
+	return payload, r.checkCRC(b, payload)
+}
+
+// checkCRC reports whether the payload of events block b read again
+// matches its checksum, diagnosing it when not; false with r.err set on an
+// I/O error.
+func (r *RankReader) checkCRC(b *eventsBlock, payload []byte) bool {
+	var hb [spec.BlockHeaderSize]byte
+	if err := r.readAt(hb[:], b.off); err != nil {
+		r.err = err
+		return false
+	}
+	if crc := crc32.Update(crcStart(hb[:]), castagnoli, payload); crc != b.f.crc {
+		r.diag(DataLoss, CodeCRCMismatch, b.index, b.off, "events block checksum mismatch on the second read (the file changed while being read?): %s lost", nEvents(b.count))
+		return false
+	}
+	return true
+}
+
 // next advances to the thread's next event; false at the end of its
 // stream. It handles the common case, another event in the current block;
 // nextSlow the rest.
 func (c *cursor) next() bool {
-	if c.left > 1 && c.decodeEvent() == nil {
+	if c.left > 1 && c.pos < c.refillAt && c.decodeEvent() == nil {
 		c.left--
 		c.n++
 		return true
@@ -1051,12 +1107,21 @@ func (c *cursor) next() bool {
 func (c *cursor) nextSlow() bool {
 	for {
 		if c.left > 0 {
+			if c.pos >= c.refillAt && !c.refill(false) && c.r.err != nil {
+				return false
+			}
 			err := c.decodeEvent()
+			if err != nil && c.refill(true) {
+				continue // the event went past the window
+			}
+			if c.r.err != nil {
+				return false
+			}
 			if err == nil {
 				c.left--
 				c.n++
-				if c.left == 0 && c.pos != len(c.buf) {
-					c.r.diag(Warning, CodeTrailingBytes, c.blk.index, c.blk.off, "thread %d: %d bytes after the block's %d events", c.thread, len(c.buf)-c.pos, c.blk.count)
+				if at := c.winBase + c.pos; c.left == 0 && at != c.rawLen {
+					c.r.diag(Warning, CodeTrailingBytes, c.blk.index, c.blk.off, "thread %d: %d bytes after the block's %d events", c.thread, c.rawLen-at, c.blk.count)
 				}
 				return true
 			}

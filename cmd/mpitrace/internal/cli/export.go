@@ -163,12 +163,15 @@ var exportGraphBuilt func(*taskgraph.Graph)
 
 // openRankOf returns what opens the ranks of t for the render package;
 // with diags, each reader's diagnostics are added to diags when it is
-// closed.
-func openRankOf(t *tracefmt.Trace, diags *tracefmt.Diagnostics) func(r int) (tracefmt.Source, func() error, error) {
+// closed; with sp, each reader spools its blocks there.
+func openRankOf(t *tracefmt.Trace, diags *tracefmt.Diagnostics, sp *tracefmt.Spool) func(r int) (tracefmt.Source, func() error, error) {
 	return func(r int) (tracefmt.Source, func() error, error) {
 		rr, err := t.OpenRank(r)
 		if err != nil {
 			return nil, nil, err
+		}
+		if sp != nil {
+			rr.SpoolTo(sp)
 		}
 		if diags == nil {
 			return rr, rr.Close, nil
@@ -193,8 +196,23 @@ func streamExport(t *tracefmt.Trace, opts *exportOptions, s *Streams, path *rend
 	}
 	slices.Sort(ranks)
 	so := render.StreamOptions{Ranks: opts.Ranks, Window: opts.Window, Size: t.Size, Logged: ranks, Path: path}
+	// The second pass reads every rank at once: with many ranks, their
+	// readers spool their blocks (256 KiB each as the recorder writes
+	// them) to a temporary file and hold a window of a few KiB each.
+	var sp *tracefmt.Spool
+	if len(ranks) >= exportSpoolRanks {
+		sp = tracefmt.NewSpool("")
+		defer sp.Close()
+	}
+	opened := map[int]bool{}
 	if diags != nil {
-		so.Open = openRankOf(t, nil)
+		so.Open = func(r int) (tracefmt.Source, func() error, error) {
+			if opened[r] {
+				return openRankOf(t, nil, sp)(r)
+			}
+			opened[r] = true
+			return openRankOf(t, nil, nil)(r)
+		}
 		if err := writeOutputTo(s, opts.Output, func(w io.Writer) error { return render.StreamChrome(w, so) }); err != nil {
 			return err
 		}
@@ -203,11 +221,10 @@ func streamExport(t *tracefmt.Trace, opts *exportOptions, s *Streams, path *rend
 	diags = &tracefmt.Diagnostics{}
 	diags.Merge(t.Diagnostics())
 	var readDiags, checkDiags tracefmt.Diagnostics
-	opened := map[int]bool{}
 	so.Open = func(r int) (tracefmt.Source, func() error, error) {
 		if opened[r] {
 			// The second pass's readers report the damage.
-			return openRankOf(t, &readDiags)(r)
+			return openRankOf(t, &readDiags, sp)(r)
 		}
 		opened[r] = true
 		rr, err := t.OpenRank(r)
@@ -235,6 +252,10 @@ func streamExport(t *tracefmt.Trace, opts *exportOptions, s *Streams, path *rend
 	diags.Merge(&checkDiags)
 	return reportDiagnostics(s, diags, &opts.traceFlags)
 }
+
+// exportSpoolRanks is the number of ranks from which the export's second
+// pass spools its readers' blocks (tests lower it).
+var exportSpoolRanks = 64
 
 // streamCodes are the codes of tracefmt.Validator's diagnostics that
 // export --critical=false reports: those reconstruction reports too, so

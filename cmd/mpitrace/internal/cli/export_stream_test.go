@@ -11,6 +11,7 @@ import (
 	"weak"
 
 	"github.com/mpitrace/mpitrace/analysis/render"
+	"github.com/mpitrace/mpitrace/internal/textdiff"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
@@ -132,17 +133,7 @@ func TestExportStreamMemory(t *testing.T) {
 	}
 	const size = 8
 	peak := func(iters int) (uint64, int64) {
-		b := testgen.New(size)
-		b.Options.BlockSize = 64 << 10
-		dir := saveTrace(t, b.Halo(iters, 5))
-		tr, err := tracefmt.OpenDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ranks []int
-		for _, f := range tr.Files {
-			ranks = append(ranks, f.Header.Rank)
-		}
+		tr, ranks := blockedHalo(t, size, iters, 64<<10)
 		events := int64(0)
 		var max uint64
 		sample := func() {
@@ -152,7 +143,7 @@ func TestExportStreamMemory(t *testing.T) {
 			max = maxU(max, ms.HeapAlloc)
 		}
 		total := int64(size * (5*iters + iters/10))
-		err = render.StreamChrome(io.Discard, render.StreamOptions{Size: tr.Size, Logged: ranks, Open: openRankOf(tr, nil),
+		err := render.StreamChrome(io.Discard, render.StreamOptions{Size: tr.Size, Logged: ranks, Open: openRankOf(tr, nil, nil),
 			Progress: func(n int64) {
 				events = n
 				if n%(total/8+1) < 1<<16 {
@@ -176,6 +167,22 @@ func TestExportStreamMemory(t *testing.T) {
 	if big > small+small/10+1<<20 || big > size*4<<20 {
 		t.Errorf("peak live heap %d B at %d events, %d B at %d events: it grows with the trace", small, n1, big, n4)
 	}
+}
+
+// blockedHalo writes a testgen halo of size ranks and iters iterations in
+// events blocks of block bytes, and returns it opened, with its ranks.
+func blockedHalo(t *testing.T, size, iters, block int) (*tracefmt.Trace, []int) {
+	b := testgen.New(size)
+	b.Options.BlockSize = block
+	tr, err := tracefmt.OpenDir(saveTrace(t, b.Halo(iters, 5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ranks []int
+	for _, f := range tr.Files {
+		ranks = append(ranks, f.Header.Rank)
+	}
+	return tr, ranks
 }
 
 func maxU(a, b uint64) uint64 {
@@ -210,4 +217,65 @@ func TestExportPathReleasesGraph(t *testing.T) {
 		t.Errorf("no call of rank 0 on the path")
 	}
 	runtime.KeepAlive(cp)
+}
+
+// TestExportSpooled: an export whose second pass spools its readers'
+// blocks (what it does from exportSpoolRanks ranks on) writes the same
+// bytes, with the path and without, cut or not.
+func TestExportSpooled(t *testing.T) {
+	dirs := map[string]string{"mix4": exportTrace(t), "halo6": saveTrace(t, testgen.Halo(6, 25, 4))}
+	for name, dir := range dirs {
+		for _, args := range [][]string{nil, {"--critical=false"}, {"--window", "10us:30us"}, {"--critical=false", "--ranks", "1-2"}} {
+			want := exportOf(t, dir, args...)
+			saved := exportSpoolRanks
+			exportSpoolRanks = 1
+			got := exportOf(t, dir, args...)
+			exportSpoolRanks = saved
+			if string(got) != string(want) {
+				t.Errorf("%s %v: the spooled export differs:\n%s", name, args, textdiff.Lines(string(want), string(got)))
+			}
+		}
+	}
+}
+
+// TestExportSpoolMemory: with the recorder's 256 KiB blocks, the second
+// pass holding every rank's current block holds a quarter MiB a rank;
+// spooling, a window of a few KiB.
+func TestExportSpoolMemory(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("exports 32 ranks of 256 KiB blocks twice (run without -short and -race)")
+	}
+	const size = 32
+	tr, ranks := blockedHalo(t, size, 6_000, 256<<10)
+	peak := func(sp *tracefmt.Spool) uint64 {
+		var max uint64
+		sample := func() {
+			var ms runtime.MemStats
+			runtime.GC()
+			runtime.GC() // the pools' victims too
+			runtime.ReadMemStats(&ms)
+			max = maxU(max, ms.HeapAlloc)
+		}
+		sample()
+		base, last := max, int64(0)
+		err := render.StreamChrome(io.Discard, render.StreamOptions{Size: tr.Size, Logged: ranks, Open: openRankOf(tr, nil, sp),
+			Progress: func(n int64) {
+				if n-last >= 1<<16 {
+					last = n
+					sample()
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return max - base
+	}
+	whole := peak(nil)
+	sp := tracefmt.NewSpool(t.TempDir())
+	defer sp.Close()
+	spooled := peak(sp)
+	t.Logf("peak live heap over %d ranks: %.1f MiB holding the blocks, %.1f MiB spooling (%d MiB spooled)", size, float64(whole)/(1<<20), float64(spooled)/(1<<20), sp.Size()>>20)
+	if whole < size*(200<<10) || spooled > whole/4 {
+		t.Errorf("peak live heap %d B holding the blocks, %d B spooling: want under a quarter", whole, spooled)
+	}
 }
