@@ -10,12 +10,26 @@ func FoldLong(p *Path) *Folded {
 	return Fold(p)
 }
 
-// FoldAll folds p at every level without giving up: the references of
+// FoldAll folds p at every level without giving up, each level's
+// signatures made in full before it is folded: the references of
 // TestFoldRule.
 func FoldAll(p *Path) [numLevels]*Folded {
 	var out [numLevels]*Folded
+	st := p.newSteps()
 	for level := range numLevels {
-		out[level] = p.foldAt(new(fold.Finder), p.numberSteps(), level, make([]uint32, p.NumVertices()), -1)
+		f := &Folded{Level: level, p: p}
+		seq := st.fn
+		switch level {
+		case SameStep, SameCall:
+			src := st.source(level)
+			seq = make([]uint32, p.NumVertices())
+			src.Fill(seq, 0)
+			f.sites = src.sites
+		case Merged:
+			seq, f.tok = merge(st.fn, st.runs)
+		}
+		f.Nodes = fold.Find(seq)
+		out[level] = f
 	}
 	return out
 }

@@ -124,22 +124,33 @@ const FoldTarget = 300
 // fewest, so a finer level is given up as soon as its fold draws more
 // than either rule could take (fold.FindWithin): on a path whose steps
 // vary from one iteration to the next, the finer levels stop after a few
-// hundred steps instead of folding the whole path. It keeps 4 bytes per
-// vertex for the steps' numbers, 4 for the signatures of a level and,
-// while folding, 12 more (package fold), besides the folds.
+// hundred steps instead of folding the whole path, and the signatures of
+// SameStep and SameCall are made only as far as the fold reads them
+// (fold.Source). When no two consecutive vertices have one MPI function,
+// the merged level's steps are the vertices and SameFunction's fold is
+// the merged level's. It keeps 4 bytes per vertex for their functions, 8
+// per merged step at level Merged when it merges, and while folding 12
+// more per step, 16 at SameStep and SameCall (package fold), besides the
+// folds.
 func Fold(p *Path) *Folded {
 	big := p.NumVertices() > bigFold
 	if big {
 		runtime.GC() // what made the path is garbage: make room first
 	}
-	st := p.numberSteps()
-	seq := make([]uint32, p.NumVertices())
+	st := p.newSteps()
 	var fd fold.Finder
 	var folds [numLevels]*Folded
 	var leaves [numLevels]int
-	coarse := p.foldAt(&fd, st, Merged, seq, -1)
+	coarse := st.foldAt(&fd, Merged, -1)
 	leaves[Merged] = fold.Leaves(coarse.Nodes)
-	if !big {
+	// same: the merged level's steps are the vertices (tok nil), its
+	// signatures SameFunction's.
+	same := coarse.tok == nil
+	var sameNodes []fold.Node
+	if same {
+		sameNodes = coarse.Nodes
+	}
+	if !big || same {
 		// On a long path it is folded again if taken: its 4 bytes per
 		// merged step need not wait through the finer levels.
 		folds[Merged] = coarse
@@ -147,7 +158,14 @@ func Fold(p *Path) *Folded {
 	coarse = nil
 	fewest := leaves[Merged]
 	for level := range Merged {
-		f := p.foldAt(&fd, st, level, seq, max(FoldTarget/3, fewest*3/2))
+		limit := max(FoldTarget/3, fewest*3/2)
+		var f *Folded
+		switch {
+		case level != SameFunction || !same:
+			f = st.foldAt(&fd, level, limit)
+		case leaves[Merged] <= limit:
+			f = &Folded{Level: level, p: p, Nodes: sameNodes}
+		}
 		if f == nil {
 			continue // draws more than FoldTarget/3 and 1.5 times the fewest
 		}
@@ -166,22 +184,29 @@ func Fold(p *Path) *Folded {
 		}
 	}
 	if folds[Merged] == nil {
-		return p.foldAt(&fd, st, Merged, seq, -1)
+		return st.foldAt(&fd, Merged, -1)
 	}
 	return folds[Merged]
 }
 
-// foldAt folds p, whose steps st numbers, at level with fd, with seq (one
-// entry per vertex) to work in; nil when the fold would draw more than
-// limit vertices (limit < 0: no limit).
-func (p *Path) foldAt(fd *fold.Finder, st *stepNumbers, level int, seq []uint32, limit int) *Folded {
-	f := &Folded{Level: level, p: p}
-	sig, sites := st.signatures(level, seq)
-	f.sites = sites
-	if level == Merged {
-		sig, f.tok = merge(sig)
+// foldAt folds st's path at level with fd; nil when the fold would draw
+// more than limit vertices (limit < 0: no limit).
+func (st *steps) foldAt(fd *fold.Finder, level, limit int) *Folded {
+	f := &Folded{Level: level, p: st.p}
+	var nodes []fold.Node
+	ok := false
+	switch level {
+	case SameStep, SameCall:
+		src := st.source(level)
+		nodes, ok = fd.FindSource(src, limit)
+		f.sites = src.sites
+	case SameFunction:
+		nodes, ok = fd.FindWithin(st.fn, limit)
+	default:
+		var seq []uint32
+		seq, f.tok = merge(st.fn, st.runs)
+		nodes, ok = fd.FindWithin(seq, limit)
 	}
-	nodes, ok := fd.FindWithin(sig, limit)
 	if !ok {
 		return nil
 	}
@@ -189,137 +214,185 @@ func (p *Path) foldAt(fd *fold.Finder, st *stepNumbers, level int, seq []uint32,
 	return f
 }
 
-// merge collapses each run of equal neighbours of seq into one, in place,
-// and returns what is left and the position in seq of each's first.
-func merge(seq []uint32) ([]uint32, []int32) {
-	runs := 0
-	for i, x := range seq {
-		if i == 0 || x != seq[i-1] {
-			runs++
-		}
+// merge collapses each of the runs runs of equal neighbours of seq into
+// one, and returns what is left and the position in seq of each's first;
+// seq itself and nil when no two neighbours are equal.
+func merge(seq []uint32, runs int) ([]uint32, []int32) {
+	if runs == len(seq) {
+		return seq, nil
 	}
+	out := make([]uint32, 0, runs)
 	starts := make([]int32, 0, runs)
-	k := 0
 	for i, x := range seq {
-		if i > 0 && x == seq[k-1] {
+		if i > 0 && x == seq[i-1] {
 			continue
 		}
-		seq[k] = x
-		k++
+		out = append(out, x)
 		starts = append(starts, int32(i))
 	}
-	return seq[:k], starts
+	return out, starts
 }
 
-// stepNumbers number the steps of a path at level SameStep, in one pass
-// over the path for every level: the signature of a step at a coarser
-// level is a function of its key at SameStep, so a coarser level only
-// looks its steps' numbers up.
-type stepNumbers struct {
-	ids  []uint32  // per step, the number of its key
-	keys []StepKey // per number, the key at SameStep
-	// prog: the ranks have call-site tables, and keys' sites are numbered
-	// across ranks (programSites); otherwise they are the ranks' own ids.
-	prog bool
+// steps are what every level needs of a path's steps, made in one pass
+// over the path: each vertex's MPI function. The finer levels' signatures
+// are made as their fold reads them (stepSource).
+type steps struct {
+	p *Path
+	// fn is each vertex's signature at SameFunction and Merged: its
+	// function's nameIdx (taskgraph.Graph.Describe) shifted left by 9, as
+	// signature makes it.
+	fn []uint32
+	// lastCls is the last vertex of each class (class): a signature of
+	// SameStep or SameCall occurs nowhere past the last vertex of its
+	// class. Nil when a class is out of its range.
+	lastCls []int32
+	// runs is the number of runs of consecutive vertices of one function:
+	// the steps at level Merged.
+	runs int
+	// prog numbers call sites across ranks (programSites); nil when the
+	// ranks have no call-site tables (the sites are then the ranks' own
+	// ids).
+	prog *programSites
 }
 
-// numberSteps numbers p's steps at level SameStep: its vertex's rank,
-// MPI function and call site, the kind of the hop into it and the rank it
-// comes from, numbered in the order they first occur.
-func (p *Path) numberSteps() *stepNumbers {
-	st := &stepNumbers{ids: make([]uint32, p.NumVertices())}
-	// A collective's call site is its lowest member's id, which means a
-	// place in the program only in that member's table: number sites
-	// across ranks (programSites) when they have tables.
-	prog := newProgramSites(p.g)
-	st.prog = prog != nil
-	ids := make(map[StepKey]uint32)
-	// A path repeats a few keys: a small table in front of the map finds
-	// most of them without hashing the key.
-	var recent [64]struct {
-		k  StepKey
-		id uint32
-		ok bool
-	}
+// newSteps makes p's steps: one pass over the path.
+func (p *Path) newSteps() *steps {
+	st := &steps{p: p, fn: make([]uint32, p.NumVertices()), lastCls: make([]int32, (len(p.g.Names())+3)*numClasses)}
 	prev := -1
-	for i := range st.ids {
-		v := p.p.Node(i)
-		_, rank, _, idx := p.g.Describe(v)
+	for i := range st.fn {
+		_, rank, _, idx := p.g.Describe(p.p.Node(i))
+		st.fn[i] = signature(StepKey{Func: int32(idx)})
+		if i == 0 || st.fn[i] != st.fn[i-1] {
+			st.runs++
+		}
 		var ek taskgraph.EdgeKind
 		if i > 0 {
 			ek, _, _, _ = p.p.EdgeAt(i - 1)
 		}
-		sr, site := VertexSite(p.g, v)
-		if prog != nil {
-			site = prog.id(sr, site)
+		if c := class(idx, ek, rank, prev); c >= 0 && c < len(st.lastCls) {
+			st.lastCls[c] = int32(i)
+		} else {
+			st.lastCls = nil // Last knows nothing
 		}
-		k := stepKey(SameStep, ek, rank, idx, prev, site)
 		prev = rank
-		r := &recent[(uint32(k.Func)*7+uint32(k.Rank)*13+uint32(k.Peer)*5+uint32(k.Kind)*3+site)&63]
-		if !r.ok || r.k != k {
-			id, ok := ids[k]
-			if !ok {
-				id = uint32(len(st.keys))
-				ids[k] = id
-				st.keys = append(st.keys, k)
-			}
-			r.k, r.id, r.ok = k, id, true
-		}
-		st.ids[i] = r.id
 	}
+	// A collective's call site is its lowest member's id, which means a
+	// place in the program only in that member's table: number sites
+	// across ranks (programSites) when they have tables.
+	st.prog = newProgramSites(p.g)
 	return st
 }
 
-// signatures fills seq with a small integer per step, equal for steps with
-// equal signatures at level, and says whether call sites told steps apart.
-// SameStep, and SameCall in a trace with call sites, number the
-// signatures in the order they first occur; otherwise the signatures are
-// made from the function's name index.
-func (st *stepNumbers) signatures(level int, seq []uint32) (_ []uint32, sites bool) {
-	if level == SameStep {
-		for _, k := range st.keys {
-			sites = sites || k.Site != 0
+// nameIdx returns vertex i's function's nameIdx.
+func (st *steps) nameIdx(i int) int { return int(int32(st.fn[i]) >> 9) }
+
+// numClasses is the number of classes (class) of each function.
+const numClasses = 16
+
+// class is a small number for the vertex of function nameIdx on rank
+// rank reached by a hop of kind kind from rank prev, a function of its
+// key at SameStep or SameCall (the function, the kind of hop, and whether
+// the hop stays on one rank): when the last vertex of its class is
+// behind, a key no longer occurs. -1 when out of range.
+func class(nameIdx int, kind taskgraph.EdgeKind, rank, prev int) int {
+	if kind >= numClasses/2 {
+		return -1
+	}
+	c := ((nameIdx+1)*numClasses/2 + int(kind)) * 2
+	if rank == prev {
+		c++
+	}
+	return c
+}
+
+// signature is the symbol of a key of a level whose keys are not
+// numbered: Func < len(names)+2, Kind < 256, Peer 0 or 1.
+func signature(k StepKey) uint32 {
+	return (uint32(k.Func)<<8|uint32(k.Kind))<<1 | uint32(k.Peer)
+}
+
+// source returns the signatures of the steps at SameStep or SameCall, to
+// be folded.
+func (st *steps) source(level int) *stepSource {
+	return &stepSource{st: st, level: level, ids: make(map[StepKey]uint32), prev: -1}
+}
+
+// stepSource makes the signatures of a path's steps at level SameStep or
+// SameCall in order (a fold.Source). SameStep, and SameCall in a trace
+// with call sites, number the signatures in the order they first occur;
+// SameCall in a trace without them makes the signatures from the
+// function's name index.
+type stepSource struct {
+	st    *steps
+	level int
+	ids   map[StepKey]uint32
+	// A path repeats a few keys: a small table in front of the map finds
+	// most of them without hashing the key.
+	recent [64]struct {
+		k  StepKey
+		id uint32
+		ok bool
+	}
+	prev  int  // the rank of the vertex before the next to fill
+	sites bool // call sites told steps apart
+}
+
+func (s *stepSource) Len() int { return len(s.st.fn) }
+
+// Last is the last vertex of step i's class.
+func (s *stepSource) Last(i int) int {
+	st := s.st
+	if st.lastCls == nil {
+		return len(st.fn) - 1
+	}
+	p := st.p
+	rank, idx := p.g.Rank(p.p.Node(i)), st.nameIdx(i)
+	var ek taskgraph.EdgeKind
+	prev := -1
+	if i > 0 {
+		ek, _, _, _ = p.p.EdgeAt(i - 1)
+		prev = p.g.Rank(p.p.Node(i - 1))
+	}
+	return int(st.lastCls[class(idx, ek, rank, prev)])
+}
+
+func (s *stepSource) Fill(dst []uint32, from int) {
+	p, prog := s.st.p, s.st.prog
+	numbered := s.level == SameStep || prog != nil
+	for d := range dst {
+		i := from + d
+		v := p.p.Node(i)
+		rank, idx := p.g.Rank(v), s.st.nameIdx(i)
+		var ek taskgraph.EdgeKind
+		if i > 0 {
+			ek, _, _, _ = p.p.EdgeAt(i - 1)
 		}
-		return append(seq[:0], st.ids...), sites
-	}
-	numbered := level == SameCall && st.prog
-	var ids map[StepKey]uint32
-	if numbered {
-		ids = make(map[StepKey]uint32)
-	}
-	const unseen = ^uint32(0)
-	sym := make([]uint32, len(st.keys)) // per number at SameStep, its signature here
-	for i := range sym {
-		sym[i] = unseen
-	}
-	for i, id := range st.ids {
-		if s := sym[id]; s != unseen {
-			seq[i] = s
-			continue
-		}
-		k0 := st.keys[id]
 		var site uint32
 		if numbered {
-			site = k0.Site
-			sites = sites || site != 0
-		}
-		k := stepKey(level, k0.Kind, int(k0.Rank), int(k0.Func), int(k0.Peer), site)
-		var s uint32
-		if numbered {
-			n, ok := ids[k]
-			if !ok {
-				n = uint32(len(ids))
-				ids[k] = n
+			var sr int
+			sr, site = VertexSite(p.g, v)
+			if prog != nil {
+				site = prog.id(sr, site)
 			}
-			s = n
-		} else {
-			// Func < len(names)+2, Kind < 256, Peer 0 or 1.
-			s = (uint32(k.Func)<<8|uint32(k.Kind))<<1 | uint32(k.Peer)
 		}
-		sym[id] = s
-		seq[i] = s
+		k := stepKey(s.level, ek, rank, idx, s.prev, site)
+		s.prev = rank
+		if !numbered {
+			dst[d] = signature(k)
+			continue
+		}
+		r := &s.recent[(uint32(k.Func)*7+uint32(k.Rank)*13+uint32(k.Peer)*5+uint32(k.Kind)*3+k.Site)&63]
+		if !r.ok || r.k != k {
+			id, ok := s.ids[k]
+			if !ok {
+				id = uint32(len(s.ids))
+				s.ids[k] = id
+				s.sites = s.sites || k.Site != 0
+			}
+			r.k, r.id, r.ok = k, id, true
+		}
+		dst[d] = r.id
 	}
-	return seq, sites
 }
 
 // programSites numbers call sites by their place in the program: the

@@ -307,7 +307,8 @@ func TestFoldCollectiveSitesAcrossRanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq, _ := p.numberSteps().signatures(SameStep, make([]uint32, p.NumVertices()))
+	seq := make([]uint32, p.NumVertices())
+	p.newSteps().source(SameStep).Fill(seq, 0)
 	prog := newProgramSites(g)
 	pairs := 0
 	for i := 1; i+1 < p.NumVertices(); i++ {

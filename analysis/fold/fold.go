@@ -28,10 +28,17 @@
 // close to linear for iterative programs (the scan jumps over whole runs).
 // Stretches of up to 8 steps are compared symbol by symbol (most
 // candidates differ within a few steps), longer ones by their hashes.
+//
+// The links and hashes are made as the scan needs them, in stretches that
+// double what is known: a fold given up early (FindWithin) makes them for
+// little more than what it read, and a Source makes the sequence itself
+// only as far (its Last tells when a symbol no longer occurs, which would
+// otherwise take reading on to half of what is left).
+//
 // Memory: 4 bytes per step for the next-occurrence links and 8 for the
-// prefix hashes, and 128 KiB of powers of the hash's base, besides the
-// caller's sequence and the nodes returned. The result depends only on
-// the sequence.
+// prefix hashes, 4 for the symbols a Source gave, and 128 KiB of powers of
+// the hash's base, besides the caller's sequence and the nodes returned.
+// The result depends only on the sequence.
 package fold
 
 // MaxCandidates bounds the periods tried at one position: a body in which
@@ -84,10 +91,22 @@ type finder struct {
 	// leaves counts the leaves of the nodes made so far (Leaves of the
 	// result); past limit (when not negative) the search gives up.
 	leaves, limit int
-	seq           []uint32
-	next          []int32  // next position with the same symbol, -1 if none
-	h             []uint64 // h[i]: hash of seq[:i]
-	pw            []uint64 // pw[k]: base^k, for the lengths most compared
+	n             int      // the sequence's length
+	seq           []uint32 // the sequence, known up to c
+	// c is the length of the prefix of seq known, linked and hashed: the
+	// fold asks for more as it goes (ensure), so that a fold given up
+	// early does not read, link nor hash the rest.
+	c    int
+	src  Source   // fills seq beyond c; nil when the caller gave all of seq
+	next []int32  // next position with the same symbol; -1 if none before c
+	h    []uint64 // h[i]: hash of seq[:i], for i <= c
+	pw   []uint64 // pw[k]: base^k, for the lengths most compared
+	// last[s] (lastBig for the symbols too large for a table) is the last
+	// position before c of symbol s, -1 if none: the link to fill when s
+	// occurs again.
+	last    []int32
+	lastBig map[uint32]int32
+	buf     []uint32 // the Finder's copy of a Source's sequence
 }
 
 // powTable is the number of powers of base a finder keeps: the candidate
@@ -99,6 +118,11 @@ const powTable = 1 << 14
 // symbol rather than by their hashes: most candidates differ within a few
 // steps, and the comparison then costs no power of base.
 const direct = 8
+
+// firstChunk is the length of the sequence's first stretch read, linked
+// and hashed; each later one doubles what is known (a variable for the
+// tests).
+var firstChunk = 1 << 12
 
 // Find folds seq (see the package documentation). The nodes returned cover
 // seq from 0 to len(seq) in order.
@@ -117,20 +141,55 @@ func FindWithin(seq []uint32, limit int) ([]Node, bool) {
 }
 
 // A Finder folds sequences one after another, reusing its work arrays (12
-// bytes per step of the longest sequence): a caller that folds one
-// sequence in several ways allocates them once.
+// bytes per step of the longest sequence, 16 for a Source's): a caller
+// that folds one sequence in several ways allocates them once.
 type Finder struct {
 	f finder
 }
 
+// A Source gives a sequence to fold as the fold reads it: a fold given up
+// early reads only the start of it (see FindWithin), so a caller whose
+// symbols cost something to compute computes only those.
+type Source interface {
+	// Len returns the sequence's length.
+	Len() int
+	// Fill writes the symbols from position from on into dst. The fold
+	// asks for the sequence in order: from 0, each call from where the
+	// last ended.
+	Fill(dst []uint32, from int)
+	// Last returns a position after which the symbol at position i
+	// (already filled) does not occur; Len()-1 when not known. The fold
+	// uses it to stop reading when a symbol no longer occurs.
+	Last(i int) int
+}
+
 // FindWithin is the package's FindWithin.
 func (fd *Finder) FindWithin(seq []uint32, limit int) ([]Node, bool) {
+	return fd.find(seq, nil, limit)
+}
+
+// FindSource is FindWithin on the sequence src gives, read as far as the
+// fold needs: all of it when it does not give up.
+func (fd *Finder) FindSource(src Source, limit int) ([]Node, bool) {
+	return fd.find(nil, src, limit)
+}
+
+func (fd *Finder) find(seq []uint32, src Source, limit int) ([]Node, bool) {
 	n := len(seq)
+	if src != nil {
+		n = src.Len()
+	}
 	if n == 0 {
 		return nil, true
 	}
 	f := &fd.f
-	f.leaves, f.limit, f.seq = 0, limit, seq
+	f.leaves, f.limit, f.n, f.src, f.c = 0, limit, n, src, 0
+	if src != nil {
+		// Grown as it is filled: a fold given up early touches little.
+		f.seq = f.buf[:0]
+	} else {
+		f.seq = seq
+	}
 	f.next = grow(f.next, n)
 	f.h = grow(f.h, n+1)
 	if len(f.pw) < min(n+1, powTable) {
@@ -140,14 +199,21 @@ func (fd *Finder) FindWithin(seq []uint32, limit int) ([]Node, bool) {
 			f.pw[k] = f.pw[k-1] * base
 		}
 	}
-	f.link()
-	f.h[0] = 0
-	for i, s := range seq {
-		f.h[i+1] = f.h[i]*base + uint64(s) + 1
+	for i := range f.last {
+		f.last[i] = -1
 	}
+	f.lastBig = nil
+	f.h[0] = 0
 	nodes := f.fold(0, n)
-	f.seq = nil
-	if f.over() {
+	ok := !f.over()
+	if ok {
+		f.ensure(n) // a Source is read to its end (the fold covers it)
+	}
+	if src != nil {
+		f.buf = f.seq[:0]
+	}
+	f.seq, f.src = nil, nil
+	if !ok {
 		return nil, false
 	}
 	return nodes, true
@@ -165,34 +231,71 @@ func grow[T any](s []T, n int) []T {
 // over reports whether the fold drew more leaves than its limit.
 func (f *finder) over() bool { return f.limit >= 0 && f.leaves > f.limit }
 
-// link fills next: the symbols are small integers (one per kind of step),
-// so a table indexed by symbol finds each's last position, unless one is
-// too large for a table the size of the sequence.
-func (f *finder) link() {
-	maxSym := uint32(0)
-	for _, s := range f.seq {
-		maxSym = max(maxSym, s)
-	}
-	if int64(maxSym) < int64(len(f.seq))+1024 {
-		last := make([]int32, int(maxSym)+1)
-		for i := range last {
-			last[i] = -1
-		}
-		for i := len(f.seq) - 1; i >= 0; i-- {
-			s := f.seq[i]
-			f.next[i], last[s] = last[s], int32(i)
-		}
+// ensure makes the first x symbols known, linked and hashed: at least
+// twice what was, so that the stretches are few.
+func (f *finder) ensure(x int) {
+	if x <= f.c {
 		return
 	}
-	last := make(map[uint32]int32)
-	for i := len(f.seq) - 1; i >= 0; i-- {
-		j, ok := last[f.seq[i]]
-		if !ok {
-			j = -1
+	to := min(f.n, max(x, 2*f.c, firstChunk))
+	from := f.c
+	if f.src != nil {
+		if cap(f.seq) < to {
+			s := make([]uint32, from, min(f.n, max(to, 2*cap(f.seq))))
+			copy(s, f.seq)
+			f.seq = s
 		}
-		f.next[i] = j
-		last[f.seq[i]] = int32(i)
+		f.seq = f.seq[:to]
+		f.src.Fill(f.seq[from:to], from)
 	}
+	f.link(from, to)
+	h := f.h[from]
+	for i, s := range f.seq[from:to] {
+		h = h*base + uint64(s) + 1
+		f.h[from+i+1] = h
+	}
+	f.c = to
+}
+
+// link fills the links into and from seq[from:to]: the symbols are small
+// integers (one per kind of step), so a table indexed by symbol finds each
+// one's last position, unless one is too large for a table the size of the
+// sequence.
+func (f *finder) link(from, to int) {
+	next := f.next[:to]
+	for i := from; i < to; i++ {
+		s := f.seq[i]
+		next[i] = -1
+		if int(s) >= len(f.last) && !f.growLast(s) {
+			j, ok := f.lastBig[s]
+			if ok {
+				next[j] = int32(i)
+			}
+			f.lastBig[s] = int32(i)
+			continue
+		}
+		if j := f.last[s]; j >= 0 {
+			next[j] = int32(i)
+		}
+		f.last[s] = int32(i)
+	}
+}
+
+// growLast grows the table last to hold symbol s, false when s is too
+// large for a table the size of the sequence (lastBig holds it).
+func (f *finder) growLast(s uint32) bool {
+	if int64(s) >= int64(f.n)+1024 {
+		if f.lastBig == nil {
+			f.lastBig = make(map[uint32]int32)
+		}
+		return false
+	}
+	k := len(f.last)
+	f.last = append(f.last, make([]int32, max(int(s)+1-k, k))...)
+	for i := k; i < len(f.last); i++ {
+		f.last[i] = -1
+	}
+	return true
 }
 
 // pow returns base^k modulo 2^64.
@@ -213,13 +316,22 @@ func (f *finder) hash(i, k int, pk uint64) uint64 { return f.h[i+k] - f.h[i]*pk 
 // same reports whether seq[a:a+k] and seq[b:b+k] are equal (up to direct
 // symbols, compared one by one) and hash alike.
 func (f *finder) same(a, b, k int) bool {
-	for d := range min(k, direct) {
+	// a < b: what b needs is known, a's is. Read only what is compared
+	// (most candidates differ within a few steps).
+	kd := min(k, direct)
+	if b+kd > f.c {
+		f.ensure(b + kd)
+	}
+	for d := range kd {
 		if f.seq[a+d] != f.seq[b+d] {
 			return false
 		}
 	}
 	if k <= direct {
 		return true
+	}
+	if b+k > f.c {
+		f.ensure(b + k)
 	}
 	var pk uint64
 	if k < len(f.pw) {
@@ -257,6 +369,20 @@ func (f *finder) repeats(i, p, hi int) int {
 	return lo
 }
 
+// more reports whether the symbol at j may occur again as a candidate
+// for position i (fold), reading on until it does or cannot.
+func (f *finder) more(i, j, hi int) bool {
+	for f.next[j] < 0 {
+		// The next occurrence, if any, is at c or after: too far, or
+		// not there at all, or to be read.
+		if f.c >= f.n || 2*(f.c-i) > hi-i || f.src != nil && f.src.Last(j) < f.c {
+			return false
+		}
+		f.ensure(f.c + 1)
+	}
+	return true
+}
+
 // verify returns how many times seq[i:i+p] really repeats from i, at most
 // m, comparing step by step.
 func (f *finder) verify(i, p, m int) int {
@@ -272,9 +398,16 @@ func (f *finder) verify(i, p, m int) int {
 func (f *finder) fold(lo, hi int) []Node {
 	var out []Node
 	for i := lo; i < hi; {
+		if i >= f.c {
+			f.ensure(i + 1)
+		}
 		bestP, bestM := 0, 1
 		tries := 0
-		for j := int(f.next[i]); j >= 0 && tries < MaxCandidates; j = int(f.next[j]) {
+		for j := i; tries < MaxCandidates; {
+			if f.next[j] < 0 && !f.more(i, j, hi) {
+				break
+			}
+			j = int(f.next[j])
 			p := j - i
 			if 2*p > hi-i {
 				break

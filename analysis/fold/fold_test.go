@@ -173,3 +173,127 @@ func TestLeaves(t *testing.T) {
 		t.Errorf("Leaves = %d, want 6", l)
 	}
 }
+
+// sliceSource is a Source over a slice; last, when not nil, gives Last.
+type sliceSource struct {
+	seq   []uint32
+	last  func(i int) int
+	reads int // the symbols filled
+}
+
+func (s *sliceSource) Len() int { return len(s.seq) }
+
+func (s *sliceSource) Fill(dst []uint32, from int) {
+	if from != s.reads {
+		panic(fmt.Sprintf("Fill from %d after %d symbols", from, s.reads))
+	}
+	s.reads += copy(dst, s.seq[from:])
+}
+
+func (s *sliceSource) Last(i int) int {
+	if s.last == nil {
+		return len(s.seq) - 1
+	}
+	return s.last(i)
+}
+
+// testSeqs are sequences with loops, noise, rare symbols and symbols too
+// large for a table.
+func testSeqs() [][]uint32 {
+	var out [][]uint32
+	x := uint64(1)
+	rnd := func(n int) int {
+		x = x*6364136223846793005 + 1442695040888963407
+		return int(x>>33) % n
+	}
+	for k := range 60 {
+		var seq []uint32
+		seq = append(seq, 1000+uint32(k)) // occurs once
+		body := make([]uint32, 1+rnd(12))
+		for i := range body {
+			body[i] = uint32(rnd(1 + k%7))
+			if k%5 == 4 {
+				body[i] += 1 << 31
+			}
+		}
+		for range 1 + rnd(300) {
+			seq = append(seq, body...)
+			if rnd(4+k%9) == 0 {
+				seq = append(seq, uint32(rnd(20)))
+			}
+			if rnd(50) == 0 {
+				body[rnd(len(body))] = uint32(rnd(9))
+			}
+		}
+		seq = append(seq, 2000+uint32(k))
+		out = append(out, seq)
+	}
+	return out
+}
+
+// The fold reads, links and hashes the sequence as it goes: in stretches
+// of any length, from a slice or a Source (with or without Last), it
+// folds as when all is read at once, and gives up at the same limits.
+func TestFindLazy(t *testing.T) {
+	defer func(n int) { firstChunk = n }(firstChunk)
+	for k, seq := range testSeqs() {
+		firstChunk = 1 << 30 // all at once
+		want := Find(seq)
+		check(t, seq, want, 0, len(seq))
+		leaves := Leaves(want)
+		var fd Finder
+		for _, chunk := range []int{1, 3, 64} {
+			firstChunk = chunk
+			if got := Find(seq); !slices.EqualFunc(got, want, sameNode) {
+				t.Fatalf("seq %d, stretches from %d: %v, want %v", k, chunk, got, want)
+			}
+			lastPos := map[uint32]int{}
+			for i, s := range seq {
+				lastPos[s] = i
+			}
+			for _, last := range []func(int) int{nil, func(i int) int { return lastPos[seq[i]] }} {
+				for _, limit := range []int{-1, leaves, leaves - 1, 0, 5} {
+					src := &sliceSource{seq: seq, last: last}
+					got, ok := fd.FindSource(src, limit)
+					if wantOK := limit < 0 || leaves <= limit; ok != wantOK || ok && !slices.EqualFunc(got, want, sameNode) {
+						t.Fatalf("seq %d, stretches from %d, limit %d: %v %v, want %v %v", k, chunk, limit, got, ok, want, wantOK)
+					}
+					if ok && src.reads != len(seq) {
+						t.Fatalf("seq %d: a fold read %d of %d symbols", k, src.reads, len(seq))
+					}
+					if got, ok2 := fd.FindWithin(seq, limit); ok2 != ok || ok && !slices.EqualFunc(got, want, sameNode) {
+						t.Fatalf("seq %d, stretches from %d, limit %d: FindWithin %v %v, want %v %v", k, chunk, limit, got, ok2, want, ok)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A fold given up early reads little of a long Source.
+func TestFindSourceGivesUp(t *testing.T) {
+	seq := make([]uint32, 1<<20)
+	x := uint32(7)
+	for i := range seq {
+		x = x*1103515245 + 12345
+		seq[i] = x >> 28 // 16 symbols at random: few repetitions
+	}
+	seq[0] = 100 // occurs once
+	src := &sliceSource{seq: seq, last: func(i int) int {
+		if seq[i] == 100 {
+			return 0
+		}
+		return len(seq) - 1
+	}}
+	var fd Finder
+	if _, ok := fd.FindSource(src, 100); ok {
+		t.Fatal("a random sequence folds to 100 leaves")
+	}
+	if src.reads > 1<<14 {
+		t.Errorf("read %d symbols to give up after 100 leaves", src.reads)
+	}
+}
+
+func sameNode(a, b Node) bool {
+	return a.Start == b.Start && a.Period == b.Period && a.Count == b.Count && slices.EqualFunc(a.Body, b.Body, sameNode)
+}
