@@ -206,27 +206,6 @@ func Compute(g *taskgraph.Graph, m Model) (*Path, error) {
 	return &Path{Length: length, Weights: WeightsModel, g: g, orig: g, w: w, p: path}, nil
 }
 
-// ComputeMeasured returns the longest path from MPI_Init to MPI_Finalize
-// weighed by what the run took (docs/reconstruction.md, "Measured
-// weights"), the ranks' clocks aligned with clocks (nil: all offsets 0).
-// Its length is the run's span on rank 0's clock (Measured.Span). It
-// copies the graph's operations with their measured times (16 bytes an
-// operation) and keeps 16 bytes an operation of weights.
-func ComputeMeasured(g *taskgraph.Graph, clocks *Clocks) (*Path, error) {
-	if g.NumOps() == 0 && g.NumCollectives() == 0 {
-		return nil, ErrEmpty
-	}
-	m := weighMeasured(g, clocks)
-	rg := g.Retimed(m)
-	m.g = rg // the same ids, names and ranks
-	w := &weigher{g: rg, m: zeroModel{}, colls: make(map[taskgraph.CollectiveInfo]collW), meas: m}
-	length, path, err := rg.Longest(w)
-	if err != nil {
-		return nil, err
-	}
-	return &Path{Length: length, Weights: WeightsMeasured, g: rg, orig: g, w: w, p: path}, nil
-}
-
 func vertex(g *taskgraph.Graph, w *weigher, v taskgraph.NodeID) Vertex {
 	x := Vertex{ID: v}
 	x.Kind, x.Rank, x.Name, _ = g.Describe(v)

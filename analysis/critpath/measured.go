@@ -65,17 +65,18 @@ type Clamps struct {
 	EarlyExitsNS int64 `json:"early_exits_ns"`
 }
 
-// measured weighs a graph by what the run took (see WeighMeasured).
+// measured weighs a graph by what the run took (see ComputeMeasured).
 type measured struct {
-	g      *taskgraph.Graph
-	clocks *Clocks
-	// Per operation (by id - 2), on its rank's clock: the time it takes
-	// effect (a sending operation's start, any other's end), and the
-	// time inside it that a message or collective explains (its wait).
-	t, w []int64
-	// msg is, per operation that completes a message, the message's
-	// weight (see Cross).
-	msg []int64
+	// g is the graph weighed, then (ComputeMeasured) its retimed copy:
+	// the same ids, names and ranks; orig is the graph as built.
+	g, orig *taskgraph.Graph
+	clocks  *Clocks
+	// ranks are the graph's ranks, off their clock offsets; xw is, per
+	// rank (as ranks), the weights of its incoming cross edges in the
+	// order of RankView.CrossIn (see Cross).
+	ranks []int
+	off   []int64
+	xw    [][]float64
 	// Per collective (by index): the last member's arrival and when the
 	// collective is done (X: last arrival, or the first exit if later),
 	// on rank 0's clock.
@@ -86,18 +87,50 @@ type measured struct {
 	// InitSkew is the latest end of MPI_Init minus T0.
 	InitSkew int64
 	clamps   Clamps
-	waits    map[WaitKey]*WaitState
+	waits    map[waitKey]*WaitState
+	collBase taskgraph.NodeID
+	class    []nameClass // by name index (taskgraph.Graph.Describe)
+	sends    []sendAt    // waitGroup's, reused
+	// lastKey and lastWait are the wait addWait added to last (a rank's
+	// calls that wait mostly wait at the same call).
+	lastKey  waitKey
+	lastWait *WaitState
+}
+
+// sendAt is a message's send time on rank 0's clock and its sender's
+// rank index (in measured.ranks).
+type sendAt struct {
+	t  int64
+	ri int
+}
+
+// waitKey is what the waits are summed by while they are found: a
+// WaitKey with the function as its name index.
+type waitKey struct {
+	state uint8
+	fn    int32
+	rank  int
+	site  uint32
 }
 
 const firstOp = 2
 
-func (m *measured) opIdx(v taskgraph.NodeID) int { return int(v) - firstOp }
+func (m *measured) collIdx(v taskgraph.NodeID) int { return int(v - m.collBase) }
 
-func (m *measured) collIdx(v taskgraph.NodeID) int { return int(v) - firstOp - m.g.NumOps() }
+// pos returns the index of world rank r in m.ranks (which holds it).
+func (m *measured) pos(r int) int {
+	if r >= 0 && r < len(m.ranks) && m.ranks[r] == r {
+		return r
+	}
+	i, _ := slices.BinarySearch(m.ranks, r)
+	return i
+}
 
-// aligned is op v's effect time on rank 0's clock.
-func (m *measured) aligned(v taskgraph.NodeID) int64 {
-	return m.t[m.opIdx(v)] + m.clocks.off(m.g.Rank(v))
+// sendTime is operation v's effect time on rank 0's clock, v sending a
+// message (its start), and its rank's index in m.ranks.
+func (m *measured) sendTime(v taskgraph.NodeID) (int64, int) {
+	ri, s := m.orig.OpRankStart(v)
+	return s + m.off[ri], ri
 }
 
 // Cross implements taskgraph.CrossWeights: a message weighs its receive's
@@ -105,12 +138,16 @@ func (m *measured) aligned(v taskgraph.NodeID) int64 {
 // messages, that of the one sent last: each weighs as long as it took),
 // a nonblocking collective's fan-out the completing call's end minus when
 // the collective was done, both on rank 0's clock and at least 0.
-func (m *measured) Cross(from, to taskgraph.NodeID, _ int64) float64 {
-	if m.g.Kind(from) == taskgraph.KindCollective {
-		return float64(max(0, m.aligned(to)-m.done[m.collIdx(from)]))
+func (m *measured) Cross(_, to taskgraph.NodeID, _ int64) float64 {
+	r, x, ok := m.g.CrossInIndex(to)
+	if !ok {
+		return 0
 	}
-	return float64(m.msg[m.opIdx(to)])
+	return m.xw[m.pos(r)][x]
 }
+
+// CrossIn implements taskgraph.CrossTable.
+func (m *measured) CrossIn(r int) []float64 { return m.xw[m.pos(r)] }
 
 // Message implements taskgraph.Weights (Cross is used instead).
 func (m *measured) Message(int64) float64 { return 0 }
@@ -122,13 +159,11 @@ func (m *measured) Collective(v taskgraph.NodeID) float64 {
 	return float64(m.done[i] - m.last[i])
 }
 
-// Op, Part and InitEnd implement taskgraph.Times: an operation becomes
-// [effect − wait, effect], a blocking collective call [its start, when
-// the collective was done], MPI_Init ends at T0.
-func (m *measured) Op(v taskgraph.NodeID, _, _ int64) (int64, int64) {
-	i := m.opIdx(v)
-	return m.t[i] - m.w[i], m.t[i]
-}
+// Op, Part, InitEnd and RankOps implement taskgraph.RankTimes: an
+// operation becomes [effect − wait, effect] (RankOps), a blocking
+// collective call [its start, when the collective was done], MPI_Init
+// ends at T0. Op, which Retimed does not call, gives the retimed times.
+func (m *measured) Op(v taskgraph.NodeID, _, _ int64) (int64, int64) { return m.g.OpTimes(v) }
 
 func (m *measured) Part(v taskgraph.NodeID, rank int, start, end int64) (int64, int64) {
 	if m.g.IsNonblocking(v) {
@@ -138,6 +173,43 @@ func (m *measured) Part(v taskgraph.NodeID, rank int, start, end int64) (int64, 
 }
 
 func (m *measured) InitEnd(rank int, _ int64) int64 { return m.T0 - m.clocks.off(rank) }
+
+// nameClass says what a function's waits are (by its name, see
+// blockingSend, blockingRecv, barrier, nxn and rooted).
+type nameClass uint8
+
+const (
+	classBlockingSend nameClass = 1 << iota
+	classBlockingRecv
+	classBarrier
+	classNxN
+	classOneToN
+	classNToOne
+)
+
+func classify(name string) nameClass {
+	var c nameClass
+	if blockingSend(name) {
+		c |= classBlockingSend
+	}
+	if blockingRecv(name) {
+		c |= classBlockingRecv
+	}
+	if barrier(name) {
+		c |= classBarrier
+	}
+	if nxn(name) {
+		c |= classNxN
+	}
+	oneToN, nToOne := rooted(name)
+	if oneToN {
+		c |= classOneToN
+	}
+	if nToOne {
+		c |= classNToOne
+	}
+	return c
+}
 
 // blockingSend and blockingRecv name the calls whose wait states are
 // late receiver (the send) and late sender (the receive) by themselves.
@@ -188,49 +260,75 @@ func rooted(name string) (oneToN, nToOne bool) {
 	return false, false
 }
 
-// weighMeasured computes the measured weights of g.
+// ComputeMeasured returns the longest path from MPI_Init to MPI_Finalize
+// weighed by what the run took (docs/reconstruction.md, "Measured
+// weights"), the ranks' clocks aligned with clocks (nil: all offsets 0).
+// Its length is the run's span on rank 0's clock (Measured.Span). It
+// makes a copy of the graph with the measured times (8 bytes an
+// operation: Graph.Retimed) and keeps 8 bytes a cross edge of weights.
+func ComputeMeasured(g *taskgraph.Graph, clocks *Clocks) (*Path, error) {
+	if g.NumOps() == 0 && g.NumCollectives() == 0 {
+		return nil, ErrEmpty
+	}
+	m := weighMeasured(g, clocks)
+	rg := m.g
+	w := &weigher{g: rg, m: zeroModel{}, colls: make(map[taskgraph.CollectiveInfo]collW), meas: m}
+	length, path, err := rg.Longest(m)
+	if err != nil {
+		return nil, err
+	}
+	return &Path{Length: length, Weights: WeightsMeasured, g: rg, orig: g, w: w, p: path}, nil
+}
+
+// weighMeasured computes the measured weights of g and its retimed copy
+// (m.g): the collectives first, then each rank's operations in one walk
+// (RankOps) that finds their waits and their incoming cross edges'
+// weights and sets their measured times.
 func weighMeasured(g *taskgraph.Graph, clocks *Clocks) *measured {
-	n, nc := g.NumOps(), g.NumCollectives()
-	m := &measured{g: g, clocks: clocks, t: make([]int64, n), w: make([]int64, n), msg: make([]int64, n),
-		last: make([]int64, nc), done: make([]int64, nc), waits: map[WaitKey]*WaitState{}}
-	collBase := taskgraph.NodeID(firstOp + n)
-	// in[i] is op i's incoming cross edge's source (None: none).
-	in := make([]taskgraph.NodeID, n)
-	sender := make([]bool, n)
-	nbExit := make([]int64, nc) // the first exit of a nonblocking collective
-	nbSeen := make([]bool, nc)
-	for _, r := range g.Ranks() {
-		first, k := g.RankOps(r)
-		off := clocks.off(r)
-		for v := first; v < first+taskgraph.NodeID(k); v++ {
-			i := m.opIdx(v)
-			_, m.t[i] = g.OpTimes(v)
-			in[i] = taskgraph.None
-		}
-		for e := range g.RankCrossIn(r) {
-			i := m.opIdx(e.To)
-			switch {
-			case e.Kind == taskgraph.Message:
-				in[i] = e.From
-				sender[m.opIdx(e.From)] = true
-			case e.From >= collBase:
-				in[i] = e.From
-				c := int(e.From - collBase)
-				if x := m.t[i] + off; !nbSeen[c] || x < nbExit[c] {
-					nbExit[c], nbSeen[c] = x, true
+	nc := g.NumCollectives()
+	m := &measured{g: g, orig: g, clocks: clocks, ranks: g.Ranks(),
+		last: make([]int64, nc), done: make([]int64, nc), waits: map[waitKey]*WaitState{},
+		collBase: taskgraph.NodeID(firstOp + g.NumOps())}
+	m.off = make([]int64, len(m.ranks))
+	for i, r := range m.ranks {
+		m.off[i] = clocks.off(r)
+	}
+	m.xw = make([][]float64, len(m.ranks))
+	names := g.Names()
+	m.class = make([]nameClass, len(names))
+	for i, name := range names {
+		m.class[i] = classify(name)
+	}
+	collBase := m.collBase
+	// The first exit of each nonblocking collective: the earliest end of
+	// the operations that completed it.
+	nb := false
+	for c := range nc {
+		nb = nb || g.IsNonblocking(collBase+taskgraph.NodeID(c))
+	}
+	var nbExit []int64
+	var nbSeen []bool
+	if nb {
+		nbExit, nbSeen = make([]int64, nc), make([]bool, nc)
+		for i, r := range m.ranks {
+			v, _ := g.RankView(r)
+			to, from := v.CrossIn()
+			for x, f := range from {
+				if f >= collBase {
+					c := int(f - collBase)
+					_, e := v.Times(int(to[x]))
+					if t := e + m.off[i]; !nbSeen[c] || t < nbExit[c] {
+						nbExit[c], nbSeen[c] = t, true
+					}
 				}
 			}
-		}
-	}
-	for i := range m.t {
-		if sender[i] {
-			m.t[i], _ = g.OpTimes(taskgraph.NodeID(i + firstOp))
 		}
 	}
 	// Collectives: last arrival, first exit, the members' waits.
 	for c := range nc {
 		v := collBase + taskgraph.NodeID(c)
-		_, _, name, _ := g.Describe(v)
+		_, _, name, fn := g.Describe(v)
+		cl := m.class[fn]
 		nb := g.IsNonblocking(v)
 		parts := g.Participants(v)
 		last, exit, seen := int64(0), int64(0), false
@@ -266,131 +364,175 @@ func weighMeasured(g *taskgraph.Graph, clocks *Clocks) *measured {
 				m.clamps.EarlyExits++
 				m.clamps.EarlyExitsNS += m.done[c] - e
 			}
-			m.collWait(name, r, g.PartSite(v, r), min(e-s, last-s))
+			m.collWait(cl, name, fn, r, g.PartSite(v, r), min(e-s, last-s))
 		}
-		m.rootedWaits(v, name, parts)
-	}
-	// Receives and waits: the late sender's (or nonblocking collective's)
-	// wait, which the message (or fan-out) explains. The operations of
-	// one Waitall-like call (one event, not sending) wait as one call, at
-	// its first operation, which carries the call's times.
-	for _, r := range g.Ranks() {
-		first, k := g.RankOps(r)
-		off := clocks.off(r)
-		for v := first; v < first+taskgraph.NodeID(k); {
-			ev := g.OpEvent(v)
-			end := v + 1
-			for !sender[m.opIdx(v)] && end < first+taskgraph.NodeID(k) && g.OpEvent(end) == ev && !sender[m.opIdx(end)] {
-				end++
-			}
-			m.waitGroup(r, off, v, end, in, collBase)
-			v = end
-		}
+		m.rootedWaits(v, cl, name, fn, parts)
 	}
 	t0set := false
-	for _, r := range g.Ranks() {
-		if i0, hasI, _, _ := g.RankEnds(r); hasI && (!t0set || i0+clocks.off(r) < m.T0) {
-			m.T0, t0set = i0+clocks.off(r), true
+	for i, r := range m.ranks {
+		if i0, hasI, _, _ := g.RankEnds(r); hasI && (!t0set || i0+m.off[i] < m.T0) {
+			m.T0, t0set = i0+m.off[i], true
 		}
 	}
-	for _, r := range g.Ranks() {
+	for i, r := range m.ranks {
 		i0, hasI, f, hasF := g.RankEnds(r)
 		if hasF {
-			m.Span = max(m.Span, f+clocks.off(r)-m.T0)
+			m.Span = max(m.Span, f+m.off[i]-m.T0)
 		}
 		if hasI {
-			m.InitSkew = max(m.InitSkew, i0+clocks.off(r)-m.T0)
+			m.InitSkew = max(m.InitSkew, i0+m.off[i]-m.T0)
 		}
 	}
+	m.g = g.Retimed(m) // calls RankOps for each rank
 	return m
 }
 
-// waitGroup classifies the wait of the operations [v, end) of rank r (one
-// call) and sets the first one's wait.
-func (m *measured) waitGroup(r int, off int64, v, end taskgraph.NodeID, in []taskgraph.NodeID, collBase taskgraph.NodeID) {
-	g := m.g
-	s, e := g.OpTimes(v)
+// RankOps implements taskgraph.RankTimes: it walks rank v's operations
+// in program order, one call at a time, classifies each call's wait
+// (waitGroup), weighs its incoming cross edges and sets its operations'
+// measured times. The operations of one Waitall-like call (one event, not
+// sending) wait as one call, at its first operation, which carries the
+// call's times. An operation takes effect at its start when it sends a
+// message, at its end otherwise.
+func (m *measured) RankOps(v taskgraph.RankView, set *taskgraph.OpSetter) {
+	ri := m.pos(v.Rank())
+	to, from := v.CrossIn()
+	xw := make([]float64, len(to))
+	m.xw[ri] = xw
+	n := v.Len()
+	x := 0
+	for i := 0; i < n; {
+		s, e := v.Times(i)
+		sends := v.Sends(i)
+		end := i + 1
+		if !sends {
+			ev := v.Event(i)
+			for end < n && v.Event(end) == ev && !v.Sends(end) {
+				end++
+			}
+		}
+		xe := x
+		for xe < len(to) && int(to[xe]) < end {
+			xe++
+		}
+		t := e
+		if sends {
+			t = s
+		}
+		var w int64
+		if xe > x {
+			w = m.waitGroup(v, ri, i, s, e, t, to[x:xe], from[x:xe], xw[x:xe])
+		}
+		set.Set(t-w, t)
+		for u := i + 1; u < end; u++ {
+			_, e := v.Times(u) // not sending: takes effect at its end
+			set.Set(e, e)
+		}
+		x, i = xe, end
+	}
+}
+
+// waitGroup classifies the wait of the call whose operations start at
+// operation i of rank v (rank index ri), of times [s, e] and effect time
+// t, whose operations' incoming cross edges are to and from, weighs those
+// edges into xw and returns the first operation's wait.
+func (m *measured) waitGroup(v taskgraph.RankView, ri, i int, s, e, t int64, to []uint32, from []taskgraph.NodeID, xw []float64) int64 {
+	off := m.off[ri]
 	dur := e - s
 	s += off
 	var best int64
 	bestColl := taskgraph.None
-	lateRecv := false
 	lastSend, sent := int64(0), false
-	for u := v; u < end; u++ {
-		if from := in[m.opIdx(u)]; from != taskgraph.None && from < collBase {
-			if x := m.aligned(from); !sent || x > lastSend {
-				lastSend, sent = x, true
+	// The messages' send times and ranks, by edge (sends).
+	m.sends = m.sends[:0]
+	for _, f := range from {
+		var st sendAt
+		if f < m.collBase {
+			st.t, st.ri = m.sendTime(f)
+			if !sent || st.t > lastSend {
+				lastSend, sent = st.t, true
 			}
 		}
+		m.sends = append(m.sends, st)
 	}
-	for u := v; u < end; u++ {
-		from := in[m.opIdx(u)]
-		if from == taskgraph.None {
-			continue
+	for x, f := range from {
+		u := int(to[x])
+		// u's effect time: t for the call's first operation, the end of
+		// the others (which do not send).
+		tu := t
+		if u != i {
+			_, tu = v.Times(u)
 		}
-		var x int64
-		if from >= collBase {
-			x = m.last[int(from-collBase)] - s
+		tu += off
+		var d int64
+		if f >= m.collBase {
+			c := m.collIdx(f)
+			d = m.last[c] - s
+			if early := tu - m.done[c]; early < 0 {
+				m.clamps.EarlyExits++
+				m.clamps.EarlyExitsNS -= early
+			}
+			xw[x] = float64(max(0, tu-m.done[c]))
 		} else {
-			x = m.aligned(from) - s
+			sendAt, sri := m.sends[x].t, m.sends[x].ri
+			d = sendAt - s
 			// The matching send's late receiver: a blocking send that
 			// started before this blocking receive was posted.
-			if !lateRecv && u == v {
-				_, _, rname, _ := g.Describe(u)
-				_, sr, sname, _ := g.Describe(from)
-				// A send that ended before the receive was posted did
-				// not wait for it (an eager send).
-				ss, se := g.OpTimes(from)
-				ss, se = ss+m.clocks.off(sr), se+m.clocks.off(sr)
-				if blockingSend(sname) && blockingRecv(rname) && se >= s {
-					_, site := g.OpSite(from)
-					m.addWait(StateLateReceiver, sr, sname, site, min(se-ss, s-ss))
+			if u == i {
+				if _, rfn := v.Name(u); m.class[rfn]&classBlockingRecv != 0 {
+					_, _, sname, sfn := m.orig.Describe(f)
+					if m.class[sfn]&classBlockingSend != 0 {
+						// A send that ended before the receive was posted
+						// did not wait for it (an eager send).
+						ss, se := m.orig.OpTimes(f)
+						ss, se = ss+m.off[sri], se+m.off[sri]
+						if se >= s {
+							_, site := m.orig.OpSite(f)
+							m.addWait(StateLateReceiver, m.ranks[sri], sname, sfn, site, min(se-ss, s-ss))
+						}
+					}
 				}
 			}
 			// A message that completed before it was sent is clock error.
-			if d := m.aligned(u) - m.aligned(from); d < 0 {
+			if late := tu - sendAt; late < 0 {
 				m.clamps.Messages++
-				m.clamps.MessagesNS -= d
+				m.clamps.MessagesNS -= late
 			}
-			m.msg[m.opIdx(u)] = max(0, m.aligned(u)-lastSend)
+			xw[x] = float64(max(0, tu-lastSend))
 		}
-		if x > best {
-			best = x
+		if d > best {
+			best = d
 			bestColl = taskgraph.None
-			if from >= collBase {
-				bestColl = from
-			}
-		}
-		if from >= collBase {
-			if d := m.aligned(u) - m.done[int(from-collBase)]; d < 0 {
-				m.clamps.EarlyExits++
-				m.clamps.EarlyExitsNS -= d
+			if f >= m.collBase {
+				bestColl = f
 			}
 		}
 	}
 	w := max(0, min(dur, best))
-	m.w[m.opIdx(v)] = w
 	if w == 0 {
-		return
+		return 0
 	}
-	_, _, name, _ := g.Describe(v)
+	name, fn := v.Name(i)
 	// The wait is at the call that waited: for a nonblocking
 	// collective, the call that completed it.
-	_, site := g.OpSite(v)
+	site := v.Site(i)
+	r := m.ranks[ri]
 	if bestColl != taskgraph.None {
-		_, _, cname, _ := g.Describe(bestColl)
-		m.collWait(cname, r, site, w)
-		return
+		_, _, cname, cfn := m.orig.Describe(bestColl)
+		m.collWait(m.class[cfn], cname, cfn, r, site, w)
+		return w
 	}
-	m.addWait(StateLateSender, r, name, site, w)
+	m.addWait(StateLateSender, r, name, fn, site, w)
+	return w
 }
 
-// rootedWaits adds the waits of a blocking rooted collective v with a
-// known root: at a 1×N one each member's wait for the root to arrive
-// (late broadcast), at an N×1 one the root's wait for the first other
-// member to arrive (early reduce: before, nothing could be sent to it).
-func (m *measured) rootedWaits(v taskgraph.NodeID, name string, parts []int) {
-	oneToN, nToOne := rooted(name)
+// rootedWaits adds the waits of a blocking rooted collective v (of class
+// cl, function name, name index fn) with a known root: at a 1×N one each
+// member's wait for the root to arrive (late broadcast), at an N×1 one the
+// root's wait for the first other member to arrive (early reduce: before,
+// nothing could be sent to it).
+func (m *measured) rootedWaits(v taskgraph.NodeID, cl nameClass, name string, fn int, parts []int) {
+	oneToN, nToOne := cl&classOneToN != 0, cl&classNToOne != 0
 	root, ok := m.g.CollectiveRoot(v)
 	if !oneToN && !nToOne || !ok {
 		return
@@ -410,41 +552,62 @@ func (m *measured) rootedWaits(v taskgraph.NodeID, name string, parts []int) {
 		}
 		s, e, _ := times(r)
 		if oneToN {
-			m.addWait(StateLateBroadcast, r, name, m.g.PartSite(v, r), min(e-s, rs-s))
+			m.addWait(StateLateBroadcast, r, name, fn, m.g.PartSite(v, r), min(e-s, rs-s))
 		} else if !seen || s < first {
 			first, seen = s, true
 		}
 	}
 	if nToOne && seen {
-		m.addWait(StateEarlyReduce, root, name, m.g.PartSite(v, root), min(re-rs, first-rs))
+		m.addWait(StateEarlyReduce, root, name, fn, m.g.PartSite(v, root), min(re-rs, first-rs))
 	}
 }
 
-// collWait adds a member's wait at a collective, at call site site of
-// rank r's table.
-func (m *measured) collWait(name string, r int, site uint32, ns int64) {
+// collWait adds a member's wait at a collective (of class cl, function
+// name, name index fn), at call site site of rank r's table.
+func (m *measured) collWait(cl nameClass, name string, fn int, r int, site uint32, ns int64) {
 	switch {
-	case barrier(name):
-		m.addWait(StateBarrier, r, name, site, ns)
-	case nxn(name):
-		m.addWait(StateNxN, r, name, site, ns)
+	case cl&classBarrier != 0:
+		m.addWait(StateBarrier, r, name, fn, site, ns)
+	case cl&classNxN != 0:
+		m.addWait(StateNxN, r, name, fn, site, ns)
 	}
 }
 
-// addWait adds ns of rank r's wait in state at a call of fn at call site
-// site of r's table (0: not known).
-func (m *measured) addWait(state string, r int, fn string, site uint32, ns int64) {
+// addWait adds ns of rank r's wait in state at a call of name (name
+// index fn) at call site site of r's table (0: not known).
+func (m *measured) addWait(state string, r int, name string, fn int, site uint32, ns int64) {
 	if ns <= 0 {
 		return
 	}
-	k := WaitKey{State: state, Rank: r, Function: fn, Site: site}
-	x := m.waits[k]
-	if x == nil {
-		x = &WaitState{State: state, Rank: r, Function: fn, SiteID: site}
-		m.waits[k] = x
+	k := waitKey{state: stateIndex(state), fn: int32(fn), rank: r, site: site}
+	x := m.lastWait
+	if x == nil || k != m.lastKey {
+		x = m.waits[k]
+		if x == nil {
+			x = &WaitState{State: state, Rank: r, Function: name, SiteID: site}
+			m.waits[k] = x
+		}
+		m.lastKey, m.lastWait = k, x
 	}
 	x.Count++
 	x.Time += ns
+}
+
+// stateIndex numbers the wait states, for waitKey.
+func stateIndex(state string) uint8 {
+	switch state {
+	case StateLateSender:
+		return 0
+	case StateLateReceiver:
+		return 1
+	case StateNxN:
+		return 2
+	case StateBarrier:
+		return 3
+	case StateLateBroadcast:
+		return 4
+	}
+	return 5 // StateEarlyReduce
 }
 
 // Wait states (Scalasca's names).

@@ -2,6 +2,7 @@ package taskgraph
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 )
 
@@ -26,6 +27,15 @@ type CrossWeights interface {
 	Cross(from, to NodeID, bytes int64) float64
 }
 
+// CrossTable are CrossWeights that hold every cross edge's weight:
+// CrossIn(r) returns those of rank r's incoming cross edges, in the order
+// RankCrossIn yields them (for each, what Cross returns). Longest reads
+// them rank by rank instead of calling Cross for each edge.
+type CrossTable interface {
+	CrossWeights
+	CrossIn(rank int) []float64
+}
+
 // Longest returns the length of a longest path from Init to Finalize and
 // the path. It is Walk specialised: it visits the nodes in the same
 // topological order, keeping the longest distance only per rank (the
@@ -40,15 +50,18 @@ type CrossWeights interface {
 func (g *Graph) Longest(w Weights) (float64, *Path, error) {
 	cw, _ := w.(CrossWeights)
 	l := &longest{sched: newSched(g), w: w, cw: cw, cur: make([]lcursor, len(g.ranks)),
-		sendVal: make([]float64, g.numSenders), choice: make([]uint64, (g.numOps+63)/64),
+		sendVal: make([]uint64, g.numSenders), choice: make([]uint64, (g.numOps+63)/64),
 		collVal: make([]float64, len(g.colls)), collArg: make([]uint32, len(g.colls)),
 		partIn: make([]bool, len(g.parts)), finArg: -1}
-	for i := range l.sendVal {
-		l.sendVal[i] = -1
-	}
+	tw, _ := w.(CrossTable)
 	for ri := range l.cur {
 		c := &l.cur[ri]
 		c.lastKind, c.lastEnd = posInit, g.ranks[ri].initEnd
+		if tw != nil {
+			if xw := tw.CrossIn(g.index.rank(ri)); len(xw) >= len(g.ranks[ri].xTo) && xw != nil {
+				c.xw = xw
+			}
+		}
 		l.enqueue(int32(ri))
 	}
 	stuck, first := l.run(l.advance)
@@ -70,6 +83,7 @@ type lcursor struct {
 	lastKind uint8
 	lastEnd  int64
 	waiters  waitHeap
+	xw       []float64 // the incoming cross edges' weights (CrossTable), by xc
 }
 
 type longest struct {
@@ -77,7 +91,7 @@ type longest struct {
 	w       Weights
 	cw      CrossWeights // w, when it weighs each cross edge
 	cur     []lcursor
-	sendVal []float64 // per sending operation (senderSlot); -1: not visited yet
+	sendVal []uint64  // per sending operation (senderSlot): visitedBit | its value's bits; 0: not visited yet
 	choice  []uint64  // per operation: the longest path arrives by the cross edge
 	collVal []float64 // best arrival, then (when done) the value after the node
 	collArg []uint32  // participation the best arrival came from
@@ -85,6 +99,11 @@ type longest struct {
 	finVal  float64
 	finArg  int // index of the rank the longest path reaches Finalize from
 }
+
+// visitedBit marks a visited sending operation's value in sendVal: the
+// sign bit, which a value (never negative) does not use, so that the
+// array needs no filling before the walk.
+const visitedBit = 1 << 63
 
 // senderSlot returns the index of operation v among the operations that
 // send cross edges, or -1.
@@ -142,7 +161,8 @@ func (l *longest) advance(ri int) {
 		if c.k < n {
 			k := c.k
 			v := d.base + NodeID(k)
-			val := c.val + float64(chainWeight(d, c.lastKind, c.lastEnd, posOp, d.ops.start(k)))
+			start, end := d.ops.times(k)
+			val := c.val + float64(chainWeight(d, c.lastKind, c.lastEnd, posOp, start))
 			if c.xc < len(d.xTo) && d.xTo[c.xc] == k {
 				from := d.xFrom[c.xc]
 				var sv float64
@@ -153,16 +173,21 @@ func (l *longest) advance(ri int) {
 						return
 					}
 					sv = l.collVal[ci]
-					if l.cw != nil {
+					if c.xw != nil {
+						sv += c.xw[c.xc]
+					} else if l.cw != nil {
 						sv += l.cw.Cross(from, v, 0)
 					}
 				} else {
-					sv = l.sendVal[g.senderSlot(from)]
-					if sv < 0 {
+					b := l.sendVal[g.senderSlot(from)]
+					if b == 0 {
 						l.block(ri, from)
 						return
 					}
-					if l.cw != nil {
+					sv = math.Float64frombits(b &^ visitedBit)
+					if c.xw != nil {
+						sv += c.xw[c.xc]
+					} else if l.cw != nil {
 						sv += l.cw.Cross(from, v, d.crossBytes(c.xc))
 					} else {
 						sv += l.w.Message(d.crossBytes(c.xc))
@@ -175,9 +200,9 @@ func (l *longest) advance(ri int) {
 				}
 				c.xc++
 			}
-			c.val, c.lastKind, c.lastEnd = val, posOp, d.ops.end(k)
+			c.val, c.lastKind, c.lastEnd = val, posOp, end
 			if s := g.senderSlot(v); s >= 0 {
-				l.sendVal[s] = val
+				l.sendVal[s] = math.Float64bits(val) | visitedBit
 			}
 			c.k++
 			if len(c.waiters) > 0 {

@@ -108,26 +108,7 @@ func (s *opStore) add(start, end int64, bytes uint64, ev int64, name opNameID) u
 	if int(j) == len(c.dur) {
 		c.grow()
 	}
-	if d := start - c.base; c.wide == nil && d >= 0 && d <= maxU32 {
-		c.start[j] = uint32(d)
-	} else {
-		if c.wide == nil {
-			c.wide = make([]int64, len(c.dur))
-			for k := uint32(0); k < j; k++ {
-				c.wide[k] = c.base + int64(c.start[k])
-			}
-		}
-		c.wide[j] = start
-	}
-	if d := end - start; d >= 0 && d < maxU32 {
-		c.dur[j] = uint32(d)
-	} else {
-		c.dur[j] = maxU32
-		if s.bigDur == nil {
-			s.bigDur = make(map[uint32]int64)
-		}
-		s.bigDur[i] = d
-	}
+	s.setTimes(c, i, start, end)
 	if bytes < maxU32 {
 		c.bytes[j] = uint32(bytes)
 	} else {
@@ -149,6 +130,31 @@ func (s *opStore) add(start, end int64, bytes uint64, ev int64, name opNameID) u
 	c.name[j] = name
 	s.n++
 	return i
+}
+
+// setTimes sets the start and end of operation i, in chunk c.
+func (s *opStore) setTimes(c *opChunk, i uint32, start, end int64) {
+	j := i & chunkMask
+	if d := start - c.base; c.wide == nil && d >= 0 && d <= maxU32 {
+		c.start[j] = uint32(d)
+	} else {
+		if c.wide == nil {
+			c.wide = make([]int64, len(c.dur))
+			for k := uint32(0); k < j; k++ {
+				c.wide[k] = c.base + int64(c.start[k])
+			}
+		}
+		c.wide[j] = start
+	}
+	if d := end - start; d >= 0 && d < maxU32 {
+		c.dur[j] = uint32(d)
+	} else {
+		c.dur[j] = maxU32
+		if s.bigDur == nil {
+			s.bigDur = make(map[uint32]int64)
+		}
+		s.bigDur[i] = d
+	}
 }
 
 // trim shrinks the last chunk to the operations it holds, so that a rank
@@ -201,6 +207,17 @@ func (s *opStore) end(i uint32) int64 {
 		return c.startAt(j) + int64(d)
 	}
 	return c.startAt(j) + s.bigDur[i]
+}
+
+// times returns operation i's start and end (start and end at once).
+func (s *opStore) times(i uint32) (start, end int64) {
+	c := &s.chunks[i>>chunkBits]
+	j := i & chunkMask
+	start = c.startAt(j)
+	if d := c.dur[j]; d != maxU32 {
+		return start, start + int64(d)
+	}
+	return start, start + s.bigDur[i]
 }
 
 func (s *opStore) bytes(i uint32) int64 {
