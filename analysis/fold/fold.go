@@ -282,16 +282,20 @@ func (f *finder) link(from, to int) {
 }
 
 // growLast grows the table last to hold symbol s, false when s is too
-// large for a table the size of the sequence (lastBig holds it).
+// large for a table the size of the sequence (lastBig holds it). The
+// table never grows past that size, so that a symbol kept in lastBig is
+// always looked up there.
 func (f *finder) growLast(s uint32) bool {
-	if int64(s) >= int64(f.n)+1024 {
+	limit := int64(f.n) + 1024
+	if int64(s) >= limit {
 		if f.lastBig == nil {
 			f.lastBig = make(map[uint32]int32)
 		}
 		return false
 	}
 	k := len(f.last)
-	f.last = append(f.last, make([]int32, max(int(s)+1-k, k))...)
+	grown := min(max(int64(s)+1, 2*int64(k)), limit)
+	f.last = append(f.last, make([]int32, int(grown)-k)...)
 	for i := k; i < len(f.last); i++ {
 		f.last[i] = -1
 	}
