@@ -47,21 +47,6 @@ func randomGraph(rng *rand.Rand, maxNodes int) (*taskgraph.Graph, error) {
 	}
 	names := []taskgraph.NameID{b.Name("MPI_Send"), b.Name("MPI_Recv"), b.Name("MPI_Wait")}
 	collNames := []taskgraph.NameID{b.Name("MPI_Barrier"), b.Name("MPI_Allreduce")}
-	type opRef struct {
-		rank  int
-		local uint32
-	}
-	type msg struct {
-		from opRef
-		to   opRef
-		b    uint64
-	}
-	type coll struct {
-		name  taskgraph.NameID
-		parts []taskgraph.Part
-		done  []opRef // nonblocking: completing op per part (local ^0: none)
-		nb    bool
-	}
 	var (
 		ops   []opRef
 		msgs  []msg
@@ -103,7 +88,7 @@ func randomGraph(rng *rand.Rand, maxNodes int) (*taskgraph.Graph, error) {
 			ops = append(ops, me)
 			budget--
 		case x < 9: // a blocking collective
-			c := coll{name: collNames[rng.IntN(2)]}
+			c := coll{name: collNames[rng.IntN(2)], root: -1}
 			for r := 0; r < size; r++ {
 				if rng.IntN(3) > 0 {
 					start := clock[r] + int64(rng.IntN(40))
@@ -117,7 +102,7 @@ func randomGraph(rng *rand.Rand, maxNodes int) (*taskgraph.Graph, error) {
 				budget--
 			}
 		default: // a nonblocking collective posted by each member's latest op
-			c := coll{name: collNames[rng.IntN(2)], nb: true}
+			c := coll{name: collNames[rng.IntN(2)], nb: true, root: -1}
 			for r := 0; r < size; r++ {
 				if nOps[r] > 0 && rng.IntN(3) > 0 {
 					c.parts = append(c.parts, taskgraph.Part{Rank: r, Nonblocking: true, At: uint32(nOps[r] - 1), Event: int64(nOps[r] - 1)})
@@ -131,6 +116,33 @@ func randomGraph(rng *rand.Rand, maxNodes int) (*taskgraph.Graph, error) {
 			}
 		}
 	}
+	return finishRandomGraph(rng, b, members, clock, nOps, msgs, colls)
+}
+
+// The parts of a random graph: an operation of a rank, a message, a
+// collective instance.
+type opRef struct {
+	rank  int
+	local uint32
+}
+
+type msg struct {
+	from, to opRef
+	b        uint64
+}
+
+type coll struct {
+	name  taskgraph.NameID
+	parts []taskgraph.Part
+	done  []opRef // nonblocking: completing op per part (local ^0: none)
+	nb    bool
+	root  int // -1: none
+}
+
+// finishRandomGraph ends the ranks of b (most with an MPI_Finalize after
+// clock), lays them out, and adds the collectives and the incoming edges
+// of the messages and of the nonblocking collectives' completions.
+func finishRandomGraph(rng *rand.Rand, b *taskgraph.Builder, members []int32, clock []int64, nOps []int, msgs []msg, colls []coll) (*taskgraph.Graph, error) {
 	for r := range clock {
 		if rng.IntN(4) > 0 {
 			b.Rank(r).SetFinalize(clock[r] + int64(rng.IntN(100)))
@@ -141,7 +153,8 @@ func randomGraph(rng *rand.Rand, maxNodes int) (*taskgraph.Graph, error) {
 	}
 	ids := make([]taskgraph.NodeID, len(colls))
 	for i, c := range colls {
-		id, err := b.AddCollective(taskgraph.Collective{Name: c.name, GID: 1, Members: members, Bytes: int64(i * 8), Parts: c.parts})
+		id, err := b.AddCollective(taskgraph.Collective{Name: c.name, GID: 1, Members: members, Bytes: int64(i * 8), Parts: c.parts,
+			Root: c.root, HasRoot: c.root >= 0})
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +165,7 @@ func randomGraph(rng *rand.Rand, maxNodes int) (*taskgraph.Graph, error) {
 		bytes uint64
 		ok    bool
 	}
-	incoming := make([][]in, size)
+	incoming := make([][]in, len(clock))
 	for r := range incoming {
 		incoming[r] = make([]in, nOps[r])
 	}

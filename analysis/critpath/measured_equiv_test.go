@@ -24,21 +24,6 @@ func randomWaitGraph(rng *rand.Rand, maxNodes int, long bool) (*taskgraph.Graph,
 	names := []taskgraph.NameID{b.Name("MPI_Send"), b.Name("MPI_Recv"), b.Name("MPI_Isend"), b.Name("MPI_Irecv"),
 		b.Name("MPI_Wait"), b.Name("MPI_Waitall"), b.Name("MPI_Sendrecv"), b.Name("MPI_Ssend_c")}
 	collNames := []taskgraph.NameID{b.Name("MPI_Barrier"), b.Name("MPI_Allreduce"), b.Name("MPI_Bcast"), b.Name("MPI_Reduce"), b.Name("MPI_Iallreduce")}
-	type opRef struct {
-		rank  int
-		local uint32
-	}
-	type msg struct {
-		from, to opRef
-		b        uint64
-	}
-	type coll struct {
-		name  taskgraph.NameID
-		parts []taskgraph.Part
-		done  []opRef
-		nb    bool
-		root  int
-	}
 	var (
 		ops   []opRef
 		msgs  []msg
@@ -140,52 +125,7 @@ func randomWaitGraph(rng *rand.Rand, maxNodes int, long bool) (*taskgraph.Graph,
 			}
 		}
 	}
-	for r := range clock {
-		if rng.IntN(4) > 0 {
-			b.Rank(r).SetFinalize(clock[r] + int64(rng.IntN(100)))
-		}
-	}
-	if err := b.Layout(); err != nil {
-		return nil, err
-	}
-	ids := make([]taskgraph.NodeID, len(colls))
-	for i, c := range colls {
-		id, err := b.AddCollective(taskgraph.Collective{Name: c.name, GID: 1, Members: members, Bytes: int64(i * 8), Parts: c.parts,
-			Root: c.root, HasRoot: c.root >= 0})
-		if err != nil {
-			return nil, err
-		}
-		ids[i] = id
-	}
-	type in struct {
-		from  taskgraph.NodeID
-		bytes uint64
-		ok    bool
-	}
-	incoming := make([][]in, size)
-	for r := range incoming {
-		incoming[r] = make([]in, nOps[r])
-	}
-	for _, m := range msgs {
-		incoming[m.to.rank][m.to.local] = in{b.OpID(m.from.rank, m.from.local), m.b, true}
-	}
-	for i, c := range colls {
-		for _, d := range c.done {
-			if d.local != ^uint32(0) {
-				incoming[d.rank][d.local] = in{ids[i], 0, true}
-			}
-		}
-	}
-	for r := range incoming {
-		for l, x := range incoming[r] {
-			if x.ok {
-				if err := b.Rank(r).AddIncoming(uint32(l), x.from, x.bytes); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	return b.Finish()
+	return finishRandomGraph(rng, b, members, clock, nOps, msgs, colls)
 }
 
 // TestMeasuredMatchesReference: the measured weights found in one walk of
