@@ -153,10 +153,12 @@ func (m *measured) CrossIn(r int) []float64 { return m.xw[m.pos(r)] }
 func (m *measured) Message(int64) float64 { return 0 }
 
 // Collective implements taskgraph.Weights: from the last member's arrival
-// to when the collective was done.
+// to when the collective was done, never negative (Longest relies on it):
+// done is never before last, and the difference is taken in float64, which
+// times near the ends of int64 (a damaged clock offset) cannot wrap.
 func (m *measured) Collective(v taskgraph.NodeID) float64 {
 	i := m.collIdx(v)
-	return float64(m.done[i] - m.last[i])
+	return max(0, float64(m.done[i])-float64(m.last[i]))
 }
 
 // Op, Part, InitEnd and RankOps implement taskgraph.RankTimes: an
