@@ -147,7 +147,11 @@ func (c *cursor) spoolBlock(b *eventsBlock) (ok bool) {
 func (c *cursor) fill(from int) bool {
 	n := min(cap(c.win), c.rawLen-from)
 	c.buf = c.win[:n]
-	if _, err := c.src.ReadAt(c.buf, c.srcOff+int64(from)); err != nil && !(err == io.EOF && n == 0) {
+	// A ReaderAt may return io.EOF with every byte asked for.
+	if got, err := c.src.ReadAt(c.buf, c.srcOff+int64(from)); got < n {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
 		c.r.err = fmt.Errorf("%s: reading a spooled events block: %w", c.r.name, err)
 		return false
 	}

@@ -3,6 +3,7 @@ package tracefmt
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -131,5 +132,52 @@ func TestSpoolHolds(t *testing.T) {
 	t.Logf("per reader: %d bytes holding its blocks, %d spooling", whole, spooled)
 	if whole < 2*(256<<10) || spooled > 64<<10 {
 		t.Errorf("per reader: %d bytes holding its blocks (3 threads of 256 KiB), %d spooling (want under 64 KiB)", whole, spooled)
+	}
+}
+
+// eofAtEnd is a ReaderAt that says io.EOF with a read that reaches its
+// end, as io.ReaderAt allows.
+type eofAtEnd struct{ b []byte }
+
+func (r eofAtEnd) ReadAt(p []byte, off int64) (int, error) {
+	n, err := bytes.NewReader(r.b).ReadAt(p, off)
+	if err == nil && off+int64(n) == int64(len(r.b)) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// TestSpoolReadsToTheEnd: a log cut after an uncompressed events block
+// (a rank killed before its end record) whose reader says io.EOF with the
+// last bytes reads the same spooled: the window read from the file
+// reaches its end.
+func TestSpoolReadsToTheEnd(t *testing.T) {
+	s := newStream()
+	for i := 0; i < 3000; i++ {
+		s.add(call(spec.Call, 0, 5, 3))
+	}
+	data := writeFile(t, 0, 1, s.evs, &WriterOptions{Compression: NoCompression, BlockSize: 16 << 10}, nil)
+	ev := framesOfType(scanFrames(t, data), spec.BlockEvents)
+	last := ev[len(ev)-1]
+	data = data[:last.off+spec.BlockHeaderSize+int64(last.f.stored)] // no end block
+	read := func(sp *Spool) string {
+		r, err := newRankReader(eofAtEnd{data}, int64(len(data)), "cut.mpit", ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if sp != nil {
+			r.SpoolTo(sp)
+		}
+		n := 0
+		for r.Next() {
+			n++
+		}
+		return fmt.Sprintf("%d events, err %v, %s", n, r.Err(), r.Diagnostics().Summary())
+	}
+	sp := NewSpool(t.TempDir())
+	defer sp.Close()
+	if want, got := read(nil), read(sp); got != want || !strings.HasPrefix(want, "3000 events, err <nil>") {
+		t.Errorf("spooled: %s; holding the blocks: %s", got, want)
 	}
 }
