@@ -129,8 +129,8 @@ type RankReader struct {
 	// eventsBudget bounds eventsRaw, the decompressed bytes of all the
 	// events blocks kept by the first pass: a file yields no more events
 	// than its size justifies, whatever it claims. over counts the
-	// blocks past it, from the first (overIdx at overOff), and their
-	// events.
+	// blocks past it, from the first (its index idx, at offset off),
+	// their decompressed bytes and their events.
 	eventsBudget, eventsRaw int64
 	over                    struct {
 		blocks, events uint64

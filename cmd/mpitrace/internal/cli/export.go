@@ -204,13 +204,18 @@ func streamExport(t *tracefmt.Trace, opts *exportOptions, s *Streams, path *rend
 		sp = tracefmt.NewSpool("")
 		defer sp.Close()
 	}
+	// again reports whether rank r was opened before: the second pass.
 	opened := map[int]bool{}
+	again := func(r int) bool {
+		seen := opened[r]
+		opened[r] = true
+		return seen
+	}
 	if diags != nil {
 		so.Open = func(r int) (tracefmt.Source, func() error, error) {
-			if opened[r] {
+			if again(r) {
 				return openRankOf(t, nil, sp)(r)
 			}
-			opened[r] = true
 			return openRankOf(t, nil, nil)(r)
 		}
 		if err := writeOutputTo(s, opts.Output, func(w io.Writer) error { return render.StreamChrome(w, so) }); err != nil {
@@ -222,11 +227,10 @@ func streamExport(t *tracefmt.Trace, opts *exportOptions, s *Streams, path *rend
 	diags.Merge(t.Diagnostics())
 	var readDiags, checkDiags tracefmt.Diagnostics
 	so.Open = func(r int) (tracefmt.Source, func() error, error) {
-		if opened[r] {
+		if again(r) {
 			// The second pass's readers report the damage.
 			return openRankOf(t, &readDiags, sp)(r)
 		}
-		opened[r] = true
 		rr, err := t.OpenRank(r)
 		if err != nil {
 			return nil, nil, err
