@@ -563,3 +563,46 @@ func TestOpStoreTrim(t *testing.T) {
 		}
 	}
 }
+
+// negWeights weigh every collective -5 µs, against the Weights contract.
+type negWeights struct{}
+
+func (negWeights) Message(int64) float64     { return 1000 }
+func (negWeights) Collective(NodeID) float64 { return -5000 }
+
+// TestLongestNegativeWeight: a weight that breaks the contract (not
+// negative) is an error, not a path read back wrong: after a barrier
+// weighing -5 µs, rank 0's send has a negative value, which the sign bit
+// that marks a visited sender would turn positive.
+func TestLongestNegativeWeight(t *testing.T) {
+	b := NewBuilder(2)
+	barrier, send, recv := b.Name("MPI_Barrier"), b.Name("MPI_Send"), b.Name("MPI_Recv")
+	r0, r1 := b.Rank(0), b.Rank(1)
+	r0.SetInit(0)
+	r1.SetInit(0)
+	r0.AddOp(Op{Name: send, Kind: spec.Send, Start: 200, End: 210, Bytes: 8, Event: 2})
+	r0.SetFinalize(300)
+	r1.AddOp(Op{Name: recv, Kind: spec.Recv, Start: 150, End: 250, Bytes: 8, Event: 2})
+	r1.SetFinalize(300)
+	if err := b.Layout(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddCollective(Collective{Name: barrier, GID: 1, Members: []int32{0, 1},
+		Parts: []Part{{Rank: 0, At: 0, Start: 100, End: 110, Event: 1}, {Rank: 1, At: 0, Start: 100, End: 110, Event: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r1.AddIncoming(0, b.OpID(0, 0), 8); err != nil {
+		t.Fatal(err)
+	}
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.Longest(unitWeights{}); err != nil {
+		t.Fatalf("with the contract kept: %v", err)
+	}
+	length, _, err := g.Longest(negWeights{})
+	if err == nil || !strings.Contains(err.Error(), "negative or not a number") {
+		t.Errorf("a collective of -5 µs: length %v, error %v", length, err)
+	}
+}

@@ -52,7 +52,7 @@ func (g *Graph) Longest(w Weights) (float64, *Path, error) {
 	l := &longest{sched: newSched(g), w: w, cw: cw, cur: make([]lcursor, len(g.ranks)),
 		sendVal: make([]uint64, g.numSenders), choice: make([]uint64, (g.numOps+63)/64),
 		collVal: make([]float64, len(g.colls)), collArg: make([]uint32, len(g.colls)),
-		partIn: make([]bool, len(g.parts)), finArg: -1}
+		partIn: make([]bool, len(g.parts)), finArg: -1, bad: None}
 	tw, _ := w.(CrossTable)
 	for ri := range l.cur {
 		c := &l.cur[ri]
@@ -70,6 +70,10 @@ func (g *Graph) Longest(w Weights) (float64, *Path, error) {
 	}
 	if l.finArg < 0 {
 		return 0, nil, fmt.Errorf("the task graph has no operations: no path from %s to %s", g.initName, g.finName)
+	}
+	if l.bad != None {
+		// sendVal's mark would read such a value back wrong.
+		return 0, nil, fmt.Errorf("internal error: taskgraph: the longest path to node %d is negative or not a number: a weight is", l.bad)
 	}
 	path, err := l.back()
 	return l.finVal, path, err
@@ -98,6 +102,9 @@ type longest struct {
 	partIn  []bool    // participation arrived
 	finVal  float64
 	finArg  int // index of the rank the longest path reaches Finalize from
+	// bad is a sending operation whose value came out negative or not a
+	// number (a weight broke the Weights contract), None if none did.
+	bad NodeID
 }
 
 // visitedBit marks a visited sending operation's value in sendVal: the
@@ -202,6 +209,9 @@ func (l *longest) advance(ri int) {
 			}
 			c.val, c.lastKind, c.lastEnd = val, posOp, end
 			if s := g.senderSlot(v); s >= 0 {
+				if !(val >= 0) && l.bad == None {
+					l.bad = v
+				}
 				l.sendVal[s] = math.Float64bits(val) | visitedBit
 			}
 			c.k++
