@@ -113,23 +113,26 @@ func (s *opStore) add(start, end int64, bytes uint64, ev int64, name opNameID) u
 		c.bytes[j] = uint32(bytes)
 	} else {
 		c.bytes[j] = maxU32
-		if s.bigBytes == nil {
-			s.bigBytes = make(map[uint32]uint64)
-		}
-		s.bigBytes[i] = bytes
+		setBig(&s.bigBytes, i, bytes)
 	}
 	if d := ev - c.evBase; d >= 0 && d < maxU16 {
 		c.ev[j] = uint16(d)
 	} else {
 		c.ev[j] = maxU16
-		if s.bigEv == nil {
-			s.bigEv = make(map[uint32]int64)
-		}
-		s.bigEv[i] = ev
+		setBig(&s.bigEv, i, ev)
 	}
 	c.name[j] = name
 	s.n++
 	return i
+}
+
+// setBig keeps v, a value too large for its column, as operation i's in
+// the overflow map m, made on first use.
+func setBig[V any](m *map[uint32]V, i uint32, v V) {
+	if *m == nil {
+		*m = make(map[uint32]V)
+	}
+	(*m)[i] = v
 }
 
 // setTimes sets the start and end of operation i, in chunk c.
@@ -150,10 +153,7 @@ func (s *opStore) setTimes(c *opChunk, i uint32, start, end int64) {
 		c.dur[j] = uint32(d)
 	} else {
 		c.dur[j] = maxU32
-		if s.bigDur == nil {
-			s.bigDur = make(map[uint32]int64)
-		}
-		s.bigDur[i] = d
+		setBig(&s.bigDur, i, d)
 	}
 }
 
