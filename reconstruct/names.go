@@ -68,11 +68,20 @@ type nameInfo struct {
 }
 
 // nameTable registers names with the graph builder, once per name, for
-// all ranks.
+// all ranks; without a builder (the streaming replay) it numbers them
+// itself.
 type nameTable struct {
-	gb *taskgraph.Builder
-	mu sync.Mutex
-	m  map[string]nameInfo
+	gb    *taskgraph.Builder
+	mu    sync.Mutex
+	m     map[string]nameInfo
+	names []string // without gb: by id
+}
+
+// name returns the name of id (without a builder).
+func (t *nameTable) name(id taskgraph.NameID) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.names[id]
 }
 
 func (t *nameTable) lookup(name string) nameInfo {
@@ -81,7 +90,22 @@ func (t *nameTable) lookup(name string) nameInfo {
 	if ni, ok := t.m[name]; ok {
 		return ni
 	}
-	ni := nameInfo{id: t.gb.Name(name), cls: classify(name), ok: true}
+	var id taskgraph.NameID
+	switch {
+	case t.gb != nil:
+		id = t.gb.Name(name)
+	case len(t.names) >= taskgraph.MaxNames-1:
+		id = taskgraph.NameID(len(t.names))
+		name = taskgraph.TooManyNames
+		if ni, ok := t.m[name]; ok {
+			return ni
+		}
+		t.names = append(t.names, name)
+	default:
+		id = taskgraph.NameID(len(t.names))
+		t.names = append(t.names, name)
+	}
+	ni := nameInfo{id: id, cls: classify(name), ok: true}
 	t.m[name] = ni
 	return ni
 }

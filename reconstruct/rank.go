@@ -115,10 +115,14 @@ type partRec struct {
 // Finish). It adds the rank's operations to the graph builder and keeps
 // what the cross-rank matching needs.
 type rankPass struct {
-	rank  int
-	size  int
-	file  string
-	rb    *taskgraph.RankBuilder
+	rank int
+	size int
+	file string
+	rb   opSink
+	// st, when not nil, takes the pass's matching records as they come
+	// (the streaming replay, replay.go) instead of sends, recvs and parts
+	// keeping them for Build's matching.
+	st    *streamRank
 	names *nameTable
 	strs  *tracefmt.Strings
 	diags tracefmt.Diagnostics
@@ -154,9 +158,12 @@ type rankPass struct {
 	sends   chunked[sendRec]
 	recvs   chunked[recvRec]
 	parts   []partRec
-	mprobe  map[uint32][]uint32 // receive channel → posting numbers reserved by matched probes
-	cancels int
-	pending [4]int
+	// partBase is the index of parts[0] among the rank's collective
+	// calls: 0 for Build; the replay drops the calls it took.
+	partBase int
+	mprobe   map[uint32][]uint32 // receive channel → posting numbers reserved by matched probes
+	cancels  int
+	pending  [4]int
 	// completes marks the operations of Wait/Test-family calls, which
 	// take effect at their end (see reorder).
 	completes []uint64
@@ -171,7 +178,21 @@ const (
 	phaseDone
 )
 
-func newRankPass(rank, size int, file string, rb *taskgraph.RankBuilder, names *nameTable, strs *tracefmt.Strings) *rankPass {
+// opSink is where a pass puts the rank's operations: a graph's
+// RankBuilder, or the streaming replay's queue.
+type opSink interface {
+	AddOp(taskgraph.Op) uint32
+	SetSite(ev int64, site uint64)
+	NumOps() int
+	Truncate(n int)
+	SetInit(end int64)
+	SetFinalize(start int64)
+	SetSites(*tracefmt.Sites)
+	Times(local uint32) (start, end int64)
+	Permute(perm []uint32) error
+}
+
+func newRankPass(rank, size int, file string, rb opSink, names *nameTable, strs *tracefmt.Strings) *rankPass {
 	p := &rankPass{rank: rank, size: size, file: file, rb: rb, names: names, strs: strs,
 		keyIdx: make(map[commKey]uint32), commDefs: make(map[commKey][]int32)}
 	p.waitID = names.lookup("MPI_Wait").id
@@ -298,6 +319,25 @@ func (p *rankPass) op(name taskgraph.NameID, ev *tracefmt.Event, bytes uint64, i
 	return p.rb.AddOp(taskgraph.Op{Name: name, Kind: ev.Kind, Start: ev.Start, End: ev.End, Bytes: bytes, Event: idx})
 }
 
+// addRecv records a completed (or freed) receive, or a nonblocking
+// collective's completion.
+func (p *rankPass) addRecv(r recvRec) {
+	if p.st != nil {
+		p.st.recv(r)
+		return
+	}
+	p.recvs.add(r)
+}
+
+// cancelSend marks send record rec cancelled.
+func (p *rankPass) cancelSend(rec int32) {
+	if p.st != nil {
+		p.st.cancel(rec)
+		return
+	}
+	p.sends.at(int(rec)).ch = cancelled
+}
+
 func (p *rankPass) nextPost() uint32 {
 	p.postSeq++
 	return p.postSeq
@@ -308,13 +348,16 @@ func (p *rankPass) validRank(r int64) bool { return r >= 0 && r < int64(p.size) 
 
 // postSend records a message sent on communicator key ck; it returns the
 // send record's index, or -1 when there is no message.
-func (p *rankPass) postSend(ck uint32, peer, tag int64, bytes uint64, node uint32, idx int64) int32 {
+func (p *rankPass) postSend(ck uint32, peer, tag int64, bytes uint64, node uint32, idx int64, req uint64) int32 {
 	if peer == spec.ProcNull {
 		return -1
 	}
 	if !p.validRank(peer) {
 		p.diag(tracefmt.Error, CodeBadPeer, "event %d: send to rank %d, which is not a world rank of 0..%d", idx, peer, p.size-1)
 		return -1
+	}
+	if p.st != nil {
+		return p.st.send(p.keys[ck], int32(peer), tag, node, bytes, req)
 	}
 	ch := p.sendCh.id(chanKey{comm: ck, peer: int32(peer), tag: tag})
 	return int32(p.sends.add(sendRec{ch: ch, node: node, bytes: bytes}))
@@ -417,7 +460,7 @@ func (p *rankPass) recvDone(ck uint32, peer, tag int64, st tracefmt.Completion, 
 		}
 		post = p.takePost(ch)
 	}
-	p.recvs.add(recvRec{ch: ch, post: post, node: node, sbytes: sat32(st.Bytes), cap: sat32(capacity)})
+	p.addRecv(recvRec{ch: ch, post: post, node: node, sbytes: sat32(st.Bytes), cap: sat32(capacity)})
 }
 
 // Event consumes the rank's next event.
@@ -500,7 +543,7 @@ func (p *rankPass) Event(ev *tracefmt.Event) {
 			Bytes: ev.SBytes(), Event: idx, Expanded: true, RecvHalf: true})
 		p.prevEnd, p.havePrev = ev.End, true
 		if ck, ok := p.comm(ev.Comm(), idx); ok {
-			p.postSend(ck, ev.Peer(), ev.Tag(), ev.Bytes(), sendHalf, idx)
+			p.postSend(ck, ev.Peer(), ev.Tag(), ev.Bytes(), sendHalf, idx, 0)
 			st := tracefmt.Completion{Src: ev.Src(), Tag: ev.STag(), Bytes: ev.SBytes()}
 			p.recvDone(ck, ev.RPeer(), ev.RTag(), st, ev.RBytes(), p.nextPost(), false, recvHalf, idx)
 		}
@@ -548,7 +591,7 @@ func (p *rankPass) send(name nameInfo, ev *tracefmt.Event, idx int64) {
 	req := ev.Req()
 	if req == 0 {
 		if ok {
-			p.postSend(ck, ev.Peer(), ev.Tag(), ev.Bytes(), local, idx)
+			p.postSend(ck, ev.Peer(), ev.Tag(), ev.Bytes(), local, idx, 0)
 		}
 		return
 	}
@@ -559,7 +602,7 @@ func (p *rankPass) send(name nameInfo, ev *tracefmt.Event, idx int64) {
 	if !e.persistent {
 		e.active = true
 		if ok {
-			e.rec = p.postSend(ck, e.peer, e.tag, e.bytes, local, idx)
+			e.rec = p.postSend(ck, e.peer, e.tag, e.bytes, local, idx, req)
 		}
 	}
 }
@@ -594,6 +637,9 @@ func (p *rankPass) irecv(name nameInfo, ev *tracefmt.Event, idx int64) {
 
 // markComplete marks operation local as part of a Wait/Test-family call.
 func (p *rankPass) markComplete(local uint32) {
+	if p.st != nil {
+		return // only reorder needs them, which the replay declines
+	}
 	w := int(local / 64)
 	if w >= len(p.completes) {
 		p.completes = slices.Grow(p.completes, w+1-len(p.completes))[:w+1]
@@ -648,7 +694,7 @@ func (p *rankPass) complete(c *tracefmt.Completion, local uint32, idx int64) {
 		if isCancelled {
 			p.cancels++
 			if e.rec >= 0 {
-				p.sends.at(int(e.rec)).ch = cancelled
+				p.cancelSend(e.rec)
 			}
 		}
 		e.rec = -1
@@ -671,8 +717,10 @@ func (p *rankPass) complete(c *tracefmt.Completion, local uint32, idx int64) {
 		}
 	case reqColl:
 		if e.rec >= 0 {
-			p.parts[e.rec].done = local
-			p.recvs.add(recvRec{ch: uint32(e.rec), node: local})
+			if p.st == nil {
+				p.parts[e.rec].done = local
+			}
+			p.addRecv(recvRec{ch: uint32(e.rec), node: local})
 		}
 	}
 	if e.persistent {
@@ -706,7 +754,7 @@ func (p *rankPass) coll(name nameInfo, ev *tracefmt.Event, idx int64) {
 	pr.nb = true
 	p.parts = append(p.parts, pr)
 	e := p.newReq(req, idx)
-	e.kind, e.active, e.rec = reqColl, true, int32(len(p.parts)-1)
+	e.kind, e.active, e.rec = reqColl, true, int32(p.partBase+len(p.parts)-1)
 }
 
 func (p *rankPass) start(name nameInfo, ev *tracefmt.Event, idx int64) {
@@ -734,7 +782,7 @@ func (p *rankPass) start(name nameInfo, ev *tracefmt.Event, idx int64) {
 		case reqSend:
 			if e.commOK {
 				// Every start of a persistent send is a new message.
-				e.rec = p.postSend(e.comm, e.peer, e.tag, e.bytes, local, idx)
+				e.rec = p.postSend(e.comm, e.peer, e.tag, e.bytes, local, idx, q)
 			}
 		case reqRecv:
 			e.post = p.nextPost()
@@ -782,7 +830,7 @@ func (p *rankPass) unfinishedRecv(e *reqEntry) bool {
 		return false
 	}
 	ch := p.recvCh.id(chanKey{comm: e.comm, peer: int32(e.peer), tag: e.tag})
-	p.recvs.add(recvRec{ch: ch, post: e.post, node: noNode, cap: sat32(e.bytes)})
+	p.addRecv(recvRec{ch: ch, post: e.post, node: noNode, cap: sat32(e.bytes)})
 	return true
 }
 
@@ -823,6 +871,9 @@ func (p *rankPass) Finish(end rankEnd) {
 		p.diag(tracefmt.Info, CodeOutsideInit, "%d calls before MPI_Init or after MPI_Finalize are not vertices", p.outside)
 	}
 	if p.negN > 0 {
+		if p.st != nil {
+			p.st.decline("calls overlap (several threads): the operations need reordering")
+		}
 		p.diag(tracefmt.Warning, CodeNegativeCompute, "%d calls start before the previous call ended (by up to %d ns: several threads?); the rank's operations are ordered by when they take effect and overlapping ones are joined by computation edges of 0", p.negN, p.negMax)
 		p.reorder()
 	}

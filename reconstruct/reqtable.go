@@ -145,6 +145,15 @@ func (t *reqTable) del(id uint64) {
 	}
 }
 
+// each calls fn for each live entry, in no particular order.
+func (t *reqTable) each(fn func(*reqEntry)) {
+	for i, k := range t.keys {
+		if k != 0 {
+			fn(&t.pool[t.vals[i]])
+		}
+	}
+}
+
 // live returns the live entries in request id order.
 func (t *reqTable) live() []*reqEntry {
 	var out []*reqEntry

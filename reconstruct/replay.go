@@ -1,0 +1,1037 @@
+package reconstruct
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
+)
+
+// The streaming replay.
+//
+// Replay finds the longest path from MPI_Init to MPI_Finalize while it
+// reads the ranks' events, without the task graph: it is
+// taskgraph.Graph.Longest run over operations as a rank's pass (rankPass,
+// the same rules as Build) produces them, with the k-th receive posted on
+// a channel paired with the k-th message sent on it as soon as both are
+// known (match.go's rule, applied as the records come). What it keeps is
+// what is still needed: per rank its position, path value and the
+// operations read but not yet replayed; per message sent and not yet
+// received, per receive completed and not yet paired, per collective
+// instance some members reached and others not, what the other side will
+// need.
+//
+// A rank's replay reads its log as far as it goes, and further ahead
+// when an operation cannot be weighed yet: the receive a message answers
+// takes its place on the channel only once every receive its rank posted
+// earlier and that might take the same place is complete (a wildcard
+// until its status says where), and a message only once its request says
+// it was not cancelled. A replay that waits for a value another rank has
+// not reached yet stops, and the other rank's replay wakes it. When no
+// replay can go on, every rank reads ahead (a member that never reaches a
+// collective is then found at the end of its log); when nothing is left
+// to read, the data is inconsistent: a cycle.
+//
+// Equal paths are broken as Longest breaks them (the chain before a
+// message, the lowest rank into a collective and into MPI_Finalize), so
+// the path is Longest's.
+//
+// Declined (ErrNotStreamable, for Build and Longest to do): logs that lost
+// events (rule 7 places a rank's calls after a loss from the end of its
+// log), ranks whose calls overlap (several threads: the operations are
+// reordered once the log is read), collectives on a communicator whose
+// members no call described, calls on a communicator by a rank that is
+// not a member, and more than 2^31 messages sent by one rank.
+
+// ReplayWeights weigh what crosses ranks, in ns (finite, not negative).
+type ReplayWeights interface {
+	// Message is the weight of a message of bytes.
+	Message(bytes int64) float64
+	// Collective is the weight of a collective instance.
+	Collective(c taskgraph.CollectiveInfo) float64
+}
+
+// NotStreamableError says why Replay declined a trace.
+type NotStreamableError struct {
+	Rank int
+	Why  string
+}
+
+func (e *NotStreamableError) Error() string {
+	return fmt.Sprintf("rank %d: %s: the streaming replay does not handle it", e.Rank, e.Why)
+}
+
+// ReplayStep is a vertex of a path Replay found.
+type ReplayStep struct {
+	Kind taskgraph.NodeKind
+	Name string
+	// Rank is an operation's world rank, -1 for the shared vertices.
+	Rank int
+	// Event locates an operation's event (as taskgraph.Node.Event); Index
+	// and Completion are -1 for the shared vertices.
+	Event taskgraph.EventRef
+	// Cross says the path reached the vertex by a message or a
+	// collective's fan-out to a nonblocking completion.
+	Cross bool
+}
+
+// ReplayResult is the longest path Replay found.
+type ReplayResult struct {
+	Length float64
+	Steps  []ReplayStep
+	// MaxQueued is the most operations read and not yet replayed one rank
+	// held at once (how far the replay had to read ahead).
+	MaxQueued int
+}
+
+// ReplaySources replays one Source per rank (each rank at most once),
+// reading them in one goroutine.
+func ReplaySources(srcs []tracefmt.Source, w ReplayWeights) (*ReplayResult, error) {
+	size := len(srcs)
+	for _, s := range srcs {
+		size = max(size, s.Header().Size)
+	}
+	e := &engine{size: size, w: w, names: &nameTable{m: make(map[string]nameInfo)},
+		chans: make(map[pchanKey]*pchan), insts: make(map[rinstKey]*sinst), live: make(map[commKey][]*sinst),
+		fin: finBest{rank: -1}}
+	for _, s := range srcs {
+		h := s.Header()
+		if h.Rank < 0 || h.Rank >= size {
+			return nil, fmt.Errorf("a source has rank %d in a world of %d", h.Rank, size)
+		}
+		e.ranks = append(e.ranks, &streamRank{e: e, rank: h.Rank, src: s})
+	}
+	slices.SortFunc(e.ranks, func(a, b *streamRank) int { return cmp.Compare(a.rank, b.rank) })
+	for i, r := range e.ranks {
+		if i > 0 && e.ranks[i-1].rank == r.rank {
+			return nil, fmt.Errorf("two sources for rank %d", r.rank)
+		}
+		r.idx = int32(i)
+		r.lr, _ = r.src.(tracefmt.LossReporter)
+		r.p = newRankPass(r.rank, size, "", r, e.names, r.src.Strings())
+		r.p.st = r
+	}
+	return e.run()
+}
+
+// engine is one replay.
+type engine struct {
+	size  int
+	w     ReplayWeights
+	names *nameTable
+	ranks []*streamRank // by rank
+	chans map[pchanKey]*pchan
+	insts map[rinstKey]*sinst
+	live  map[commKey][]*sinst // instances not complete, by communicator
+	recs  []instRec            // complete instances, by id
+	runq  []int32
+	fin   finBest
+	err   error
+	// finished lists the ranks read to the end, for the instances made
+	// afterwards.
+	finished  []*streamRank
+	maxQueued int
+}
+
+type finBest struct {
+	val  float64
+	rank int32 // index, -1: none yet
+}
+
+// pchanKey is a channel: communicator, sender, receiver, tag.
+type pchanKey struct {
+	ck       commKey
+	src, dst int32
+	tag      int64
+}
+
+type pchan struct {
+	sends []*smsg
+	recvs []*srecv
+}
+
+// smsg is a message sent.
+type smsg struct {
+	from      int32 // sender's index
+	id        int32
+	node      uint32 // sending operation
+	item      uint32 // its item on the path record, once replayed
+	bytes     uint64
+	req       uint64 // 0: a blocking send, settled
+	val       float64
+	settled   bool
+	cancelled bool
+	visited   bool
+	waiter    int32 // +1: the index of the rank waiting for val; 0 none
+}
+
+// srecv is a receive completed (or freed), waiting for its message.
+type srecv struct {
+	rank   int32 // receiver's index
+	post   uint32
+	ch     uint32 // the receiver's channel
+	state  uint8
+	waited bool
+	msg    *smsg
+	src    int32 // sender's world rank
+	key    pchanKey
+}
+
+const (
+	recvPending  = iota // its place in the order is not known yet
+	recvReleased        // on its channel, no message yet
+	recvPaired
+	recvUnmatched
+)
+
+type rinstKey struct {
+	ck commKey
+	k  uint32
+}
+
+// sinst is a collective instance.
+type sinst struct {
+	key      rinstKey
+	members  memberSet
+	expected int // participants to arrive: members with a log, less those known never to
+	arrived  int
+	done     bool
+	best     float64
+	bestRank int32 // index
+	bestItem int64 // item before the participation (blocking; -1 Init) or the posting operation (nonblocking)
+	bestNB   bool
+	val      float64
+	low      int32 // lowest participant's rank
+	lowName  taskgraph.NameID
+	lowFn    string
+	parts    []partRec // bytes and rbytes of each participant
+	waiters  []int32
+	id       uint32 // in engine.recs, once complete
+}
+
+// instRec is what the path needs of a complete instance.
+type instRec struct {
+	name     taskgraph.NameID
+	bestRank int32
+	bestNB   bool
+	bestItem int64
+}
+
+// sop is an operation read and not replayed yet.
+type sop struct {
+	start, end int64
+	ev         int64
+	bytes      uint64
+	name       taskgraph.NameID
+	kind       spec.Kind
+	comp       int32
+	in         *srecv // the receive it completes
+	collIn     *sinst // the nonblocking collective it completes
+}
+
+// spart is a collective call of a rank.
+type spart struct {
+	at         uint32
+	inst       *sinst
+	start, end int64
+	ev         int64
+	arrived    bool
+}
+
+// Items are what a rank's chain holds, in order: its operations and its
+// blocking collective calls. itemRec is an item's path record.
+type itemRec struct {
+	ev    int64
+	from  int32  // message: sender's index; collective: instance id
+	fitem uint32 // message: the sender's item
+	comp  int32
+	name  taskgraph.NameID
+	kind  uint8
+}
+
+const (
+	itemOp     = iota // reached along the chain
+	itemMsg           // an operation reached by its message
+	itemCollIn        // an operation reached by its nonblocking collective
+	itemPart          // a blocking collective call (from: the instance)
+)
+
+// streamRank is a rank's reading and replay; it is the pass's sink.
+type streamRank struct {
+	e    *engine
+	idx  int32
+	rank int
+	src  tracefmt.Source
+	lr   tracefmt.LossReporter
+	p    *rankPass
+	done bool // read to the end
+
+	// Read and not replayed: operations q[qh:], the first of local index
+	// qbase+qh.
+	q       []sop
+	qh      int
+	qbase   uint32
+	nops    uint32
+	hasInit bool
+	hasFin  bool
+	initEnd int64
+	finStr  int64
+
+	sendSeq   int32
+	unsettled map[int32]*smsg
+	outbox    []*smsg
+	oh        int
+	pend      []*srecv // receives not on their channel yet, by post
+	recvNew   bool
+	blk       []spart
+	bh        int
+	nb        []spart
+	nh        int
+	nbLive    map[int32]*sinst
+	count     []uint32 // collective calls per rank-local communicator key
+
+	// Replay.
+	k        uint32 // next operation
+	items    uint32
+	val      float64
+	lastKind uint8
+	lastEnd  int64
+	queued   bool
+	finished bool
+	log      chunked[itemRec]
+}
+
+const (
+	posInit uint8 = iota + 1
+	posOp
+	posPart
+	posFin
+)
+
+func (r *streamRank) chainW(a uint8, end int64, b uint8, start int64) int64 {
+	if a == posInit && !r.hasInit || b == posFin && !r.hasFin {
+		return 0
+	}
+	return max(start-end, 0)
+}
+
+// The sink (opSink).
+
+func (r *streamRank) AddOp(o taskgraph.Op) uint32 {
+	comp := int32(-1)
+	if o.Expanded {
+		comp = 0
+		// The parts of one call come in one event, before any replay.
+		if n := len(r.q); n > r.qh && r.q[n-1].ev == o.Event && r.q[n-1].comp >= 0 {
+			comp = r.q[n-1].comp + 1
+		}
+	}
+	r.q = append(r.q, sop{start: o.Start, end: o.End, ev: o.Event, bytes: o.Bytes, name: o.Name, kind: o.Kind, comp: comp})
+	r.nops++
+	return r.nops - 1
+}
+
+func (r *streamRank) SetSite(int64, uint64)    {}
+func (r *streamRank) SetSites(*tracefmt.Sites) {}
+func (r *streamRank) NumOps() int              { return int(r.nops) }
+func (r *streamRank) SetInit(end int64)        { r.hasInit, r.initEnd = true, end }
+func (r *streamRank) SetFinalize(start int64)  { r.hasFin, r.finStr = true, start }
+func (r *streamRank) Permute([]uint32) error {
+	return fmt.Errorf("the streaming replay does not reorder")
+}
+func (r *streamRank) Times(uint32) (int64, int64) { return 0, 0 }
+
+// Truncate drops the operations before MPI_Init (n is 0): none was
+// replayed, the replay waits for the phase to begin.
+func (r *streamRank) Truncate(n int) {
+	r.q = r.q[:r.qh+n]
+	r.nops = r.qbase + uint32(len(r.q))
+}
+
+func (r *streamRank) decline(why string) {
+	if r.e.err == nil {
+		r.e.err = &NotStreamableError{Rank: r.rank, Why: why}
+	}
+}
+
+func (r *streamRank) op(local uint32) *sop { return &r.q[local-r.qbase] }
+
+// send is a message on communicator ck to world rank peer.
+func (r *streamRank) send(ck commKey, peer int32, tag int64, node uint32, bytes uint64, req uint64) int32 {
+	if r.sendSeq == math.MaxInt32 {
+		r.decline("more than 2^31 messages sent")
+		return -1
+	}
+	m := &smsg{from: r.idx, id: r.sendSeq, node: node, bytes: bytes, req: req, settled: req == 0}
+	r.sendSeq++
+	r.outbox = append(r.outbox, m)
+	if req != 0 {
+		if r.unsettled == nil {
+			r.unsettled = make(map[int32]*smsg)
+		}
+		r.unsettled[m.id] = m
+	}
+	if r.e.index(int(peer)) < 0 {
+		return m.id // never received: no channel
+	}
+	key := pchanKey{ck: ck, src: int32(r.rank), dst: peer, tag: tag}
+	c := r.e.chans[key]
+	if c == nil {
+		c = &pchan{}
+		r.e.chans[key] = c
+	}
+	c.sends = append(c.sends, m)
+	if len(c.recvs) > 0 {
+		r.e.pair(key, c)
+	}
+	return m.id
+}
+
+func (r *streamRank) cancel(id int32) {
+	if m := r.unsettled[id]; m != nil {
+		m.cancelled = true
+	}
+}
+
+// recv takes a receive record of the pass.
+func (r *streamRank) recv(rc recvRec) {
+	if rc.coll() {
+		in := r.nbLive[int32(rc.ch)]
+		delete(r.nbLive, int32(rc.ch))
+		if in != nil && rc.node != noNode {
+			r.op(rc.node).collIn = in
+		}
+		return
+	}
+	x := &srecv{rank: r.idx, post: rc.post, ch: rc.ch}
+	if rc.node != noNode {
+		r.op(rc.node).in = x
+	}
+	i, _ := slices.BinarySearchFunc(r.pend, rc.post, func(a *srecv, p uint32) int { return cmp.Compare(a.post, p) })
+	r.pend = slices.Insert(r.pend, i, x)
+	r.recvNew = true
+}
+
+// index returns the index of world rank rank, -1 when it has no log.
+func (e *engine) index(rank int) int {
+	i, ok := slices.BinarySearchFunc(e.ranks, rank, func(r *streamRank, x int) int { return cmp.Compare(r.rank, x) })
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+// afterEvent passes what the rank's last event recorded on.
+func (e *engine) afterEvent(r *streamRank) {
+	p := r.p
+	for i := range p.parts {
+		e.part(r, &p.parts[i], int32(p.partBase+i))
+	}
+	p.partBase += len(p.parts)
+	p.parts = p.parts[:0]
+	if len(r.pend) > 0 {
+		e.release(r)
+	}
+	if n := len(r.q) - r.qh; n > e.maxQueued {
+		e.maxQueued = n
+	}
+}
+
+type blocker struct {
+	key  chanKey
+	post uint32
+}
+
+// release passes the rank's receives whose place in the posting order
+// is settled to their channels: those no live receive posted earlier may
+// take the place of (one on the same channel, or a wildcard).
+func (e *engine) release(r *streamRank) {
+	p := r.p
+	minWild := uint32(math.MaxUint32)
+	var bl []blocker
+	p.reqs.each(func(q *reqEntry) {
+		if q.kind != reqRecv || !q.active || q.post == 0 || q.mrecv || q.unknown || !q.commOK || q.peer == spec.ProcNull {
+			return
+		}
+		if q.peer == spec.AnySource || q.peer == spec.Undefined || q.tag < 0 || !p.validRank(q.peer) {
+			minWild = min(minWild, q.post)
+			return
+		}
+		bl = append(bl, blocker{chanKey{comm: q.comm, peer: int32(q.peer), tag: q.tag}, q.post})
+	})
+	for ch, posts := range p.mprobe {
+		for _, post := range posts {
+			bl = append(bl, blocker{p.recvCh.keys[ch], post})
+		}
+	}
+	keep := r.pend[:0]
+	for _, x := range r.pend {
+		blocked := x.post > minWild
+		if !blocked {
+			k := p.recvCh.keys[x.ch]
+			for _, b := range bl {
+				if b.post < x.post && b.key == k {
+					blocked = true
+					break
+				}
+			}
+		}
+		if blocked {
+			keep = append(keep, x)
+			continue
+		}
+		k := p.recvCh.keys[x.ch]
+		x.src = k.peer
+		x.key = pchanKey{ck: p.keys[k.comm], src: k.peer, dst: int32(r.rank), tag: k.tag}
+		x.state = recvReleased
+		c := e.chans[x.key]
+		if c == nil {
+			c = &pchan{}
+			e.chans[x.key] = c
+		}
+		c.recvs = append(c.recvs, x)
+		e.pair(x.key, c)
+	}
+	clear(r.pend[len(keep):])
+	r.pend = keep
+}
+
+// settled reports whether message m's request says whether it was
+// cancelled.
+func (e *engine) settled(m *smsg) bool {
+	if m.settled {
+		return true
+	}
+	s := e.ranks[m.from]
+	if !s.done {
+		if q := s.p.reqs.get(m.req); q != nil && q.kind == reqSend && q.active && q.rec == m.id {
+			return false
+		}
+	}
+	m.settled = true
+	delete(s.unsettled, m.id)
+	return true
+}
+
+// pair pairs channel c's receives with its messages, in order.
+func (e *engine) pair(key pchanKey, c *pchan) {
+	i, j := 0, 0
+	for i < len(c.sends) {
+		m := c.sends[i]
+		if !e.settled(m) {
+			break
+		}
+		if m.cancelled {
+			i++
+			continue
+		}
+		if j == len(c.recvs) {
+			break
+		}
+		x := c.recvs[j]
+		x.msg, x.state = m, recvPaired
+		i++
+		j++
+		if x.waited {
+			e.enqueue(x.rank)
+		}
+	}
+	if i > 0 {
+		clear(c.sends[:i])
+		c.sends = c.sends[i:]
+	}
+	if j > 0 {
+		clear(c.recvs[:j])
+		c.recvs = c.recvs[j:]
+	}
+	if len(c.sends) == 0 && len(c.recvs) == 0 {
+		delete(e.chans, key)
+	}
+}
+
+// part takes collective call pr (number abs among the rank's).
+func (e *engine) part(r *streamRank, pr *partRec, abs int32) {
+	p := r.p
+	if int(pr.comm) >= len(r.count) {
+		r.count = slices.Grow(r.count, int(pr.comm)+1-len(r.count))[:pr.comm+1]
+	}
+	key := rinstKey{ck: p.keys[pr.comm], k: r.count[pr.comm]}
+	r.count[pr.comm]++
+	in := e.insts[key]
+	if in == nil {
+		mem, ok := e.members(r, key.ck)
+		if !ok {
+			r.decline(fmt.Sprintf("collective on %s, whose members no call described", commName(key.ck)))
+			return
+		}
+		in = &sinst{key: key, members: mem, low: math.MaxInt32, bestRank: -1}
+		e.logged(mem, func(s *streamRank) {
+			if !s.done || s.calls(key.ck) > key.k {
+				in.expected++
+			}
+		})
+		e.insts[key] = in
+		e.live[key.ck] = append(e.live[key.ck], in)
+	}
+	if !in.members.has(int32(r.rank)) {
+		r.decline(fmt.Sprintf("collective call on %s, of which rank %d is no member", commName(key.ck), r.rank))
+		return
+	}
+	if int32(r.rank) < in.low {
+		in.low, in.lowName, in.lowFn = int32(r.rank), pr.name, pr.fn
+	}
+	in.parts = append(in.parts, partRec{bytes: pr.bytes, rbytes: pr.rbytes})
+	sp := spart{at: pr.at, inst: in, start: pr.start, end: pr.end, ev: pr.ev}
+	if pr.nb {
+		r.nb = append(r.nb, sp)
+		if r.nbLive == nil {
+			r.nbLive = make(map[int32]*sinst)
+		}
+		r.nbLive[abs] = in
+		return
+	}
+	r.blk = append(r.blk, sp)
+}
+
+// calls returns how many collective calls the rank made on ck.
+func (r *streamRank) calls(ck commKey) uint32 {
+	if id, ok := r.p.keyIdx[ck]; ok && int(id) < len(r.count) {
+		return r.count[id]
+	}
+	return 0
+}
+
+// members returns communicator ck's members, as rank r knows them.
+func (e *engine) members(r *streamRank, ck commKey) (memberSet, bool) {
+	switch {
+	case ck.gid == 1:
+		return memberSet{world: e.size}, true
+	case ck.self >= 0:
+		return memberSet{list: []int32{ck.self}}, true
+	}
+	l, ok := r.p.commDefs[ck]
+	return memberSet{list: l}, ok
+}
+
+// logged calls fn for each member of mem with a log.
+func (e *engine) logged(mem memberSet, fn func(*streamRank)) {
+	if mem.world > 0 {
+		for _, s := range e.ranks {
+			fn(s)
+		}
+		return
+	}
+	for _, m := range mem.list {
+		if i := e.index(int(m)); i >= 0 {
+			fn(e.ranks[i])
+		}
+	}
+}
+
+func (e *engine) arrive(in *sinst, r *streamRank, v float64, item int64, nb bool) {
+	if in.arrived == 0 || v > in.best || v == in.best && r.idx < in.bestRank {
+		in.best, in.bestRank, in.bestItem, in.bestNB = v, r.idx, item, nb
+	}
+	in.arrived++
+	if in.arrived >= in.expected {
+		e.complete(in)
+	}
+}
+
+func (e *engine) complete(in *sinst) {
+	if in.done {
+		return
+	}
+	recs := make([]*partRec, len(in.parts))
+	for i := range in.parts {
+		recs[i] = &in.parts[i]
+	}
+	procs := in.members.len()
+	info := taskgraph.CollectiveInfo{Name: e.names.name(in.lowName), Bytes: collBytes(in.lowFn, recs, procs), Procs: procs}
+	in.val = in.best + e.w.Collective(info)
+	in.done = true
+	in.id = uint32(len(e.recs))
+	e.recs = append(e.recs, instRec{name: in.lowName, bestRank: in.bestRank, bestNB: in.bestNB, bestItem: in.bestItem})
+	in.parts = nil
+	delete(e.insts, in.key)
+	l := e.live[in.key.ck]
+	if i := slices.Index(l, in); i >= 0 {
+		l = slices.Delete(l, i, i+1)
+	}
+	if len(l) == 0 {
+		delete(e.live, in.key.ck)
+	} else {
+		e.live[in.key.ck] = l
+	}
+	for _, w := range in.waiters {
+		e.enqueue(w)
+	}
+	in.waiters = nil
+}
+
+func (e *engine) enqueue(i int32) {
+	r := e.ranks[i]
+	if !r.queued && !r.finished {
+		r.queued = true
+		e.runq = append(e.runq, i)
+	}
+}
+
+// read reads up to n more events of the rank; false when its log is
+// read to the end (or the replay stops).
+func (e *engine) read(r *streamRank, n int) bool {
+	for ; n > 0 && !r.done && e.err == nil; n-- {
+		if !r.src.Next() {
+			e.finishRank(r)
+			return false
+		}
+		ev := r.src.Event()
+		if r.lr != nil {
+			if l := r.lr.Lost(); l.Events > 0 {
+				r.decline("the log lost events")
+				return false
+			}
+		}
+		r.p.Event(ev)
+		e.afterEvent(r)
+	}
+	return !r.done && e.err == nil
+}
+
+// finishRank ends the rank's reading.
+func (e *engine) finishRank(r *streamRank) {
+	if err := r.src.Err(); err != nil {
+		e.err = fmt.Errorf("rank %d: %w", r.rank, err)
+		return
+	}
+	end := endOf(r.src.End(), false)
+	if tail := tracefmt.SourceLoss(r.src); tail.Events > 0 {
+		r.decline("the log lost events at its end")
+		return
+	}
+	calls := make(map[commKey]uint32, len(r.count))
+	for id, n := range r.count {
+		calls[r.p.keys[id]] = n
+	}
+	r.p.Finish(end)
+	e.afterEvent(r)
+	r.done = true
+	for _, m := range r.unsettled {
+		m.settled = true
+	}
+	r.unsettled = nil
+	e.finished = append(e.finished, r)
+	// The instances it will not reach no longer wait for it.
+	for ck, l := range e.live {
+		n := calls[ck]
+		for _, in := range slices.Clone(l) {
+			if n <= in.key.k && in.members.has(int32(r.rank)) {
+				in.expected--
+				if in.arrived >= in.expected && in.arrived > 0 {
+					e.complete(in)
+				}
+			}
+		}
+	}
+	// Channels whose receives wait for its messages: unmatched now.
+	for key, c := range e.chans {
+		if key.src == int32(r.rank) {
+			for _, x := range c.recvs {
+				if x.waited {
+					e.enqueue(x.rank)
+				}
+			}
+		}
+	}
+}
+
+// resolve reads ahead until receive x is paired or known unmatched.
+func (e *engine) resolve(r *streamRank, x *srecv) {
+	for e.err == nil {
+		switch x.state {
+		case recvPaired, recvUnmatched:
+			return
+		case recvPending:
+			if !e.read(r, 64) && x.state == recvPending {
+				if e.err == nil {
+					e.err = fmt.Errorf("internal error: reconstruct: rank %d: a receive kept no place after its log ended", r.rank)
+				}
+				return
+			}
+		case recvReleased:
+			s := e.index(int(x.src))
+			if s < 0 || e.ranks[s].done {
+				if c := e.chans[x.key]; c != nil {
+					e.pair(x.key, c)
+				}
+				if x.state == recvReleased {
+					x.state = recvUnmatched
+				}
+				continue
+			}
+			e.read(e.ranks[s], 64)
+			if c := e.chans[x.key]; c != nil && x.state == recvReleased {
+				e.pair(x.key, c)
+			}
+		}
+	}
+}
+
+// advance replays the rank as far as it can go.
+func (e *engine) advance(r *streamRank) {
+	// Calls before MPI_Init are dropped when it comes: none is replayed
+	// before the rank's MPI runs.
+	for r.p.phase == phaseBefore && e.read(r, 256) {
+	}
+	if r.lastKind == 0 {
+		r.lastKind, r.lastEnd = posInit, r.initEnd
+	}
+	for e.err == nil {
+		if r.bh < len(r.blk) && r.blk[r.bh].at == r.k {
+			pt := &r.blk[r.bh]
+			in := pt.inst
+			if !in.done {
+				if !pt.arrived {
+					pt.arrived = true
+					e.arrive(in, r, r.val+float64(r.chainW(r.lastKind, r.lastEnd, posPart, pt.start)), int64(r.items)-1, false)
+				}
+				if !in.done {
+					in.waiters = append(in.waiters, r.idx)
+					return
+				}
+			}
+			r.val, r.lastKind, r.lastEnd = in.val, posPart, pt.end
+			r.log.add(itemRec{kind: itemPart, from: int32(in.id), ev: pt.ev})
+			r.items++
+			r.bh++
+			if r.bh == len(r.blk) {
+				r.blk, r.bh = r.blk[:0], 0
+			}
+			continue
+		}
+		if r.qh == len(r.q) {
+			if e.read(r, 256) || r.qh < len(r.q) || r.bh < len(r.blk) {
+				continue
+			}
+			if e.err != nil {
+				return
+			}
+			e.finishReplay(r)
+			return
+		}
+		o := &r.q[r.qh]
+		val := r.val + float64(r.chainW(r.lastKind, r.lastEnd, posOp, o.start))
+		rec := itemRec{kind: itemOp, ev: o.ev, comp: o.comp, name: o.name}
+		if x := o.in; x != nil {
+			if x.state != recvPaired && x.state != recvUnmatched {
+				e.resolve(r, x)
+				if e.err != nil {
+					return
+				}
+				o = &r.q[r.qh] // reading ahead may have moved the queue
+			}
+			if x.state == recvPaired {
+				m := x.msg
+				if !m.visited {
+					m.waiter = r.idx + 1
+					x.waited = true
+					return
+				}
+				if sv := m.val + e.w.Message(int64(m.bytes)); sv > val {
+					val = sv
+					rec.kind, rec.from, rec.fitem = itemMsg, m.from, m.item
+				}
+			}
+		}
+		if in := o.collIn; in != nil {
+			if !in.done {
+				in.waiters = append(in.waiters, r.idx)
+				return
+			}
+			if in.val > val {
+				val = in.val
+				rec.kind, rec.from = itemCollIn, int32(in.id)
+			}
+		}
+		k := r.k
+		item := r.items
+		r.log.add(rec)
+		r.items++
+		r.val, r.lastKind, r.lastEnd = val, posOp, o.end
+		r.k++
+		r.q[r.qh] = sop{}
+		r.qh++
+		if r.qh == len(r.q) {
+			r.qbase += uint32(r.qh)
+			r.q, r.qh = r.q[:0], 0
+		} else if r.qh >= 1024 && 2*r.qh >= len(r.q) {
+			n := copy(r.q, r.q[r.qh:])
+			clear(r.q[n:])
+			r.qbase += uint32(r.qh)
+			r.q, r.qh = r.q[:n], 0
+		}
+		for r.oh < len(r.outbox) && r.outbox[r.oh].node == k {
+			m := r.outbox[r.oh]
+			r.outbox[r.oh] = nil
+			r.oh++
+			m.val, m.item, m.visited = val, item, true
+			if m.waiter > 0 {
+				e.enqueue(m.waiter - 1)
+			}
+		}
+		if r.oh == len(r.outbox) {
+			r.outbox, r.oh = r.outbox[:0], 0
+		}
+		for r.nh < len(r.nb) && r.nb[r.nh].at == k {
+			in := r.nb[r.nh].inst
+			r.nb[r.nh] = spart{}
+			r.nh++
+			e.arrive(in, r, val, int64(item), true)
+		}
+		if r.nh == len(r.nb) {
+			r.nb, r.nh = r.nb[:0], 0
+		}
+	}
+}
+
+// finishReplay ends the rank's replay at MPI_Finalize.
+func (e *engine) finishReplay(r *streamRank) {
+	r.finished = true
+	if r.items == 0 {
+		return
+	}
+	v := r.val + float64(r.chainW(r.lastKind, r.lastEnd, posFin, r.finStr))
+	if e.fin.rank < 0 || v > e.fin.val || v == e.fin.val && r.idx < e.fin.rank {
+		e.fin = finBest{val: v, rank: r.idx}
+	}
+}
+
+func (e *engine) run() (*ReplayResult, error) {
+	for i := range e.ranks {
+		e.enqueue(int32(i))
+	}
+	chunk := 256
+	for e.err == nil {
+		for len(e.runq) > 0 && e.err == nil {
+			i := e.runq[0]
+			e.runq = e.runq[1:]
+			r := e.ranks[i]
+			r.queued = false
+			e.advance(r)
+		}
+		if e.err != nil {
+			break
+		}
+		stuck := 0
+		read := false
+		for _, r := range e.ranks {
+			if r.finished {
+				continue
+			}
+			stuck++
+			if !r.done {
+				e.read(r, chunk)
+				read = true
+			}
+		}
+		if stuck == 0 {
+			break
+		}
+		if !read && len(e.runq) == 0 {
+			return nil, e.stuckError()
+		}
+		if len(e.runq) == 0 {
+			chunk = min(2*chunk, 1<<20)
+		} else {
+			chunk = 256
+		}
+	}
+	if e.err != nil {
+		return nil, e.err
+	}
+	if e.fin.rank < 0 {
+		return nil, fmt.Errorf("the task graph has no operations: no path from MPI_Init to MPI_Finalize")
+	}
+	steps, err := e.back()
+	if err != nil {
+		return nil, err
+	}
+	return &ReplayResult{Length: e.fin.val, Steps: steps, MaxQueued: e.maxQueued}, nil
+}
+
+// stuckError says where the replay stopped with nothing left to read.
+func (e *engine) stuckError() error {
+	for _, r := range e.ranks {
+		if r.finished {
+			continue
+		}
+		if r.bh < len(r.blk) && r.blk[r.bh].at == r.k {
+			return fmt.Errorf("the task graph has a cycle: rank %d waits at collective call %d on %s for ranks that never arrive", r.rank, r.blk[r.bh].inst.key.k+1, commName(r.blk[r.bh].inst.key.ck))
+		}
+		if r.qh < len(r.q) {
+			o := &r.q[r.qh]
+			return fmt.Errorf("the task graph has a cycle: rank %d waits at event %d for a message not sent before it", r.rank, o.ev)
+		}
+	}
+	return fmt.Errorf("the task graph has a cycle")
+}
+
+// back walks the path from MPI_Finalize back to MPI_Init.
+func (e *engine) back() ([]ReplayStep, error) {
+	var steps []ReplayStep
+	ri, item := e.fin.rank, int64(e.ranks[e.fin.rank].items)-1
+	fin := ReplayStep{Kind: taskgraph.KindFinalize, Name: "MPI_Finalize", Rank: -1, Event: taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}}
+	steps = append(steps, fin)
+	coll := func(id int32) (int32, int64) {
+		ir := &e.recs[id]
+		steps = append(steps, ReplayStep{Kind: taskgraph.KindCollective, Name: e.names.name(ir.name), Rank: -1,
+			Event: taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}})
+		return ir.bestRank, ir.bestItem
+	}
+	for n := 0; ; n++ {
+		if n > 1<<40 {
+			return nil, fmt.Errorf("internal error: reconstruct: the path back does not reach MPI_Init")
+		}
+		if item < 0 {
+			break
+		}
+		r := e.ranks[ri]
+		rec := r.log.at(int(item))
+		if rec.kind == itemPart {
+			// The collective, then its latest arrival: the item before
+			// a blocking call, a nonblocking call's posting operation.
+			ri, item = coll(rec.from)
+			continue
+		}
+		steps = append(steps, ReplayStep{Kind: taskgraph.KindOp, Name: e.names.name(rec.name), Rank: r.rank,
+			Event: taskgraph.EventRef{Rank: r.rank, Index: rec.ev, Completion: int(rec.comp)}})
+		switch rec.kind {
+		case itemMsg:
+			steps[len(steps)-1].Cross = true
+			ri, item = rec.from, int64(rec.fitem)
+		case itemCollIn:
+			steps[len(steps)-1].Cross = true
+			ri, item = coll(rec.from)
+		default:
+			item--
+		}
+	}
+	init := "MPI_Init"
+	some, all := false, true
+	for _, r := range e.ranks {
+		if r.p.hasInit {
+			some = true
+			all = all && r.p.initTh
+		}
+	}
+	if some && all {
+		init = "MPI_Init_thread"
+	}
+	steps = append(steps, ReplayStep{Kind: taskgraph.KindInit, Name: init, Rank: -1, Event: taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}})
+	slices.Reverse(steps)
+	return steps, nil
+}

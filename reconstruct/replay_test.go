@@ -1,0 +1,213 @@
+package reconstruct_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mpitrace/mpitrace/reconstruct"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/testgen"
+)
+
+// replayWeights weigh the same way for the graph's Longest and for
+// Replay: messages and collectives by a formula of their sizes, with
+// fractions, so that sums depend on the order of additions.
+type replayWeights struct{ g *taskgraph.Graph }
+
+func (replayWeights) Message(bytes int64) float64 { return 700.25 + float64(bytes)/3 }
+
+func (w replayWeights) Collective(c taskgraph.CollectiveInfo) float64 {
+	return 301.5*float64(c.Procs) + float64(c.Bytes)/7 + float64(len(c.Name))
+}
+
+type graphWeights struct{ replayWeights }
+
+func (w graphWeights) Collective(v taskgraph.NodeID) float64 {
+	ci, _ := w.g.Collective(v)
+	return w.replayWeights.Collective(ci)
+}
+
+// replayStepsOf describes the graph's path as Replay does.
+func replayStepsOf(g *taskgraph.Graph, p *taskgraph.Path) []reconstruct.ReplayStep {
+	out := make([]reconstruct.ReplayStep, p.Len())
+	for i := range out {
+		n := g.Node(p.Node(i))
+		s := reconstruct.ReplayStep{Kind: n.Kind, Name: n.Name, Rank: n.Rank, Event: taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}}
+		if n.Kind == taskgraph.KindOp {
+			s.Event = n.Event
+			// (From a collective, the nodes say which edge it is.)
+			s.Cross = i > 0 && p.Edge(i-1).Kind == taskgraph.Message
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// compareReplay builds the graph of srcs() and finds its longest path,
+// replays srcs() again, and reports how they differ: "" when they agree,
+// "declined" when Replay declined.
+func compareReplay(srcs func() []tracefmt.Source) (string, error) {
+	g, _, err := reconstruct.BuildFromSources(srcs(), reconstruct.Options{Workers: 1})
+	if err != nil {
+		return "", err
+	}
+	gw := graphWeights{replayWeights{g}}
+	length, path, gerr := g.Longest(gw)
+	res, rerr := reconstruct.ReplaySources(srcs(), gw.replayWeights)
+	var ns *reconstruct.NotStreamableError
+	if errors.As(rerr, &ns) {
+		return "declined", nil
+	}
+	if gerr != nil || rerr != nil {
+		if (gerr == nil) != (rerr == nil) {
+			return fmt.Sprintf("graph: %v, replay: %v", gerr, rerr), nil
+		}
+		return "", nil
+	}
+	if length != res.Length {
+		return fmt.Sprintf("length %v, replay %v", length, res.Length), nil
+	}
+	want := replayStepsOf(g, path)
+	if len(want) != len(res.Steps) {
+		return fmt.Sprintf("%d steps, replay %d:\n%v\n%v", len(want), len(res.Steps), want, res.Steps), nil
+	}
+	for i := range want {
+		if i > 0 && res.Steps[i-1].Kind == taskgraph.KindCollective {
+			res.Steps[i].Cross = false
+		}
+		if want[i] != res.Steps[i] {
+			return fmt.Sprintf("step %d: %+v, replay %+v\n%v\n%v", i, want[i], res.Steps[i], want, res.Steps), nil
+		}
+	}
+	return "", nil
+}
+
+func dataSources(ranks []*tracefmt.RankData) func() []tracefmt.Source {
+	return func() []tracefmt.Source {
+		srcs := make([]tracefmt.Source, len(ranks))
+		for i, d := range ranks {
+			srcs[i] = d.Source()
+		}
+		return srcs
+	}
+}
+
+// TestReplayGolden: on every golden trace Replay finds the graph's
+// longest path, step by step and to the last bit of its length, or
+// declines (lost events, overlapping calls).
+func TestReplayGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.test")
+	if err != nil || len(files) == 0 {
+		t.Fatal(files, err)
+	}
+	declined := 0
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".test")
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := parseGolden(string(data))
+		text, err := c.ranksText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranks, err := tracefmt.ParseText(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		diff, err := compareReplay(dataSources(ranks))
+		if err != nil {
+			continue // Build fails: nothing to compare
+		}
+		switch diff {
+		case "":
+		case "declined":
+			declined++
+			t.Logf("%s: declined", name)
+		default:
+			t.Errorf("%s: %s", name, diff)
+		}
+	}
+	if declined > len(files)/2 {
+		t.Errorf("declined %d of %d", declined, len(files))
+	}
+}
+
+// TestReplayRandom compares Replay with the graph on random traces
+// (TestRandomEvents' generator): messages, requests, wildcards,
+// collectives and bad data of every kind.
+func TestReplayRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	n := 3000
+	if testing.Short() {
+		n = 500
+	}
+	declined := 0
+	for i := 0; i < n; i++ {
+		ranks := randomRanks(rng)
+		diff, err := compareReplay(dataSources(ranks))
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		switch diff {
+		case "":
+		case "declined":
+			declined++
+		default:
+			var sb strings.Builder
+			for _, d := range ranks {
+				_ = tracefmt.WriteText(&sb, d.Source())
+			}
+			t.Fatalf("case %d: %s\n%s", i, diff, sb.String())
+		}
+	}
+	t.Logf("%d of %d declined", declined, n)
+}
+
+// TestReplayGenerated compares Replay with the graph on the benchmarks'
+// generated traces read from their files.
+func TestReplayGenerated(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		b    *testgen.Builder
+	}{
+		{"halo", testgen.Halo(6, 40, 3)},
+		{"serial", testgen.Serial(3000, 5)},
+	} {
+		dir := t.TempDir()
+		if err := c.b.WriteDir(dir); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := tracefmt.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var open []*tracefmt.RankReader
+		srcs := func() []tracefmt.Source {
+			var out []tracefmt.Source
+			for _, f := range tr.Files {
+				rr, err := tr.OpenRank(f.Rank)
+				if err != nil {
+					t.Fatal(err)
+				}
+				open = append(open, rr)
+				out = append(out, rr)
+			}
+			return out
+		}
+		diff, err := compareReplay(srcs)
+		for _, rr := range open {
+			rr.Close()
+		}
+		if err != nil || diff != "" {
+			t.Errorf("%s: %v %s", c.name, err, diff)
+		}
+	}
+}
