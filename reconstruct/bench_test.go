@@ -8,6 +8,7 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/internal/benchtrace"
 	"github.com/mpitrace/mpitrace/reconstruct"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
 func TestMain(m *testing.M) { benchtrace.Main(m) }
@@ -37,5 +38,36 @@ func BenchmarkReconstructCritpath(b *testing.B) {
 				g.NumNodes(), g.NumOps(), g.NumCollectives(), g.NumMessages(), p.NumVertices(), p.Length/1e6, diags.Summary())
 		}
 		runtime.KeepAlive(g)
+	})
+}
+
+// modelWeights weigh a replay with a latency model as critpath does.
+type modelWeights struct{ m *latency.Model }
+
+func (w modelWeights) Message(bytes int64) float64 { return w.m.P2P(bytes) }
+func (w modelWeights) Collective(c taskgraph.CollectiveInfo) float64 {
+	ns, _ := w.m.CollectiveOrFallback(c.Name, c.Bytes, c.Procs)
+	return ns
+}
+
+// BenchmarkReplayCritpath is BenchmarkReconstructCritpath's work done by
+// the streaming replay (reconstruct.ReplaySources): the same traces, the
+// same path, without the task graph.
+//
+//	go test ./reconstruct -run '^$' -bench 'ReconstructCritpath|ReplayCritpath' -benchtime 1x
+func BenchmarkReplayCritpath(b *testing.B) {
+	logged := map[string]bool{}
+	benchtrace.Run(b, func(b *testing.B, dir string) {
+		srcs, done := spooledSources(b, dir)
+		defer done()
+		res, err := reconstruct.ReplaySources(srcs, modelWeights{latency.Default()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer res.Close()
+		if !logged[b.Name()] {
+			logged[b.Name()] = true
+			b.Logf("path %d vertices, %.3f ms; read ahead at most %d operations", res.NumSteps, res.Length/1e6, res.MaxQueued)
+		}
 	})
 }

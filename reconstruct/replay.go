@@ -2,6 +2,7 @@ package reconstruct
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -77,15 +78,26 @@ type ReplayStep struct {
 	// Cross says the path reached the vertex by a message or a
 	// collective's fan-out to a nonblocking completion.
 	Cross bool
+	// Start and End are an operation's call times, Bytes its event's
+	// bytes; MsgBytes the bytes of the message the path reached it by.
+	Start, End      int64
+	Bytes, MsgBytes int64
 }
 
-// ReplayResult is the longest path Replay found.
+// ReplayResult is the longest path Replay found. Its steps are in a
+// temporary file when they are many: Close releases it.
 type ReplayResult struct {
-	Length float64
-	Steps  []ReplayStep
+	Length   float64
+	NumSteps int
 	// MaxQueued is the most operations read and not yet replayed one rank
 	// held at once (how far the replay had to read ahead).
 	MaxQueued int
+
+	store   store
+	path    blocks
+	enc     []byte
+	names   []string
+	nameIdx map[string]int
 }
 
 // ReplaySources replays one Source per rank (each rank at most once),
@@ -114,12 +126,19 @@ func ReplaySources(srcs []tracefmt.Source, w ReplayWeights) (*ReplayResult, erro
 		r.lr, _ = r.src.(tracefmt.LossReporter)
 		r.p = newRankPass(r.rank, size, "", r, e.names, r.src.Strings())
 		r.p.st = r
+		r.log = blocks{s: &e.items, limit: min(max(int(blockBudget)/len(srcs), 256), 16<<10)}
 	}
+	defer e.items.close()
+	defer e.recs.close()
 	return e.run()
 }
 
+// blockBudget is what the ranks' blocks being filled may take together.
+const blockBudget = 16 << 20
+
 // engine is one replay.
 type engine struct {
+	items store // the ranks' item records
 	size  int
 	w     ReplayWeights
 	names *nameTable
@@ -127,7 +146,8 @@ type engine struct {
 	chans map[pchanKey]*pchan
 	insts map[rinstKey]*sinst
 	live  map[commKey][]*sinst // instances not complete, by communicator
-	recs  []instRec            // complete instances, by id
+	nrecs uint32               // complete instances
+	recs  store                // their instRecs, by id
 	runq  []int32
 	fin   finBest
 	err   error
@@ -135,7 +155,11 @@ type engine struct {
 	// afterwards.
 	finished  []*streamRank
 	maxQueued int
+	events    int64 // read
 }
+
+// replayEvery, when set (by tests), is called every 65,536 events read.
+var replayEvery func()
 
 type finBest struct {
 	val  float64
@@ -213,6 +237,32 @@ type sinst struct {
 	id       uint32 // in engine.recs, once complete
 }
 
+// instRecSize is an instRec's size in engine.recs.
+const instRecSize = 16
+
+func (e *engine) putInst(ir *instRec) {
+	var b [instRecSize]byte
+	binary.LittleEndian.PutUint64(b[0:], uint64(ir.bestItem))
+	binary.LittleEndian.PutUint32(b[8:], uint32(ir.bestRank))
+	binary.LittleEndian.PutUint16(b[12:], uint16(ir.name))
+	if ir.bestNB {
+		b[14] = 1
+	}
+	e.recs.append(b[:])
+}
+
+func (e *engine) inst(id int32) (*instRec, error) {
+	var b [instRecSize]byte
+	if id < 0 || uint32(id) >= e.nrecs {
+		return nil, fmt.Errorf("internal error: reconstruct: the path reaches collective instance %d of %d", id, e.nrecs)
+	}
+	if err := e.recs.readAt(b[:], int64(id)*instRecSize); err != nil {
+		return nil, err
+	}
+	return &instRec{bestItem: int64(binary.LittleEndian.Uint64(b[0:])), bestRank: int32(binary.LittleEndian.Uint32(b[8:])),
+		name: taskgraph.NameID(binary.LittleEndian.Uint16(b[12:])), bestNB: b[14] != 0}, nil
+}
+
 // instRec is what the path needs of a complete instance.
 type instRec struct {
 	name     taskgraph.NameID
@@ -245,12 +295,15 @@ type spart struct {
 // Items are what a rank's chain holds, in order: its operations and its
 // blocking collective calls. itemRec is an item's path record.
 type itemRec struct {
-	ev    int64
-	from  int32  // message: sender's index; collective: instance id
-	fitem uint32 // message: the sender's item
-	comp  int32
-	name  taskgraph.NameID
-	kind  uint8
+	ev         int64
+	start, end int64
+	bytes      uint64 // the operation's
+	mbytes     uint64 // the message's that reaches it
+	from       int32  // message: sender's index; collective: instance id
+	fitem      uint32 // message: the sender's item
+	comp       int32
+	name       taskgraph.NameID
+	kind       uint8
 }
 
 const (
@@ -302,7 +355,9 @@ type streamRank struct {
 	lastEnd  int64
 	queued   bool
 	finished bool
-	log      chunked[itemRec]
+	log      blocks // item records
+	enc      itemEnc
+	slot     int16 // in the walk's cache, -1 none
 }
 
 const (
@@ -654,8 +709,9 @@ func (e *engine) complete(in *sinst) {
 	info := taskgraph.CollectiveInfo{Name: e.names.name(in.lowName), Bytes: collBytes(in.lowFn, recs, procs), Procs: procs}
 	in.val = in.best + e.w.Collective(info)
 	in.done = true
-	in.id = uint32(len(e.recs))
-	e.recs = append(e.recs, instRec{name: in.lowName, bestRank: in.bestRank, bestNB: in.bestNB, bestItem: in.bestItem})
+	in.id = e.nrecs
+	e.nrecs++
+	e.putInst(&instRec{name: in.lowName, bestRank: in.bestRank, bestNB: in.bestNB, bestItem: in.bestItem})
 	in.parts = nil
 	delete(e.insts, in.key)
 	l := e.live[in.key.ck]
@@ -698,6 +754,9 @@ func (e *engine) read(r *streamRank, n int) bool {
 		}
 		r.p.Event(ev)
 		e.afterEvent(r)
+		if e.events++; replayEvery != nil && e.events&0xffff == 0 {
+			replayEvery()
+		}
 	}
 	return !r.done && e.err == nil
 }
@@ -805,7 +864,7 @@ func (e *engine) advance(r *streamRank) {
 				}
 			}
 			r.val, r.lastKind, r.lastEnd = in.val, posPart, pt.end
-			r.log.add(itemRec{kind: itemPart, from: int32(in.id), ev: pt.ev})
+			r.logItem(&itemRec{kind: itemPart, from: int32(in.id), ev: pt.ev, start: pt.start, end: pt.end})
 			r.items++
 			r.bh++
 			if r.bh == len(r.blk) {
@@ -825,7 +884,7 @@ func (e *engine) advance(r *streamRank) {
 		}
 		o := &r.q[r.qh]
 		val := r.val + float64(r.chainW(r.lastKind, r.lastEnd, posOp, o.start))
-		rec := itemRec{kind: itemOp, ev: o.ev, comp: o.comp, name: o.name}
+		rec := itemRec{kind: itemOp, ev: o.ev, start: o.start, end: o.end, bytes: o.bytes, comp: o.comp, name: o.name}
 		if x := o.in; x != nil {
 			if x.state != recvPaired && x.state != recvUnmatched {
 				e.resolve(r, x)
@@ -843,7 +902,7 @@ func (e *engine) advance(r *streamRank) {
 				}
 				if sv := m.val + e.w.Message(int64(m.bytes)); sv > val {
 					val = sv
-					rec.kind, rec.from, rec.fitem = itemMsg, m.from, m.item
+					rec.kind, rec.from, rec.fitem, rec.mbytes = itemMsg, m.from, m.item, m.bytes
 				}
 			}
 		}
@@ -859,7 +918,7 @@ func (e *engine) advance(r *streamRank) {
 		}
 		k := r.k
 		item := r.items
-		r.log.add(rec)
+		r.logItem(&rec)
 		r.items++
 		r.val, r.lastKind, r.lastEnd = val, posOp, o.end
 		r.k++
@@ -956,11 +1015,13 @@ func (e *engine) run() (*ReplayResult, error) {
 	if e.fin.rank < 0 {
 		return nil, fmt.Errorf("the task graph has no operations: no path from MPI_Init to MPI_Finalize")
 	}
-	steps, err := e.back()
-	if err != nil {
+	res := &ReplayResult{Length: e.fin.val, MaxQueued: e.maxQueued, nameIdx: make(map[string]int)}
+	res.path = blocks{s: &res.store, limit: 4096}
+	if err := e.back(res); err != nil {
+		res.Close()
 		return nil, err
 	}
-	return &ReplayResult{Length: e.fin.val, Steps: steps, MaxQueued: e.maxQueued}, nil
+	return res, nil
 }
 
 // stuckError says where the replay stopped with nothing left to read.
@@ -980,43 +1041,58 @@ func (e *engine) stuckError() error {
 	return fmt.Errorf("the task graph has a cycle")
 }
 
-// back walks the path from MPI_Finalize back to MPI_Init.
-func (e *engine) back() ([]ReplayStep, error) {
-	var steps []ReplayStep
+// back walks the path from MPI_Finalize back to MPI_Init, writing its
+// steps to the result's spill (backwards).
+func (e *engine) back(res *ReplayResult) error {
+	w := &walkCache{}
+	for _, r := range e.ranks {
+		r.log.flush()
+		r.slot = -1
+	}
 	ri, item := e.fin.rank, int64(e.ranks[e.fin.rank].items)-1
-	fin := ReplayStep{Kind: taskgraph.KindFinalize, Name: "MPI_Finalize", Rank: -1, Event: taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}}
-	steps = append(steps, fin)
+	res.add(&ReplayStep{Kind: taskgraph.KindFinalize, Name: "MPI_Finalize", Rank: -1, Event: noEvent})
+	var ierr error
 	coll := func(id int32) (int32, int64) {
-		ir := &e.recs[id]
-		steps = append(steps, ReplayStep{Kind: taskgraph.KindCollective, Name: e.names.name(ir.name), Rank: -1,
-			Event: taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}})
+		ir, err := e.inst(id)
+		if err != nil {
+			ierr = err
+			return -1, -1
+		}
+		res.add(&ReplayStep{Kind: taskgraph.KindCollective, Name: e.names.name(ir.name), Rank: -1, Event: noEvent})
 		return ir.bestRank, ir.bestItem
 	}
-	for n := 0; ; n++ {
-		if n > 1<<40 {
-			return nil, fmt.Errorf("internal error: reconstruct: the path back does not reach MPI_Init")
+	for item >= 0 {
+		if ierr != nil {
+			return ierr
 		}
-		if item < 0 {
-			break
+		if res.NumSteps > 1<<40 {
+			return fmt.Errorf("internal error: reconstruct: the path back does not reach MPI_Init")
 		}
 		r := e.ranks[ri]
-		rec := r.log.at(int(item))
+		rec, err := w.at(e, r, uint32(item))
+		if err != nil {
+			return err
+		}
 		if rec.kind == itemPart {
 			// The collective, then its latest arrival: the item before
 			// a blocking call, a nonblocking call's posting operation.
 			ri, item = coll(rec.from)
 			continue
 		}
-		steps = append(steps, ReplayStep{Kind: taskgraph.KindOp, Name: e.names.name(rec.name), Rank: r.rank,
-			Event: taskgraph.EventRef{Rank: r.rank, Index: rec.ev, Completion: int(rec.comp)}})
+		st := ReplayStep{Kind: taskgraph.KindOp, Name: e.names.name(rec.name), Rank: r.rank,
+			Event: taskgraph.EventRef{Rank: r.rank, Index: rec.ev, Completion: int(rec.comp)},
+			Start: rec.start, End: rec.end, Bytes: int64(min(rec.bytes, math.MaxInt64))}
 		switch rec.kind {
 		case itemMsg:
-			steps[len(steps)-1].Cross = true
+			st.Cross, st.MsgBytes = true, int64(min(rec.mbytes, math.MaxInt64))
+			res.add(&st)
 			ri, item = rec.from, int64(rec.fitem)
 		case itemCollIn:
-			steps[len(steps)-1].Cross = true
+			st.Cross = true
+			res.add(&st)
 			ri, item = coll(rec.from)
 		default:
+			res.add(&st)
 			item--
 		}
 	}
@@ -1031,7 +1107,133 @@ func (e *engine) back() ([]ReplayStep, error) {
 	if some && all {
 		init = "MPI_Init_thread"
 	}
-	steps = append(steps, ReplayStep{Kind: taskgraph.KindInit, Name: init, Rank: -1, Event: taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}})
-	slices.Reverse(steps)
-	return steps, nil
+	res.add(&ReplayStep{Kind: taskgraph.KindInit, Name: init, Rank: -1, Event: noEvent})
+	res.path.flush()
+	return res.store.err
 }
+
+var noEvent = taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}
+
+// walkCache holds the decoded blocks of item records the walk back reads,
+// for a few ranks at a time (the walk goes back along one rank's items
+// most of the time, jumping to another at a message or a collective).
+type walkCache struct {
+	slots [64]struct {
+		ri    int32
+		k     int
+		first uint32
+		recs  []itemRec
+		buf   []byte
+	}
+	next int
+}
+
+func (w *walkCache) at(e *engine, r *streamRank, i uint32) (*itemRec, error) {
+	k := r.log.block(i)
+	if r.slot >= 0 {
+		sl := &w.slots[r.slot]
+		if sl.k == k && i >= sl.first && int(i-sl.first) < len(sl.recs) {
+			return &sl.recs[i-sl.first], nil
+		}
+	} else {
+		j := w.next % len(w.slots)
+		w.next++
+		sl := &w.slots[j]
+		if sl.recs != nil || sl.buf != nil {
+			e.ranks[sl.ri].slot = -1
+		}
+		sl.ri, sl.k, sl.recs = r.idx, -1, sl.recs[:0]
+		r.slot = int16(j)
+	}
+	sl := &w.slots[r.slot]
+	b, first, err := r.log.read(k, sl.buf)
+	if err != nil {
+		return nil, err
+	}
+	if k < len(r.log.idx) {
+		sl.buf = b
+	}
+	recs, err := decodeItems(b, sl.recs)
+	if err != nil {
+		return nil, err
+	}
+	sl.k, sl.first, sl.recs = k, first, recs
+	if i < first || int(i-first) >= len(recs) {
+		return nil, fmt.Errorf("internal error: reconstruct: item %d of rank %d is not in its block", i, r.rank)
+	}
+	return &recs[i-first], nil
+}
+
+// The path's steps, spilled as the walk back finds them.
+
+func (res *ReplayResult) add(st *ReplayStep) {
+	b := res.enc[:0]
+	b = append(b, byte(st.Kind))
+	if st.Cross {
+		b[0] |= 0x80
+	}
+	b = binary.AppendUvarint(b, uint64(st.Rank+1))
+	b = binary.AppendUvarint(b, uint64(res.nameID(st.Name)))
+	b = binary.AppendVarint(b, st.Event.Index)
+	b = binary.AppendVarint(b, int64(st.Event.Completion))
+	b = binary.AppendVarint(b, st.Start)
+	b = binary.AppendUvarint(b, uint64(st.End-st.Start))
+	b = binary.AppendUvarint(b, uint64(st.Bytes))
+	b = binary.AppendUvarint(b, uint64(st.MsgBytes))
+	res.enc = b
+	res.path.add(b)
+	res.NumSteps++
+}
+
+func (res *ReplayResult) nameID(s string) int {
+	if id, ok := res.nameIdx[s]; ok {
+		return id
+	}
+	id := len(res.names)
+	res.names = append(res.names, s)
+	res.nameIdx[s] = id
+	return id
+}
+
+// Steps calls fn for each step of the path, from MPI_Init to
+// MPI_Finalize; it stops at fn's first error.
+func (res *ReplayResult) Steps(fn func(*ReplayStep) error) error {
+	var buf []byte
+	var steps []ReplayStep
+	for k := len(res.path.idx) - 1; k >= 0; k-- {
+		b, _, err := res.path.read(k, buf)
+		if err != nil {
+			return err
+		}
+		buf = b
+		steps = steps[:0]
+		d := recDec{b: b}
+		for len(d.b) > 0 {
+			var st ReplayStep
+			st.Kind, st.Cross = taskgraph.NodeKind(d.b[0]&0x7f), d.b[0]&0x80 != 0
+			d.b = d.b[1:]
+			st.Rank = int(d.u()) - 1
+			if id := d.u(); id < uint64(len(res.names)) {
+				st.Name = res.names[id]
+			}
+			st.Event = taskgraph.EventRef{Rank: st.Rank, Index: d.s(), Completion: int(d.s())}
+			st.Start = d.s()
+			st.End = st.Start + int64(d.u())
+			st.Bytes = int64(d.u())
+			st.MsgBytes = int64(d.u())
+			if d.bad {
+				return fmt.Errorf("internal error: reconstruct: a path step does not decode")
+			}
+			steps = append(steps, st)
+		}
+		for i := len(steps) - 1; i >= 0; i-- {
+			if err := fn(&steps[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Close releases the path's temporary file.
+func (res *ReplayResult) Close() { res.store.close() }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -43,6 +44,10 @@ func replayStepsOf(g *taskgraph.Graph, p *taskgraph.Path) []reconstruct.ReplaySt
 			s.Event = n.Event
 			// (From a collective, the nodes say which edge it is.)
 			s.Cross = i > 0 && p.Edge(i-1).Kind == taskgraph.Message
+			s.Start, s.End, s.Bytes = n.Start, n.End, n.Bytes
+			if s.Cross {
+				s.MsgBytes = p.Edge(i - 1).Bytes
+			}
 		}
 		out[i] = s
 	}
@@ -70,19 +75,27 @@ func compareReplay(srcs func() []tracefmt.Source) (string, error) {
 		}
 		return "", nil
 	}
+	defer res.Close()
+	var steps []reconstruct.ReplayStep
+	if err := res.Steps(func(st *reconstruct.ReplayStep) error {
+		steps = append(steps, *st)
+		return nil
+	}); err != nil {
+		return "", err
+	}
 	if length != res.Length {
 		return fmt.Sprintf("length %v, replay %v", length, res.Length), nil
 	}
 	want := replayStepsOf(g, path)
-	if len(want) != len(res.Steps) {
-		return fmt.Sprintf("%d steps, replay %d:\n%v\n%v", len(want), len(res.Steps), want, res.Steps), nil
+	if len(want) != len(steps) {
+		return fmt.Sprintf("%d steps, replay %d:\n%v\n%v", len(want), len(steps), want, steps), nil
 	}
 	for i := range want {
-		if i > 0 && res.Steps[i-1].Kind == taskgraph.KindCollective {
-			res.Steps[i].Cross = false
+		if i > 0 && steps[i-1].Kind == taskgraph.KindCollective {
+			steps[i].Cross = false
 		}
-		if want[i] != res.Steps[i] {
-			return fmt.Sprintf("step %d: %+v, replay %+v\n%v\n%v", i, want[i], res.Steps[i], want, res.Steps), nil
+		if want[i] != steps[i] {
+			return fmt.Sprintf("step %d: %+v, replay %+v\n%v\n%v", i, want[i], steps[i], want, steps), nil
 		}
 	}
 	return "", nil
@@ -172,8 +185,19 @@ func TestReplayRandom(t *testing.T) {
 }
 
 // TestReplayGenerated compares Replay with the graph on the benchmarks'
-// generated traces read from their files.
+// generated traces read from their files, with the replay's records in
+// memory and in temporary files.
 func TestReplayGenerated(t *testing.T) {
+	t.Run("memory", testReplayGenerated)
+	t.Run("spilled", func(t *testing.T) {
+		old := *reconstruct.SpillMem
+		*reconstruct.SpillMem = 1024
+		defer func() { *reconstruct.SpillMem = old }()
+		testReplayGenerated(t)
+	})
+}
+
+func testReplayGenerated(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		b    *testgen.Builder
@@ -210,4 +234,87 @@ func TestReplayGenerated(t *testing.T) {
 			t.Errorf("%s: %v %s", c.name, err, diff)
 		}
 	}
+}
+
+// TestReplayMemory: the replay's live heap does not grow with events per
+// rank. The same 4 ranks, 4× the events: the most live heap seen (after
+// a collection every 65,536 events read), above what was live before the
+// readers read, stays within 1.2× (and 256 KiB).
+func TestReplayMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and replays 2.4 M events")
+	}
+	old := *reconstruct.SpillMem
+	*reconstruct.SpillMem = 64 << 10
+	defer func() { *reconstruct.SpillMem = old; *reconstruct.ReplayEvery = nil }()
+	peak := func(iters int) uint64 {
+		dir := t.TempDir()
+		// Blocks of 64 KiB in both: the readers' buffers are the size
+		// of the largest block.
+		gen := testgen.New(4)
+		gen.Options.BlockSize = 64 << 10
+		if err := gen.Halo(iters, 9).WriteDir(dir); err != nil {
+			t.Fatal(err)
+		}
+		srcs, done := spooledSources(t, dir)
+		defer done()
+		// The writer's pooled encoders go with the second collection.
+		var ms runtime.MemStats
+		for range 3 {
+			runtime.GC()
+		}
+		runtime.ReadMemStats(&ms)
+		base := ms.HeapAlloc
+		most := base
+		*reconstruct.ReplayEvery = func() {
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			most = max(most, ms.HeapAlloc)
+		}
+		res, err := reconstruct.ReplaySources(srcs, replayWeights{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.NumSteps < iters {
+			t.Fatalf("a path of %d steps", res.NumSteps)
+		}
+		res.Close()
+		return most - base
+	}
+	small, large := peak(24_000), peak(96_000)
+	t.Logf("live heap: %d KiB at 480k events, %d KiB at 1.9M", small>>10, large>>10)
+	if large > small*12/10+256<<10 {
+		t.Errorf("live heap grows with the events: %d KiB, %d KiB with 4x the events", small>>10, large>>10)
+	}
+}
+
+// spooledSources opens every rank of the trace directory dir, reading
+// them all at once as Replay does: their blocks spooled, each reader
+// holding a window of a few KiB, not the block (whose size testgen
+// makes grow with the rank's length). done closes them.
+func spooledSources(tb testing.TB, dir string) (srcs []tracefmt.Source, done func()) {
+	tb.Helper()
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sp := tracefmt.NewSpool("")
+	var open []*tracefmt.RankReader
+	done = func() {
+		for _, rr := range open {
+			rr.Close()
+		}
+		sp.Close()
+	}
+	for _, f := range tr.Files {
+		rr, err := tr.OpenRank(f.Rank)
+		if err != nil {
+			done()
+			tb.Fatal(err)
+		}
+		rr.SpoolTo(sp)
+		open = append(open, rr)
+		srcs = append(srcs, rr)
+	}
+	return srcs, done
 }

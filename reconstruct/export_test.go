@@ -1,0 +1,8 @@
+package reconstruct
+
+// SpillMem is how much the replay's stores keep in memory before they move
+// to a temporary file (tests lower it to exercise the file).
+var SpillMem = &spillMem
+
+// ReplayEvery is called every 65,536 events a replay reads.
+var ReplayEvery = &replayEvery
