@@ -318,3 +318,36 @@ func spooledSources(tb testing.TB, dir string) (srcs []tracefmt.Source, done fun
 	}
 	return srcs, done
 }
+
+// TestReplayStoredTraces compares Replay with the graph on the stored
+// traces of real runs (fixtures/traces: every format version, Open MPI
+// and MPICH).
+func TestReplayStoredTraces(t *testing.T) {
+	dirs, err := filepath.Glob("../fixtures/traces/v*/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, dir := range dirs {
+		if m, _ := filepath.Glob(filepath.Join(dir, "*.mpit")); len(m) == 0 {
+			continue
+		}
+		n++
+		var open []func()
+		srcs := func() []tracefmt.Source {
+			s, done := spooledSources(t, dir)
+			open = append(open, done)
+			return s
+		}
+		diff, err := compareReplay(srcs)
+		for _, done := range open {
+			done()
+		}
+		if err != nil || diff != "" {
+			t.Errorf("%s: %v %s", dir, err, diff)
+		}
+	}
+	if n < 10 {
+		t.Errorf("only %d stored traces", n)
+	}
+}
