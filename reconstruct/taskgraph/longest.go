@@ -227,7 +227,7 @@ func (l *longest) advance(ri int) {
 		}
 		if d.hasChain() {
 			v := c.val + float64(chainWeight(d, c.lastKind, c.lastEnd, posFin, d.finStart))
-			if l.finArg < 0 || v > l.finVal {
+			if l.finArg < 0 || v > l.finVal || v == l.finVal && ri < l.finArg {
 				l.finVal, l.finArg = v, ri
 			}
 		}
