@@ -302,6 +302,9 @@ func (p *rankPass) defineComm(ev *tracefmt.Event) {
 		}
 		slices.Sort(m)
 		p.commDefs[k] = slices.Compact(m)
+		if p.st != nil {
+			p.st.defined(k, p.commDefs[k])
+		}
 	}
 }
 

@@ -144,13 +144,18 @@ type engine struct {
 	names *nameTable
 	ranks []*streamRank // by rank
 	chans map[pchanKey]*pchan
-	insts map[rinstKey]*sinst
-	live  map[commKey][]*sinst // instances not complete, by communicator
-	nrecs uint32               // complete instances
-	recs  store                // their instRecs, by id
-	runq  []int32
-	fin   finBest
-	err   error
+	defs  map[commKey][]int32 // communicators' members, as first described
+	// empties counts the channels with nothing in them; gen changes when
+	// they are swept (the ranks' caches then miss).
+	empties int
+	gen     uint32
+	insts   map[rinstKey]*sinst
+	live    map[commKey][]*sinst // instances not complete, by communicator
+	nrecs   uint32               // complete instances
+	recs    store                // their instRecs, by id
+	runq    []int32
+	fin     finBest
+	err     error
 	// finished lists the ranks read to the end, for the instances made
 	// afterwards.
 	finished  []*streamRank
@@ -173,9 +178,67 @@ type pchanKey struct {
 	tag      int64
 }
 
+// pchan is a channel's messages sent[sh:] and receives recvs[rh:] not
+// paired yet. An empty channel stays in engine.chans until a sweep.
 type pchan struct {
 	sends []*smsg
 	recvs []*srecv
+	sh    int
+	rh    int
+	empty bool // counted in engine.empties
+}
+
+func (c *pchan) addSend(e *engine, m *smsg) {
+	c.sends = append(c.sends, m)
+	c.filled(e)
+}
+
+func (c *pchan) addRecv(e *engine, x *srecv) {
+	c.recvs = append(c.recvs, x)
+	c.filled(e)
+}
+
+func (c *pchan) filled(e *engine) {
+	if c.empty {
+		c.empty = false
+		e.empties--
+	}
+}
+
+// replayChans is a rank's recently used channels.
+type replayChans [16]struct {
+	key pchanKey
+	c   *pchan
+	gen uint32
+}
+
+// channel returns the channel of key, made when new.
+func (e *engine) channel(r *streamRank, key pchanKey) *pchan {
+	if r.cc == nil {
+		r.cc = new(replayChans)
+	}
+	h := (uint32(key.src)*0x9E3779B1 ^ uint32(key.dst)*0x85EBCA77 ^ uint32(key.tag)*0xC2B2AE3D ^ uint32(key.ck.gid)*0x27D4EB2F) >> 28
+	ce := &r.cc[h]
+	if ce.c != nil && ce.gen == e.gen && ce.key == key {
+		return ce.c
+	}
+	c := e.chans[key]
+	if c == nil {
+		if e.empties > 4096 && 2*e.empties > len(e.chans) {
+			// Channels of tags used once (a tag per iteration, say).
+			for k, c := range e.chans {
+				if c.empty {
+					delete(e.chans, k)
+				}
+			}
+			e.empties = 0
+			e.gen++
+		}
+		c = &pchan{}
+		e.chans[key] = c
+	}
+	ce.key, ce.c, ce.gen = key, c, e.gen
+	return c
 }
 
 // smsg is a message sent.
@@ -201,8 +264,8 @@ type srecv struct {
 	state  uint8
 	waited bool
 	msg    *smsg
-	src    int32 // sender's world rank
-	key    pchanKey
+	src    int32  // sender's world rank
+	c      *pchan // its channel, once released
 }
 
 const (
@@ -335,7 +398,12 @@ type streamRank struct {
 	finStr  int64
 
 	sendSeq   int32
-	unsettled map[int32]*smsg
+	unsettled []*smsg // see unsettle
+	uh, ukept int
+	cc        *replayChans
+	relN      int // live requests at the last release
+	relC      int // cancellations at the last release
+	bl        []blocker
 	outbox    []*smsg
 	oh        int
 	pend      []*srecv // receives not on their channel yet, by post
@@ -424,31 +492,43 @@ func (r *streamRank) send(ck commKey, peer int32, tag int64, node uint32, bytes 
 	m := &smsg{from: r.idx, id: r.sendSeq, node: node, bytes: bytes, req: req, settled: req == 0}
 	r.sendSeq++
 	r.outbox = append(r.outbox, m)
-	if req != 0 {
-		if r.unsettled == nil {
-			r.unsettled = make(map[int32]*smsg)
-		}
-		r.unsettled[m.id] = m
-	}
 	if r.e.index(int(peer)) < 0 {
 		return m.id // never received: no channel
 	}
-	key := pchanKey{ck: ck, src: int32(r.rank), dst: peer, tag: tag}
-	c := r.e.chans[key]
-	if c == nil {
-		c = &pchan{}
-		r.e.chans[key] = c
+	if req != 0 {
+		r.unsettle(m)
 	}
-	c.sends = append(c.sends, m)
-	if len(c.recvs) > 0 {
-		r.e.pair(key, c)
+	c := r.e.channel(r, pchanKey{ck: ck, src: int32(r.rank), dst: peer, tag: tag})
+	c.addSend(r.e, m)
+	// A message with a request is paired after the event: its request
+	// does not know the message yet (settled).
+	if req == 0 && c.rh < len(c.recvs) {
+		r.e.pair(c)
 	}
 	return m.id
 }
 
+// unsettle adds m to the messages whose requests may still say they
+// were cancelled (unsettled[uh:], by id).
+func (r *streamRank) unsettle(m *smsg) {
+	if n := len(r.unsettled) - r.uh; n >= 1024 && n >= 2*r.ukept {
+		// Drop the settled ones behind one that is not.
+		keep := r.unsettled[:0]
+		for _, u := range r.unsettled[r.uh:] {
+			if !r.e.settled(u) {
+				keep = append(keep, u)
+			}
+		}
+		clear(r.unsettled[len(keep):])
+		r.unsettled, r.uh, r.ukept = keep, 0, len(keep)
+	}
+	r.unsettled = append(r.unsettled, m)
+}
+
 func (r *streamRank) cancel(id int32) {
-	if m := r.unsettled[id]; m != nil {
-		m.cancelled = true
+	l := r.unsettled[r.uh:]
+	if i, ok := slices.BinarySearchFunc(l, id, func(m *smsg, id int32) int { return cmp.Compare(m.id, id) }); ok {
+		l[i].cancelled = true
 	}
 }
 
@@ -488,9 +568,12 @@ func (e *engine) afterEvent(r *streamRank) {
 	}
 	p.partBase += len(p.parts)
 	p.parts = p.parts[:0]
-	if len(r.pend) > 0 {
+	// Only a receive recorded, or a live one gone (completed, freed,
+	// cancelled: the requests change), can let a receive take its place.
+	if len(r.pend) > 0 && (r.recvNew || p.reqs.n != r.relN || p.cancels != r.relC) {
 		e.release(r)
 	}
+	r.recvNew = false
 	if n := len(r.q) - r.qh; n > e.maxQueued {
 		e.maxQueued = n
 	}
@@ -507,7 +590,7 @@ type blocker struct {
 func (e *engine) release(r *streamRank) {
 	p := r.p
 	minWild := uint32(math.MaxUint32)
-	var bl []blocker
+	bl := r.bl[:0]
 	p.reqs.each(func(q *reqEntry) {
 		if q.kind != reqRecv || !q.active || q.post == 0 || q.mrecv || q.unknown || !q.commOK || q.peer == spec.ProcNull {
 			return
@@ -541,18 +624,15 @@ func (e *engine) release(r *streamRank) {
 		}
 		k := p.recvCh.keys[x.ch]
 		x.src = k.peer
-		x.key = pchanKey{ck: p.keys[k.comm], src: k.peer, dst: int32(r.rank), tag: k.tag}
 		x.state = recvReleased
-		c := e.chans[x.key]
-		if c == nil {
-			c = &pchan{}
-			e.chans[x.key] = c
-		}
-		c.recvs = append(c.recvs, x)
-		e.pair(x.key, c)
+		x.c = e.channel(r, pchanKey{ck: p.keys[k.comm], src: k.peer, dst: int32(r.rank), tag: k.tag})
+		x.c.addRecv(e, x)
+		e.pair(x.c)
 	}
 	clear(r.pend[len(keep):])
 	r.pend = keep
+	r.bl = bl[:0]
+	r.relN, r.relC = p.reqs.n, p.cancels
 }
 
 // settled reports whether message m's request says whether it was
@@ -568,43 +648,47 @@ func (e *engine) settled(m *smsg) bool {
 		}
 	}
 	m.settled = true
-	delete(s.unsettled, m.id)
+	for s.uh < len(s.unsettled) && s.unsettled[s.uh].settled {
+		s.unsettled[s.uh] = nil
+		s.uh++
+	}
+	if s.uh == len(s.unsettled) {
+		s.unsettled, s.uh = s.unsettled[:0], 0
+	}
 	return true
 }
 
 // pair pairs channel c's receives with its messages, in order.
-func (e *engine) pair(key pchanKey, c *pchan) {
-	i, j := 0, 0
-	for i < len(c.sends) {
-		m := c.sends[i]
+func (e *engine) pair(c *pchan) {
+	for c.sh < len(c.sends) {
+		m := c.sends[c.sh]
 		if !e.settled(m) {
 			break
 		}
-		if m.cancelled {
-			i++
-			continue
+		if !m.cancelled {
+			if c.rh == len(c.recvs) {
+				break
+			}
+			x := c.recvs[c.rh]
+			c.recvs[c.rh] = nil
+			c.rh++
+			x.msg, x.state = m, recvPaired
+			if x.waited {
+				e.enqueue(x.rank)
+			}
 		}
-		if j == len(c.recvs) {
-			break
-		}
-		x := c.recvs[j]
-		x.msg, x.state = m, recvPaired
-		i++
-		j++
-		if x.waited {
-			e.enqueue(x.rank)
-		}
+		c.sends[c.sh] = nil
+		c.sh++
 	}
-	if i > 0 {
-		clear(c.sends[:i])
-		c.sends = c.sends[i:]
+	if c.sh == len(c.sends) {
+		c.sends, c.sh = c.sends[:0], 0
 	}
-	if j > 0 {
-		clear(c.recvs[:j])
-		c.recvs = c.recvs[j:]
+	if c.rh == len(c.recvs) {
+		c.recvs, c.rh = c.recvs[:0], 0
 	}
-	if len(c.sends) == 0 && len(c.recvs) == 0 {
-		delete(e.chans, key)
+	if len(c.sends) == 0 && len(c.recvs) == 0 && !c.empty {
+		c.empty = true
+		e.empties++
 	}
 }
 
@@ -658,6 +742,21 @@ func (r *streamRank) calls(ck commKey) uint32 {
 		return r.count[id]
 	}
 	return 0
+}
+
+// defined takes rank r's description of communicator ck's members:
+// Build takes the lowest rank's when they differ, which the replay
+// cannot know before every rank is read.
+func (r *streamRank) defined(ck commKey, members []int32) {
+	e := r.e
+	if e.defs == nil {
+		e.defs = make(map[commKey][]int32)
+	}
+	if d, ok := e.defs[ck]; !ok {
+		e.defs[ck] = members
+	} else if !slices.Equal(d, members) {
+		r.decline(fmt.Sprintf("%s has other members on another rank", commName(ck)))
+	}
 }
 
 // members returns communicator ck's members, as rank r knows them.
@@ -779,10 +878,10 @@ func (e *engine) finishRank(r *streamRank) {
 	r.p.Finish(end)
 	e.afterEvent(r)
 	r.done = true
-	for _, m := range r.unsettled {
+	for _, m := range r.unsettled[r.uh:] {
 		m.settled = true
 	}
-	r.unsettled = nil
+	r.unsettled, r.uh = nil, 0
 	e.finished = append(e.finished, r)
 	// The instances it will not reach no longer wait for it.
 	for ck, l := range e.live {
@@ -792,16 +891,6 @@ func (e *engine) finishRank(r *streamRank) {
 				in.expected--
 				if in.arrived >= in.expected && in.arrived > 0 {
 					e.complete(in)
-				}
-			}
-		}
-	}
-	// Channels whose receives wait for its messages: unmatched now.
-	for key, c := range e.chans {
-		if key.src == int32(r.rank) {
-			for _, x := range c.recvs {
-				if x.waited {
-					e.enqueue(x.rank)
 				}
 			}
 		}
@@ -824,17 +913,15 @@ func (e *engine) resolve(r *streamRank, x *srecv) {
 		case recvReleased:
 			s := e.index(int(x.src))
 			if s < 0 || e.ranks[s].done {
-				if c := e.chans[x.key]; c != nil {
-					e.pair(x.key, c)
-				}
+				e.pair(x.c)
 				if x.state == recvReleased {
 					x.state = recvUnmatched
 				}
 				continue
 			}
 			e.read(e.ranks[s], 64)
-			if c := e.chans[x.key]; c != nil && x.state == recvReleased {
-				e.pair(x.key, c)
+			if x.state == recvReleased {
+				e.pair(x.c)
 			}
 		}
 	}

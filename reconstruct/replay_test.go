@@ -153,6 +153,34 @@ func TestReplayGolden(t *testing.T) {
 	}
 }
 
+// TestReplayCases compares Replay with the graph on the cases of
+// testdata/replay (the golden format; their expect sections are not
+// read): traces where the two once differed.
+func TestReplayCases(t *testing.T) {
+	files, err := filepath.Glob("testdata/replay/*.test")
+	if err != nil || len(files) == 0 {
+		t.Fatal(files, err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := parseGolden(string(data))
+		text, err := c.ranksText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranks, err := tracefmt.ParseText(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff, err := compareReplay(dataSources(ranks)); err != nil || diff != "" && diff != "declined" {
+			t.Errorf("%s: %v %s", file, err, diff)
+		}
+	}
+}
+
 // TestReplayRandom compares Replay with the graph on random traces
 // (TestRandomEvents' generator): messages, requests, wildcards,
 // collectives and bad data of every kind.
@@ -245,7 +273,7 @@ func TestReplayMemory(t *testing.T) {
 		t.Skip("writes and replays 2.4 M events")
 	}
 	old := *reconstruct.SpillMem
-	*reconstruct.SpillMem = 64 << 10
+	*reconstruct.SpillMem = 0 // every store in a file from the start, in both runs
 	defer func() { *reconstruct.SpillMem = old; *reconstruct.ReplayEvery = nil }()
 	peak := func(iters int) uint64 {
 		dir := t.TempDir()
@@ -290,8 +318,8 @@ func TestReplayMemory(t *testing.T) {
 
 // spooledSources opens every rank of the trace directory dir, reading
 // them all at once as Replay does: their blocks spooled, each reader
-// holding a window of a few KiB, not the block (whose size testgen
-// makes grow with the rank's length). done closes them.
+// holding a window of them, not the block (whose size testgen makes grow
+// with the rank's length). done closes them.
 func spooledSources(tb testing.TB, dir string) (srcs []tracefmt.Source, done func()) {
 	tb.Helper()
 	tr, err := tracefmt.OpenDir(dir)
@@ -299,6 +327,8 @@ func spooledSources(tb testing.TB, dir string) (srcs []tracefmt.Source, done fun
 		tb.Fatal(err)
 	}
 	sp := tracefmt.NewSpool("")
+	// 32 MiB of windows in all, 4 to 256 KiB each.
+	sp.SetWindow(min(max((32<<20)/max(len(tr.Files), 1), 4<<10), 256<<10))
 	var open []*tracefmt.RankReader
 	done = func() {
 		for _, rr := range open {

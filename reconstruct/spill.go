@@ -20,13 +20,18 @@ import (
 // temporary file.
 var spillMem int64 = 8 << 20
 
-// store is an append-only byte store.
+// store is an append-only byte store. In a file, the last bytes appended
+// wait in wbuf (from offset size-len(wbuf)) to be written in one go.
 type store struct {
 	mem  []byte
 	f    *os.File
+	wbuf []byte
 	size int64
 	err  error
 }
+
+// storeWrite is how much a store in a file writes at once.
+const storeWrite = 64 << 10
 
 func (s *store) append(b []byte) int64 {
 	off := s.size
@@ -47,15 +52,34 @@ func (s *store) append(b []byte) int64 {
 			s.err = fmt.Errorf("the replay's temporary file: %w", err)
 		}
 		s.mem = nil
+		s.wbuf = make([]byte, 0, storeWrite)
 	}
 	if s.f != nil {
-		if _, err := s.f.Write(b); err != nil && s.err == nil {
-			s.err = fmt.Errorf("the replay's temporary file: %w", err)
+		if len(s.wbuf)+len(b) > cap(s.wbuf) {
+			s.flushWrites()
 		}
+		if len(b) > cap(s.wbuf) {
+			if _, err := s.f.Write(b); err != nil && s.err == nil {
+				s.err = fmt.Errorf("the replay's temporary file: %w", err)
+			}
+			return off
+		}
+		s.wbuf = append(s.wbuf, b...)
 		return off
 	}
 	s.mem = append(s.mem, b...)
 	return off
+}
+
+// flushWrites writes the waiting bytes.
+func (s *store) flushWrites() {
+	if len(s.wbuf) == 0 {
+		return
+	}
+	if _, err := s.f.Write(s.wbuf); err != nil && s.err == nil {
+		s.err = fmt.Errorf("the replay's temporary file: %w", err)
+	}
+	s.wbuf = s.wbuf[:0]
 }
 
 func (s *store) readAt(p []byte, off int64) error {
@@ -65,6 +89,9 @@ func (s *store) readAt(p []byte, off int64) error {
 	if s.f == nil {
 		copy(p, s.mem[off:])
 		return nil
+	}
+	if w := s.size - int64(len(s.wbuf)); off+int64(len(p)) > w {
+		s.flushWrites()
 	}
 	_, err := s.f.ReadAt(p, off)
 	if err == io.EOF {

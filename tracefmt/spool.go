@@ -20,10 +20,29 @@ import (
 // read (bounded like them by the files' budgets). A Spool is safe for
 // concurrent use.
 type Spool struct {
-	dir string
-	mu  sync.Mutex
-	f   *os.File
-	end int64
+	dir    string
+	mu     sync.Mutex
+	f      *os.File
+	end    int64
+	window int // a cursor's first window, 0: spoolWindow
+}
+
+// SetWindow sets the window a reader's cursor holds of its block at
+// first (4 KiB by default, at least 4 KiB): fewer reads of the spool for
+// more memory per reader. Call it before the readers read.
+func (s *Spool) SetWindow(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.window = max(n, spoolWindow)
+}
+
+func (s *Spool) windowSize() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.window > 0 {
+		return s.window
+	}
+	return spoolWindow
 }
 
 // NewSpool returns a spool whose file is created, on first use, in dir
@@ -137,7 +156,7 @@ func (c *cursor) spoolBlock(b *eventsBlock) (ok bool) {
 	}
 	c.rawLen = int(b.f.raw)
 	if cap(c.win) == 0 {
-		c.win = make([]byte, spoolWindow)
+		c.win = make([]byte, r.spool.windowSize())
 	}
 	return c.fill(0)
 }
