@@ -56,8 +56,19 @@ func (w modelWeights) Collective(c taskgraph.CollectiveInfo) float64 {
 //
 //	go test ./reconstruct -run '^$' -bench 'ReconstructCritpath|ReplayCritpath' -benchtime 1x
 func BenchmarkReplayCritpath(b *testing.B) {
-	logged := map[string]bool{}
-	benchtrace.Run(b, func(b *testing.B, dir string) {
+	benchtrace.Run(b, replayCritpath(map[string]bool{}))
+}
+
+// BenchmarkReplayWide is BenchmarkReplayCritpath on benchtrace.Wide:
+// 16,384 ranks of 257 events, what each rank costs whatever its length.
+//
+//	go test ./reconstruct -run '^$' -bench ReplayWide -benchtime 1x
+func BenchmarkReplayWide(b *testing.B) {
+	benchtrace.RunShape(b, benchtrace.Wide, replayCritpath(map[string]bool{}))
+}
+
+func replayCritpath(logged map[string]bool) func(b *testing.B, dir string) {
+	return func(b *testing.B, dir string) {
 		srcs, done := spooledSources(b, dir)
 		defer done()
 		res, err := reconstruct.ReplaySources(srcs, modelWeights{latency.Default()})
@@ -69,5 +80,5 @@ func BenchmarkReplayCritpath(b *testing.B) {
 			logged[b.Name()] = true
 			b.Logf("path %d vertices, %.3f ms; read ahead at most %d operations", res.NumSteps, res.Length/1e6, res.MaxQueued)
 		}
-	})
+	}
 }

@@ -92,6 +92,9 @@ type ReplayResult struct {
 	// MaxQueued is the most operations read and not yet replayed one rank
 	// held at once (how far the replay had to read ahead).
 	MaxQueued int
+	// Stalls counts the times no rank's replay could go on and every rank
+	// read ahead.
+	Stalls int
 
 	store   store
 	path    blocks
@@ -128,6 +131,17 @@ func ReplaySources(srcs []tracefmt.Source, w ReplayWeights) (*ReplayResult, erro
 		r.p.st = r
 		r.log = blocks{s: &e.items, limit: min(max(int(blockBudget)/len(srcs), 256), 16<<10)}
 	}
+	if size <= 4*len(e.ranks)+1024 {
+		// A table by world rank (a world may claim many more ranks than
+		// have a log: then a search).
+		e.byRank = make([]int32, size)
+		for i := range e.byRank {
+			e.byRank[i] = -1
+		}
+		for i, r := range e.ranks {
+			e.byRank[r.rank] = int32(i)
+		}
+	}
 	defer e.items.close()
 	defer e.recs.close()
 	return e.run()
@@ -143,8 +157,11 @@ type engine struct {
 	w     ReplayWeights
 	names *nameTable
 	ranks []*streamRank // by rank
-	chans map[pchanKey]*pchan
-	defs  map[commKey][]int32 // communicators' members, as first described
+	// byRank maps a world rank to its index in ranks (-1: no log), when
+	// the world is not much larger than the ranks with a log.
+	byRank []int32
+	chans  map[pchanKey]*pchan
+	defs   map[commKey][]int32 // communicators' members, as first described
 	// empties counts the channels with nothing in them; gen changes when
 	// they are swept (the ranks' caches then miss).
 	empties int
@@ -161,6 +178,7 @@ type engine struct {
 	finished  []*streamRank
 	maxQueued int
 	events    int64 // read
+	stalls    int   // times no replay could go on
 }
 
 // replayEvery, when set (by tests), is called every 65,536 events read.
@@ -553,6 +571,12 @@ func (r *streamRank) recv(rc recvRec) {
 
 // index returns the index of world rank rank, -1 when it has no log.
 func (e *engine) index(rank int) int {
+	if e.byRank != nil {
+		if rank < 0 || rank >= len(e.byRank) {
+			return -1
+		}
+		return int(e.byRank[rank])
+	}
 	i, ok := slices.BinarySearchFunc(e.ranks, rank, func(r *streamRank, x int) int { return cmp.Compare(r.rank, x) })
 	if !ok {
 		return -1
@@ -904,7 +928,7 @@ func (e *engine) resolve(r *streamRank, x *srecv) {
 		case recvPaired, recvUnmatched:
 			return
 		case recvPending:
-			if !e.read(r, 64) && x.state == recvPending {
+			if !e.read(r, 1) && x.state == recvPending {
 				if e.err == nil {
 					e.err = fmt.Errorf("internal error: reconstruct: rank %d: a receive kept no place after its log ended", r.rank)
 				}
@@ -919,7 +943,7 @@ func (e *engine) resolve(r *streamRank, x *srecv) {
 				}
 				continue
 			}
-			e.read(e.ranks[s], 64)
+			e.read(e.ranks[s], 1)
 			if x.state == recvReleased {
 				e.pair(x.c)
 			}
@@ -931,7 +955,7 @@ func (e *engine) resolve(r *streamRank, x *srecv) {
 func (e *engine) advance(r *streamRank) {
 	// Calls before MPI_Init are dropped when it comes: none is replayed
 	// before the rank's MPI runs.
-	for r.p.phase == phaseBefore && e.read(r, 256) {
+	for r.p.phase == phaseBefore && e.read(r, 1) {
 	}
 	if r.lastKind == 0 {
 		r.lastKind, r.lastEnd = posInit, r.initEnd
@@ -960,7 +984,9 @@ func (e *engine) advance(r *streamRank) {
 			continue
 		}
 		if r.qh == len(r.q) {
-			if e.read(r, 256) || r.qh < len(r.q) || r.bh < len(r.blk) {
+			// One event at a time: what is read ahead is held (with
+			// thousands of ranks, a batch each would add up).
+			if e.read(r, 1) || r.qh < len(r.q) || r.bh < len(r.blk) {
 				continue
 			}
 			if e.err != nil {
@@ -1060,7 +1086,9 @@ func (e *engine) run() (*ReplayResult, error) {
 	for i := range e.ranks {
 		e.enqueue(int32(i))
 	}
-	chunk := 256
+	// When no replay can go on, every rank reads ahead: an event each,
+	// twice as many each time that does not help.
+	chunk := 1
 	for e.err == nil {
 		for len(e.runq) > 0 && e.err == nil {
 			i := e.runq[0]
@@ -1090,10 +1118,11 @@ func (e *engine) run() (*ReplayResult, error) {
 		if !read && len(e.runq) == 0 {
 			return nil, e.stuckError()
 		}
+		e.stalls++
 		if len(e.runq) == 0 {
 			chunk = min(2*chunk, 1<<20)
 		} else {
-			chunk = 256
+			chunk = 1
 		}
 	}
 	if e.err != nil {
@@ -1102,7 +1131,7 @@ func (e *engine) run() (*ReplayResult, error) {
 	if e.fin.rank < 0 {
 		return nil, fmt.Errorf("the task graph has no operations: no path from MPI_Init to MPI_Finalize")
 	}
-	res := &ReplayResult{Length: e.fin.val, MaxQueued: e.maxQueued, nameIdx: make(map[string]int)}
+	res := &ReplayResult{Length: e.fin.val, MaxQueued: e.maxQueued, Stalls: e.stalls, nameIdx: make(map[string]int)}
 	res.path = blocks{s: &res.store, limit: 4096}
 	if err := e.back(res); err != nil {
 		res.Close()

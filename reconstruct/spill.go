@@ -128,6 +128,9 @@ type blocks struct {
 // add appends one encoded record: relative to the block's earlier ones
 // only (begin says when the next starts a block).
 func (b *blocks) add(rec []byte) {
+	if b.cur == nil {
+		b.cur = make([]byte, 0, b.limit+64) // a record is at most 64 bytes
+	}
 	b.cur = append(b.cur, rec...)
 	b.count++
 	if len(b.cur) >= b.limit {
