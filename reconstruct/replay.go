@@ -78,10 +78,36 @@ type ReplayStep struct {
 	// Cross says the path reached the vertex by a message or a
 	// collective's fan-out to a nonblocking completion.
 	Cross bool
-	// Start and End are an operation's call times, Bytes its event's
-	// bytes; MsgBytes the bytes of the message the path reached it by.
-	Start, End      int64
+	// Start and End are an operation's call times; for a collective the
+	// earliest start and latest end of its calls (as taskgraph.Node).
+	Start, End int64
+	// Bytes is an operation's event's bytes, a collective's bytes per
+	// process (the model's input); MsgBytes the bytes of the message the
+	// path reached the vertex by.
 	Bytes, MsgBytes int64
+	// A collective's communicator, its members, the calls recorded and
+	// whether some call is nonblocking.
+	GID          uint64
+	Procs        int
+	Participants int
+	Nonblocking  bool
+	// Site is the vertex's call site (0: unknown), an id in the call-site
+	// table of rank SiteRank (ReplayResult.RankSites): an operation's
+	// own, a collective's lowest participant's call's.
+	Site     uint32
+	SiteRank int
+	// In is the edge by which the path reaches the vertex (none for
+	// MPI_Init): as taskgraph.Path.Edge gives it, without its end nodes.
+	In ReplayEdge
+}
+
+// ReplayEdge is an edge of a path Replay found.
+type ReplayEdge struct {
+	Kind taskgraph.EdgeKind
+	// Rank, Weight and Bytes are taskgraph.Edge's.
+	Rank   int
+	Weight int64
+	Bytes  int64
 }
 
 // ReplayResult is the longest path Replay found. Its steps are in a
@@ -98,6 +124,7 @@ type ReplayResult struct {
 
 	store   store
 	path    blocks
+	sites   map[int]*tracefmt.Sites
 	enc     []byte
 	names   []string
 	nameIdx map[string]int
@@ -126,6 +153,7 @@ func ReplaySources(srcs []tracefmt.Source, w ReplayWeights) (*ReplayResult, erro
 			return nil, fmt.Errorf("two sources for rank %d", r.rank)
 		}
 		r.idx = int32(i)
+		r.siteEv = -1
 		r.lr, _ = r.src.(tracefmt.LossReporter)
 		r.p = newRankPass(r.rank, size, "", r, e.names, r.src.Strings())
 		r.p.st = r
@@ -309,26 +337,67 @@ type sinst struct {
 	bestRank int32 // index
 	bestItem int64 // item before the participation (blocking; -1 Init) or the posting operation (nonblocking)
 	bestNB   bool
+	bestW    int64 // the best arrival's edge weight (blocking: its chain edge)
+	bestInit bool  // the best arrival's edge leaves MPI_Init
+	anyNB    bool  // some call is nonblocking
+	start    int64 // earliest call start
+	end      int64 // latest call end
 	val      float64
 	low      int32 // lowest participant's rank
 	lowName  taskgraph.NameID
 	lowFn    string
+	lowSite  uint32
 	parts    []partRec // bytes and rbytes of each participant
 	waiters  []int32
 	id       uint32 // in engine.recs, once complete
 }
 
+// instRec is what the path needs of a complete instance: how it is
+// reached, and what its step says.
+type instRec struct {
+	bestItem   int64
+	bestRank   int32
+	name       taskgraph.NameID
+	bestNB     bool
+	bestInit   bool
+	nb         bool
+	bestW      int64
+	bytes      int64
+	procs      int32
+	parts      int32
+	gid        uint64
+	start, end int64
+	low        int32 // lowest participant's rank
+	lowSite    uint32
+}
+
 // instRecSize is an instRec's size in engine.recs.
-const instRecSize = 16
+const instRecSize = 72
 
 func (e *engine) putInst(ir *instRec) {
 	var b [instRecSize]byte
-	binary.LittleEndian.PutUint64(b[0:], uint64(ir.bestItem))
-	binary.LittleEndian.PutUint32(b[8:], uint32(ir.bestRank))
-	binary.LittleEndian.PutUint16(b[12:], uint16(ir.name))
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], uint64(ir.bestItem))
+	le.PutUint32(b[8:], uint32(ir.bestRank))
+	le.PutUint16(b[12:], uint16(ir.name))
 	if ir.bestNB {
-		b[14] = 1
+		b[14] |= 1
 	}
+	if ir.bestInit {
+		b[14] |= 2
+	}
+	if ir.nb {
+		b[14] |= 4
+	}
+	le.PutUint64(b[16:], uint64(ir.bestW))
+	le.PutUint64(b[24:], uint64(ir.bytes))
+	le.PutUint32(b[32:], uint32(ir.procs))
+	le.PutUint32(b[36:], uint32(ir.parts))
+	le.PutUint64(b[40:], ir.gid)
+	le.PutUint64(b[48:], uint64(ir.start))
+	le.PutUint64(b[56:], uint64(ir.end))
+	le.PutUint32(b[64:], uint32(ir.low))
+	le.PutUint32(b[68:], ir.lowSite)
 	e.recs.append(b[:])
 }
 
@@ -340,16 +409,11 @@ func (e *engine) inst(id int32) (*instRec, error) {
 	if err := e.recs.readAt(b[:], int64(id)*instRecSize); err != nil {
 		return nil, err
 	}
-	return &instRec{bestItem: int64(binary.LittleEndian.Uint64(b[0:])), bestRank: int32(binary.LittleEndian.Uint32(b[8:])),
-		name: taskgraph.NameID(binary.LittleEndian.Uint16(b[12:])), bestNB: b[14] != 0}, nil
-}
-
-// instRec is what the path needs of a complete instance.
-type instRec struct {
-	name     taskgraph.NameID
-	bestRank int32
-	bestNB   bool
-	bestItem int64
+	le := binary.LittleEndian
+	return &instRec{bestItem: int64(le.Uint64(b[0:])), bestRank: int32(le.Uint32(b[8:])), name: taskgraph.NameID(le.Uint16(b[12:])),
+		bestNB: b[14]&1 != 0, bestInit: b[14]&2 != 0, nb: b[14]&4 != 0, bestW: int64(le.Uint64(b[16:])), bytes: int64(le.Uint64(b[24:])),
+		procs: int32(le.Uint32(b[32:])), parts: int32(le.Uint32(b[36:])), gid: le.Uint64(b[40:]),
+		start: int64(le.Uint64(b[48:])), end: int64(le.Uint64(b[56:])), low: int32(le.Uint32(b[64:])), lowSite: le.Uint32(b[68:])}, nil
 }
 
 // sop is an operation read and not replayed yet.
@@ -360,6 +424,7 @@ type sop struct {
 	name       taskgraph.NameID
 	kind       spec.Kind
 	comp       int32
+	site       uint32
 	in         *srecv // the receive it completes
 	collIn     *sinst // the nonblocking collective it completes
 }
@@ -383,6 +448,7 @@ type itemRec struct {
 	from       int32  // message: sender's index; collective: instance id
 	fitem      uint32 // message: the sender's item
 	comp       int32
+	site       uint32
 	name       taskgraph.NameID
 	kind       uint8
 }
@@ -414,6 +480,9 @@ type streamRank struct {
 	hasFin  bool
 	initEnd int64
 	finStr  int64
+	siteEv  int64 // the event site is the call site of (-1: none)
+	site    uint32
+	sites   *tracefmt.Sites // the rank's call-site table, once read
 
 	sendSeq   int32
 	unsettled []*smsg // see unsettle
@@ -471,16 +540,22 @@ func (r *streamRank) AddOp(o taskgraph.Op) uint32 {
 			comp = r.q[n-1].comp + 1
 		}
 	}
-	r.q = append(r.q, sop{start: o.Start, end: o.End, ev: o.Event, bytes: o.Bytes, name: o.Name, kind: o.Kind, comp: comp})
+	var site uint32
+	if o.Event == r.siteEv {
+		site = r.site
+	}
+	r.q = append(r.q, sop{start: o.Start, end: o.End, ev: o.Event, bytes: o.Bytes, name: o.Name, kind: o.Kind, comp: comp, site: site})
 	r.nops++
 	return r.nops - 1
 }
 
-func (r *streamRank) SetSite(int64, uint64)    {}
-func (r *streamRank) SetSites(*tracefmt.Sites) {}
-func (r *streamRank) NumOps() int              { return int(r.nops) }
-func (r *streamRank) SetInit(end int64)        { r.hasInit, r.initEnd = true, end }
-func (r *streamRank) SetFinalize(start int64)  { r.hasFin, r.finStr = true, start }
+func (r *streamRank) SetSite(ev int64, site uint64) {
+	r.siteEv, r.site = ev, uint32(min(site, math.MaxUint32))
+}
+func (r *streamRank) SetSites(s *tracefmt.Sites) { r.sites = s }
+func (r *streamRank) NumOps() int                { return int(r.nops) }
+func (r *streamRank) SetInit(end int64)          { r.hasInit, r.initEnd = true, end }
+func (r *streamRank) SetFinalize(start int64)    { r.hasFin, r.finStr = true, start }
 func (r *streamRank) Permute([]uint32) error {
 	return fmt.Errorf("the streaming replay does not reorder")
 }
@@ -745,9 +820,19 @@ func (e *engine) part(r *streamRank, pr *partRec, abs int32) {
 		return
 	}
 	if int32(r.rank) < in.low {
-		in.low, in.lowName, in.lowFn = int32(r.rank), pr.name, pr.fn
+		in.low, in.lowName, in.lowFn, in.lowSite = int32(r.rank), pr.name, pr.fn, 0
+		if pr.ev == r.siteEv {
+			in.lowSite = r.site
+		}
 	}
 	in.parts = append(in.parts, partRec{bytes: pr.bytes, rbytes: pr.rbytes})
+	if len(in.parts) == 1 || pr.start < in.start {
+		in.start = pr.start
+	}
+	if len(in.parts) == 1 || pr.end > in.end {
+		in.end = pr.end
+	}
+	in.anyNB = in.anyNB || pr.nb
 	sp := spart{at: pr.at, inst: in, start: pr.start, end: pr.end, ev: pr.ev}
 	if pr.nb {
 		r.nb = append(r.nb, sp)
@@ -810,9 +895,11 @@ func (e *engine) logged(mem memberSet, fn func(*streamRank)) {
 	}
 }
 
-func (e *engine) arrive(in *sinst, r *streamRank, v float64, item int64, nb bool) {
+// arrive is rank r's arrival at in with value v, by an edge of weight
+// w (from MPI_Init when init) from item (see sinst.bestItem).
+func (e *engine) arrive(in *sinst, r *streamRank, v float64, item int64, nb bool, w int64, init bool) {
 	if in.arrived == 0 || v > in.best || v == in.best && r.idx < in.bestRank {
-		in.best, in.bestRank, in.bestItem, in.bestNB = v, r.idx, item, nb
+		in.best, in.bestRank, in.bestItem, in.bestNB, in.bestW, in.bestInit = v, r.idx, item, nb, w, init
 	}
 	in.arrived++
 	if in.arrived >= in.expected {
@@ -834,7 +921,9 @@ func (e *engine) complete(in *sinst) {
 	in.done = true
 	in.id = e.nrecs
 	e.nrecs++
-	e.putInst(&instRec{name: in.lowName, bestRank: in.bestRank, bestNB: in.bestNB, bestItem: in.bestItem})
+	e.putInst(&instRec{name: in.lowName, bestRank: in.bestRank, bestNB: in.bestNB, bestItem: in.bestItem,
+		bestW: in.bestW, bestInit: in.bestInit, nb: in.anyNB, bytes: info.Bytes, procs: int32(min(procs, math.MaxInt32)),
+		parts: int32(len(in.parts)), gid: in.key.ck.gid, start: in.start, end: in.end, low: in.low, lowSite: in.lowSite})
 	in.parts = nil
 	delete(e.insts, in.key)
 	l := e.live[in.key.ck]
@@ -967,7 +1056,8 @@ func (e *engine) advance(r *streamRank) {
 			if !in.done {
 				if !pt.arrived {
 					pt.arrived = true
-					e.arrive(in, r, r.val+float64(r.chainW(r.lastKind, r.lastEnd, posPart, pt.start)), int64(r.items)-1, false)
+					w := r.chainW(r.lastKind, r.lastEnd, posPart, pt.start)
+					e.arrive(in, r, r.val+float64(w), int64(r.items)-1, false, w, r.lastKind == posInit)
 				}
 				if !in.done {
 					in.waiters = append(in.waiters, r.idx)
@@ -997,7 +1087,7 @@ func (e *engine) advance(r *streamRank) {
 		}
 		o := &r.q[r.qh]
 		val := r.val + float64(r.chainW(r.lastKind, r.lastEnd, posOp, o.start))
-		rec := itemRec{kind: itemOp, ev: o.ev, start: o.start, end: o.end, bytes: o.bytes, comp: o.comp, name: o.name}
+		rec := itemRec{kind: itemOp, ev: o.ev, start: o.start, end: o.end, bytes: o.bytes, comp: o.comp, name: o.name, site: o.site}
 		if x := o.in; x != nil {
 			if x.state != recvPaired && x.state != recvUnmatched {
 				e.resolve(r, x)
@@ -1062,7 +1152,7 @@ func (e *engine) advance(r *streamRank) {
 			in := r.nb[r.nh].inst
 			r.nb[r.nh] = spart{}
 			r.nh++
-			e.arrive(in, r, val, int64(item), true)
+			e.arrive(in, r, val, int64(item), true, 0, false)
 		}
 		if r.nh == len(r.nb) {
 			r.nb, r.nh = r.nb[:0], 0
@@ -1158,56 +1248,113 @@ func (e *engine) stuckError() error {
 }
 
 // back walks the path from MPI_Finalize back to MPI_Init, writing its
-// steps to the result's spill (backwards).
+// steps to the result's spill (backwards). Each step is written once the
+// edge into it is known: when the walk has found its predecessor.
 func (e *engine) back(res *ReplayResult) error {
 	w := &walkCache{}
 	for _, r := range e.ranks {
 		r.log.flush()
 		r.slot = -1
 	}
+	// at reads rank r's item i.
+	at := func(r *streamRank, i int64) (itemRec, error) {
+		rec, err := w.at(e, r, uint32(i))
+		if err != nil {
+			return itemRec{}, err
+		}
+		return *rec, nil
+	}
+	// chainIn is the chain edge of rank r into an element of kind b
+	// starting at start, from item i-1 (MPI_Init when i is 0): the edge,
+	// and whether it leaves a blocking collective call.
+	chainIn := func(r *streamRank, i int64, b uint8, start int64) (ReplayEdge, bool, error) {
+		if i == 0 {
+			k := taskgraph.InitOut
+			return ReplayEdge{Kind: k, Rank: r.rank, Weight: r.chainW(posInit, r.initEnd, b, start)}, false, nil
+		}
+		prev, err := at(r, i-1)
+		if err != nil {
+			return ReplayEdge{}, false, err
+		}
+		a := posOp
+		if prev.kind == itemPart {
+			a = posPart
+		}
+		return ReplayEdge{Kind: chainKindOf(a, b), Rank: r.rank, Weight: r.chainW(a, prev.end, b, start)}, prev.kind == itemPart, nil
+	}
+	// The walk's position: rank index ri, item; the step found last,
+	// waiting for the edge into it.
 	ri, item := e.fin.rank, int64(e.ranks[e.fin.rank].items)-1
-	res.add(&ReplayStep{Kind: taskgraph.KindFinalize, Name: "MPI_Finalize", Rank: -1, Event: noEvent})
-	var ierr error
-	coll := func(id int32) (int32, int64) {
+	pending := ReplayStep{Kind: taskgraph.KindFinalize, Name: "MPI_Finalize", Rank: -1, Event: noEvent, SiteRank: -1}
+	{
+		r := e.ranks[ri]
+		in, _, err := chainIn(r, item+1, posFin, r.finStr)
+		if err != nil {
+			return err
+		}
+		pending.In = in
+		res.add(&pending)
+	}
+	// collective emits the step of instance id and moves to its best
+	// arrival.
+	collective := func(id int32) error {
 		ir, err := e.inst(id)
 		if err != nil {
-			ierr = err
-			return -1, -1
+			return err
 		}
-		res.add(&ReplayStep{Kind: taskgraph.KindCollective, Name: e.names.name(ir.name), Rank: -1, Event: noEvent})
-		return ir.bestRank, ir.bestItem
+		st := ReplayStep{Kind: taskgraph.KindCollective, Name: e.names.name(ir.name), Rank: -1, Event: noEvent,
+			Start: ir.start, End: ir.end, Bytes: ir.bytes, GID: ir.gid, Procs: int(ir.procs), Participants: int(ir.parts), Nonblocking: ir.nb,
+			Site: ir.lowSite, SiteRank: int(ir.low)}
+		br := e.ranks[ir.bestRank]
+		switch {
+		case ir.bestNB:
+			st.In = ReplayEdge{Kind: taskgraph.CollIn, Rank: br.rank}
+		case ir.bestInit:
+			st.In = ReplayEdge{Kind: taskgraph.InitOut, Rank: br.rank, Weight: ir.bestW}
+		default:
+			st.In = ReplayEdge{Kind: taskgraph.CollIn, Rank: br.rank, Weight: ir.bestW}
+		}
+		res.add(&st)
+		ri, item = ir.bestRank, ir.bestItem
+		return nil
 	}
 	for item >= 0 {
-		if ierr != nil {
-			return ierr
-		}
 		if res.NumSteps > 1<<40 {
 			return fmt.Errorf("internal error: reconstruct: the path back does not reach MPI_Init")
 		}
 		r := e.ranks[ri]
-		rec, err := w.at(e, r, uint32(item))
+		rec, err := at(r, item)
 		if err != nil {
 			return err
 		}
 		if rec.kind == itemPart {
-			// The collective, then its latest arrival: the item before
-			// a blocking call, a nonblocking call's posting operation.
-			ri, item = coll(rec.from)
+			if err := collective(rec.from); err != nil {
+				return err
+			}
 			continue
 		}
 		st := ReplayStep{Kind: taskgraph.KindOp, Name: e.names.name(rec.name), Rank: r.rank,
 			Event: taskgraph.EventRef{Rank: r.rank, Index: rec.ev, Completion: int(rec.comp)},
-			Start: rec.start, End: rec.end, Bytes: int64(min(rec.bytes, math.MaxInt64))}
+			Start: rec.start, End: rec.end, Bytes: int64(min(rec.bytes, math.MaxInt64)), Site: rec.site, SiteRank: r.rank}
 		switch rec.kind {
 		case itemMsg:
 			st.Cross, st.MsgBytes = true, int64(min(rec.mbytes, math.MaxInt64))
+			st.In = ReplayEdge{Kind: taskgraph.Message, Rank: r.rank, Bytes: st.MsgBytes}
 			res.add(&st)
 			ri, item = rec.from, int64(rec.fitem)
 		case itemCollIn:
 			st.Cross = true
+			st.In = ReplayEdge{Kind: taskgraph.CollOut, Rank: r.rank}
 			res.add(&st)
-			ri, item = coll(rec.from)
+			if err := collective(rec.from); err != nil {
+				return err
+			}
 		default:
+			in, _, err := chainIn(r, item, posOp, rec.start)
+			if err != nil {
+				return err
+			}
+			st.In = in
 			res.add(&st)
 			item--
 		}
@@ -1223,9 +1370,31 @@ func (e *engine) back(res *ReplayResult) error {
 	if some && all {
 		init = "MPI_Init_thread"
 	}
-	res.add(&ReplayStep{Kind: taskgraph.KindInit, Name: init, Rank: -1, Event: noEvent})
+	res.add(&ReplayStep{Kind: taskgraph.KindInit, Name: init, Rank: -1, Event: noEvent, SiteRank: -1})
+	res.sites = make(map[int]*tracefmt.Sites)
+	for _, r := range e.ranks {
+		if r.sites != nil {
+			res.sites[r.rank] = r.sites
+		}
+	}
 	res.path.flush()
 	return res.store.err
+}
+
+// chainKindOf is the kind of the chain edge from an element of kind a to
+// one of kind b (taskgraph's rule).
+func chainKindOf(a, b uint8) taskgraph.EdgeKind {
+	switch {
+	case a == posInit:
+		return taskgraph.InitOut
+	case b == posFin:
+		return taskgraph.FinalizeIn
+	case b == posPart:
+		return taskgraph.CollIn
+	case a == posPart:
+		return taskgraph.CollOut
+	}
+	return taskgraph.Compute
 }
 
 var noEvent = taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}
@@ -1296,6 +1465,22 @@ func (res *ReplayResult) add(st *ReplayStep) {
 	b = binary.AppendUvarint(b, uint64(st.End-st.Start))
 	b = binary.AppendUvarint(b, uint64(st.Bytes))
 	b = binary.AppendUvarint(b, uint64(st.MsgBytes))
+	b = append(b, byte(st.In.Kind))
+	b = binary.AppendUvarint(b, uint64(st.In.Rank+1))
+	b = binary.AppendVarint(b, st.In.Weight)
+	b = binary.AppendUvarint(b, uint64(st.In.Bytes))
+	b = binary.AppendUvarint(b, uint64(st.Site))
+	b = binary.AppendUvarint(b, uint64(st.SiteRank+1))
+	if st.Kind == taskgraph.KindCollective {
+		nb := uint64(0)
+		if st.Nonblocking {
+			nb = 1
+		}
+		b = binary.AppendUvarint(b, st.GID)
+		b = binary.AppendUvarint(b, uint64(st.Procs))
+		b = binary.AppendUvarint(b, uint64(st.Participants))
+		b = binary.AppendUvarint(b, nb)
+	}
 	res.enc = b
 	res.path.add(b)
 	res.NumSteps++
@@ -1337,6 +1522,23 @@ func (res *ReplayResult) Steps(fn func(*ReplayStep) error) error {
 			st.End = st.Start + int64(d.u())
 			st.Bytes = int64(d.u())
 			st.MsgBytes = int64(d.u())
+			if len(d.b) > 0 {
+				st.In.Kind = taskgraph.EdgeKind(d.b[0])
+				d.b = d.b[1:]
+			} else {
+				d.bad = true
+			}
+			st.In.Rank = int(d.u()) - 1
+			st.In.Weight = d.s()
+			st.In.Bytes = int64(d.u())
+			st.Site = uint32(d.u())
+			st.SiteRank = int(d.u()) - 1
+			if st.Kind == taskgraph.KindCollective {
+				st.GID = d.u()
+				st.Procs = int(d.u())
+				st.Participants = int(d.u())
+				st.Nonblocking = d.u() != 0
+			}
 			if d.bad {
 				return fmt.Errorf("internal error: reconstruct: a path step does not decode")
 			}
@@ -1350,6 +1552,9 @@ func (res *ReplayResult) Steps(fn func(*ReplayStep) error) error {
 	}
 	return nil
 }
+
+// RankSites returns rank's call-site table (nil when it has none).
+func (res *ReplayResult) RankSites(rank int) *tracefmt.Sites { return res.sites[rank] }
 
 // Close releases the path's temporary file.
 func (res *ReplayResult) Close() { res.store.close() }

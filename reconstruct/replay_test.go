@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -40,6 +41,15 @@ func replayStepsOf(g *taskgraph.Graph, p *taskgraph.Path) []reconstruct.ReplaySt
 	for i := range out {
 		n := g.Node(p.Node(i))
 		s := reconstruct.ReplayStep{Kind: n.Kind, Name: n.Name, Rank: n.Rank, Event: taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}}
+		if i > 0 {
+			e := p.Edge(i - 1)
+			s.In = reconstruct.ReplayEdge{Kind: e.Kind, Rank: e.Rank, Weight: e.Weight, Bytes: e.Bytes}
+		}
+		s.SiteRank, s.Site = critpath.VertexSite(g, p.Node(i))
+		if n.Kind == taskgraph.KindCollective {
+			s.Start, s.End, s.Bytes = n.Start, n.End, n.Bytes
+			s.GID, s.Procs, s.Participants, s.Nonblocking = n.GID, n.Procs, n.Participants, n.Nonblocking
+		}
 		if n.Kind == taskgraph.KindOp {
 			s.Event = n.Event
 			// (From a collective, the nodes say which edge it is.)

@@ -238,6 +238,7 @@ func (r *streamRank) logItem(rec *itemRec) {
 	default:
 		b = binary.AppendUvarint(b, uint64(rec.name))
 		b = binary.AppendUvarint(b, uint64(rec.comp+1))
+		b = binary.AppendUvarint(b, uint64(rec.site))
 		b = binary.AppendUvarint(b, rec.bytes)
 		switch rec.kind {
 		case itemMsg:
@@ -272,6 +273,7 @@ func decodeItems(b []byte, out []itemRec) ([]itemRec, error) {
 		case itemOp, itemMsg, itemCollIn:
 			rec.name = taskgraph.NameID(d.u())
 			rec.comp = int32(d.u()) - 1
+			rec.site = uint32(d.u())
 			rec.bytes = d.u()
 			switch rec.kind {
 			case itemMsg:
