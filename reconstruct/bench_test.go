@@ -71,7 +71,7 @@ func replayCritpath(logged map[string]bool) func(b *testing.B, dir string) {
 	return func(b *testing.B, dir string) {
 		srcs, done := spooledSources(b, dir)
 		defer done()
-		res, err := reconstruct.ReplaySources(srcs, modelWeights{latency.Default()})
+		res, err := reconstruct.ReplaySources(srcs, modelWeights{latency.Default()}, reconstruct.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

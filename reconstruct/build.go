@@ -283,13 +283,21 @@ func (b *build) rank(rank int, src tracefmt.Source, file string, end func() rank
 // incomplete (or absent), a warning when the rank ended early, else an
 // error; note explains it at the end of the diagnostic.
 func (b *build) missing(r int) (sev tracefmt.Severity, note string) {
-	res := b.result(r)
+	var end *rankEnd
+	if res := b.result(r); res != nil {
+		end = &res.end
+	}
+	return missingSev(r, end, b.opts.Filtered)
+}
+
+// missingSev is missing for rank r whose log ends as end (nil: no log).
+func missingSev(r int, end *rankEnd, filtered bool) (sev tracefmt.Severity, note string) {
 	switch {
-	case res == nil || res.end.lossy:
+	case end == nil || end.lossy:
 		return tracefmt.DataLoss, "; rank " + itoa(r) + "'s log is incomplete"
-	case res.end.early != "":
-		return tracefmt.Warning, "; rank " + itoa(r) + " ended early (" + res.end.early + ")"
-	case b.opts.Filtered:
+	case end.early != "":
+		return tracefmt.Warning, "; rank " + itoa(r) + " ended early (" + end.early + ")"
+	case filtered:
 		return tracefmt.Warning, "; the recording's --include/--exclude may have left out its other half"
 	}
 	return tracefmt.Error, ""

@@ -241,9 +241,7 @@ func (b *build) collectives(members map[commKey][]int32) error {
 					m, n, commName(g.key), note)
 				return
 			}
-			addDiag(&b.diags, sev, CodeCollectiveCount, int(m), file,
-				"rank %d made %d collective calls on %s, other members up to %d: the last instances lack its call%s",
-				m, n, commName(g.key), maxLen, note)
+			collCountDiag(&b.diags, sev, note, m, file, n, maxLen, g.key)
 		}
 		nAbsent, absent := b.logged(mem, maxListed, func(m int32) {
 			if lossy && b.result(int(m)).p.lossy() {
@@ -262,10 +260,7 @@ func (b *build) collectives(members map[commKey][]int32) error {
 				mismatch(m, 0)
 			}
 		} else {
-			const shown = 16
-			addDiag(&b.diags, tracefmt.DataLoss, CodeCollectiveCount, -1, "",
-				"%d members of %s have no log (%s and %d more): the %d collective instances on it lack their calls",
-				nAbsent, commName(g.key), rankList(absent[:shown]), nAbsent-shown, maxLen)
+			collAbsentDiag(&b.diags, nAbsent, absent, maxLen, g.key)
 		}
 		for i, r := range g.ranks {
 			if !mem.has(r) {
@@ -329,25 +324,49 @@ func (b *build) collectives(members map[commKey][]int32) error {
 // participant's: another function (blocking against nonblocking too) or
 // another root.
 func (b *build) checkInstance(inst instance, ips []instPart, recs []*partRec) {
-	p0 := recs[0]
 	for i, pr := range recs[1:] {
 		r := int(ips[i+1].rank)
-		var what string
-		switch {
-		case pr.name != p0.name:
-			what = fmt.Sprintf("%s where rank %d calls %s", pr.fn, inst.minRank, p0.fn)
-		case isRoot(pr.root) && isRoot(p0.root) && pr.root != p0.root:
-			what = fmt.Sprintf("%s with root %d where rank %d uses root %d", pr.fn, pr.root, inst.minRank, p0.root)
-		default:
-			continue
-		}
-		call := fmt.Sprintf("collective call %d", inst.k+1)
-		if inst.k < 0 {
-			call = fmt.Sprintf("collective call %d from the end", -inst.k)
-		}
-		addDiag(&b.diags, tracefmt.Error, CodeCollectiveMismatch, r, b.result(r).p.file,
-			"event %d: %s on %s is %s; they are one vertex, named %s", pr.ev, call, commName(inst.key), what, p0.fn)
+		instanceDiag(&b.diags, r, b.result(r).p.file, pr, recs[0], inst.minRank, inst.k, inst.key)
 	}
+}
+
+// instanceDiag reports rank r's call pr to the k-th collective instance
+// on key when it differs from p0, the lowest participant's (rank
+// minRank): another function (blocking against nonblocking too) or
+// another root. k < 0 counts from the end.
+func instanceDiag(t *tracefmt.Diagnostics, r int, file string, pr, p0 *partRec, minRank int32, k int, key commKey) {
+	var what string
+	switch {
+	case pr.name != p0.name:
+		what = fmt.Sprintf("%s where rank %d calls %s", pr.fn, minRank, p0.fn)
+	case isRoot(pr.root) && isRoot(p0.root) && pr.root != p0.root:
+		what = fmt.Sprintf("%s with root %d where rank %d uses root %d", pr.fn, pr.root, minRank, p0.root)
+	default:
+		return
+	}
+	call := fmt.Sprintf("collective call %d", k+1)
+	if k < 0 {
+		call = fmt.Sprintf("collective call %d from the end", -k)
+	}
+	addDiag(t, tracefmt.Error, CodeCollectiveMismatch, r, file,
+		"event %d: %s on %s is %s; they are one vertex, named %s", pr.ev, call, commName(key), what, p0.fn)
+}
+
+// collCountDiag reports that member m (of severity sev, note from
+// missing) made n collective calls on key where others made up to maxLen.
+func collCountDiag(t *tracefmt.Diagnostics, sev tracefmt.Severity, note string, m int32, file string, n, maxLen int, key commKey) {
+	addDiag(t, sev, CodeCollectiveCount, int(m), file,
+		"rank %d made %d collective calls on %s, other members up to %d: the last instances lack its call%s",
+		m, n, commName(key), maxLen, note)
+}
+
+// collAbsentDiag reports the nAbsent members of key without a log, the
+// first of them listed in absent, when too many to report one by one.
+func collAbsentDiag(t *tracefmt.Diagnostics, nAbsent int, absent []int32, maxLen int, key commKey) {
+	const shown = 16
+	addDiag(t, tracefmt.DataLoss, CodeCollectiveCount, -1, "",
+		"%d members of %s have no log (%s and %d more): the %d collective instances on it lack their calls",
+		nAbsent, commName(key), rankList(absent[:shown]), nAbsent-shown, maxLen)
 }
 
 func isRoot(r int64) bool { return r >= 0 }

@@ -152,16 +152,7 @@ func (b *build) join(ri int) error {
 		}
 		s, si := int(m>>32), int(uint32(m))
 		snd := b.result(s).p.sends.at(si)
-		if snd.bytes < math.MaxUint32 && rc.sbytes < math.MaxUint32 && rc.cap < math.MaxUint32 {
-			switch {
-			case snd.bytes > uint64(rc.cap):
-				addDiag(&res.joinDiags, tracefmt.Error, CodeMessageTruncated, r, p.file,
-					"event %d: rank %d sent %d bytes to a receive of %d bytes (MPI_ERR_TRUNCATE)", rb.Event(rc.node), s, snd.bytes, rc.cap)
-			case snd.bytes != uint64(rc.sbytes):
-				addDiag(&res.joinDiags, tracefmt.Warning, CodeMessageSize, r, p.file,
-					"event %d: rank %d sent %d bytes but the receive's status counts %d; the edge carries %d", rb.Event(rc.node), s, snd.bytes, rc.sbytes, snd.bytes)
-			}
-		}
+		sizeDiag(&res.joinDiags, r, p.file, rb.Event(rc.node), s, snd.bytes, rc)
 		if err := rb.AddIncoming(rc.node, b.gb.OpID(s, snd.node), snd.bytes); err != nil {
 			return err
 		}
@@ -194,21 +185,61 @@ func (b *build) unmatchedSends(ri int) {
 // operation node on receive channel c of the rank of res.
 func (b *build) unmatchedRecv(res *rankResult, c int, node uint32) {
 	p := res.p
-	k := p.recvCh.keys[c]
-	s := int(k.peer)
-	sev, note := b.missing(s)
-	addDiag(&res.joinDiags, sev, CodeUnmatchedRecv, p.rank, p.file,
-		"event %d: receive from rank %d (tag %d, %s) matched no message%s", b.gb.Rank(p.rank).Event(node), s, k.tag, commName(p.keys[k.comm]), note)
+	unmatchedRecvDiag(&res.joinDiags, p, c, b.gb.Rank(p.rank).Event(node), b.missing)
 }
 
 // unmatchedSend reports that no receive took the message of send si (on
 // send channel c) of the rank of res.
 func (b *build) unmatchedSend(res *rankResult, c int, si uint32) {
 	p := res.p
+	s := p.sends.at(int(si))
+	unmatchedSendDiag(&res.sendDiags, p, c, b.gb.Rank(p.rank).Event(s.node), s.bytes, b.missing)
+}
+
+// The diagnostics of matching, Build's and the replay's.
+
+// sizeDiag reports, on rank r, a message of bytes from rank s that the
+// receive rc (completed by the call of event ev) cannot hold or whose
+// status counts otherwise.
+func sizeDiag(t *tracefmt.Diagnostics, r int, file string, ev int64, s int, bytes uint64, rc *recvRec) {
+	if !sizeDiffers(bytes, rc) {
+		return
+	}
+	switch {
+	case bytes > uint64(rc.cap):
+		addDiag(t, tracefmt.Error, CodeMessageTruncated, r, file,
+			"event %d: rank %d sent %d bytes to a receive of %d bytes (MPI_ERR_TRUNCATE)", ev, s, bytes, rc.cap)
+	case bytes != uint64(rc.sbytes):
+		addDiag(t, tracefmt.Warning, CodeMessageSize, r, file,
+			"event %d: rank %d sent %d bytes but the receive's status counts %d; the edge carries %d", ev, s, bytes, rc.sbytes, bytes)
+	}
+}
+
+// sizeDiffers reports whether sizeDiag has something to say.
+func sizeDiffers(bytes uint64, rc *recvRec) bool {
+	if bytes >= math.MaxUint32 || rc.sbytes >= math.MaxUint32 || rc.cap >= math.MaxUint32 {
+		return false
+	}
+	return bytes > uint64(rc.cap) || bytes != uint64(rc.sbytes)
+}
+
+// unmatchedRecvDiag reports that no message matched the receive on
+// receive channel c of p's rank completed by the call of event ev;
+// missing says how to weigh what the sender misses.
+func unmatchedRecvDiag(t *tracefmt.Diagnostics, p *rankPass, c int, ev int64, missing func(int) (tracefmt.Severity, string)) {
+	k := p.recvCh.keys[c]
+	s := int(k.peer)
+	sev, note := missing(s)
+	addDiag(t, sev, CodeUnmatchedRecv, p.rank, p.file,
+		"event %d: receive from rank %d (tag %d, %s) matched no message%s", ev, s, k.tag, commName(p.keys[k.comm]), note)
+}
+
+// unmatchedSendDiag reports that no receive took the message of bytes
+// sent on send channel c of p's rank by the call of event ev.
+func unmatchedSendDiag(t *tracefmt.Diagnostics, p *rankPass, c int, ev int64, bytes uint64, missing func(int) (tracefmt.Severity, string)) {
 	k := p.sendCh.keys[c]
 	dst := int(k.peer)
-	sev, note := b.missing(dst)
-	s := p.sends.at(int(si))
-	addDiag(&res.sendDiags, sev, CodeUnmatchedSend, p.rank, p.file, "event %d: message to rank %d (tag %d, %s, %d bytes) was never received%s",
-		b.gb.Rank(p.rank).Event(s.node), dst, k.tag, commName(p.keys[k.comm]), s.bytes, note)
+	sev, note := missing(dst)
+	addDiag(t, sev, CodeUnmatchedSend, p.rank, p.file, "event %d: message to rank %d (tag %d, %s, %d bytes) was never received%s",
+		ev, dst, k.tag, commName(p.keys[k.comm]), bytes, note)
 }

@@ -359,10 +359,10 @@ func (p *rankPass) postSend(ck uint32, peer, tag int64, bytes uint64, node uint3
 		p.diag(tracefmt.Error, CodeBadPeer, "event %d: send to rank %d, which is not a world rank of 0..%d", idx, peer, p.size-1)
 		return -1
 	}
-	if p.st != nil {
-		return p.st.send(p.keys[ck], int32(peer), tag, node, bytes, req)
-	}
 	ch := p.sendCh.id(chanKey{comm: ck, peer: int32(peer), tag: tag})
+	if p.st != nil {
+		return p.st.send(p.keys[ck], int32(peer), tag, node, bytes, req, ch, idx)
+	}
 	return int32(p.sends.add(sendRec{ch: ch, node: node, bytes: bytes}))
 }
 

@@ -113,6 +113,8 @@ type ReplayEdge struct {
 // ReplayResult is the longest path Replay found. Its steps are in a
 // temporary file when they are many: Close releases it.
 type ReplayResult struct {
+	// Diags are the reconstruction's diagnostics, Build's (in its order).
+	Diags    *tracefmt.Diagnostics
 	Length   float64
 	NumSteps int
 	// MaxQueued is the most operations read and not yet replayed one rank
@@ -132,12 +134,12 @@ type ReplayResult struct {
 
 // ReplaySources replays one Source per rank (each rank at most once),
 // reading them in one goroutine.
-func ReplaySources(srcs []tracefmt.Source, w ReplayWeights) (*ReplayResult, error) {
+func ReplaySources(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*ReplayResult, error) {
 	size := len(srcs)
 	for _, s := range srcs {
 		size = max(size, s.Header().Size)
 	}
-	e := &engine{size: size, w: w, names: &nameTable{m: make(map[string]nameInfo)},
+	e := &engine{size: size, w: w, opts: opts, names: &nameTable{m: make(map[string]nameInfo)},
 		chans: make(map[pchanKey]*pchan), insts: make(map[rinstKey]*sinst), live: make(map[commKey][]*sinst),
 		fin: finBest{rank: -1}}
 	for _, s := range srcs {
@@ -157,6 +159,9 @@ func ReplaySources(srcs []tracefmt.Source, w ReplayWeights) (*ReplayResult, erro
 		r.lr, _ = r.src.(tracefmt.LossReporter)
 		r.p = newRankPass(r.rank, size, "", r, e.names, r.src.Strings())
 		r.p.st = r
+		if opts.Observe != nil {
+			r.observe = opts.Observe(r.src.Header(), r.src.Strings())
+		}
 		r.log = blocks{s: &e.items, limit: min(max(int(blockBudget)/len(srcs), 256), 16<<10)}
 	}
 	if size <= 4*len(e.ranks)+1024 {
@@ -180,6 +185,7 @@ const blockBudget = 16 << 20
 
 // engine is one replay.
 type engine struct {
+	opts  Options
 	items store // the ranks' item records
 	size  int
 	w     ReplayWeights
@@ -204,6 +210,7 @@ type engine struct {
 	// finished lists the ranks read to the end, for the instances made
 	// afterwards.
 	finished  []*streamRank
+	instDiags []instDiag // instances whose calls differ
 	maxQueued int
 	events    int64 // read
 	stalls    int   // times no replay could go on
@@ -287,10 +294,29 @@ func (e *engine) channel(r *streamRank, key pchanKey) *pchan {
 	return c
 }
 
+// unmatchedRecv is a receive no message matched.
+type unmatchedRecv struct {
+	ch   uint32
+	post uint32
+	ev   int64
+}
+
+// sizeMismatch is a message its receive cannot hold or whose status
+// counts otherwise.
+type sizeMismatch struct {
+	seq   uint32 // the receive's place in completion order
+	ev    int64
+	from  int
+	bytes uint64
+	rc    recvRec
+}
+
 // smsg is a message sent.
 type smsg struct {
 	from      int32 // sender's index
 	id        int32
+	ch        uint32 // the sender's send channel
+	ev        int64  // the sending call's event
 	node      uint32 // sending operation
 	item      uint32 // its item on the path record, once replayed
 	bytes     uint64
@@ -307,6 +333,10 @@ type srecv struct {
 	rank   int32 // receiver's index
 	post   uint32
 	ch     uint32 // the receiver's channel
+	seq    uint32 // its place in completion order
+	ev     int64  // the completing call's event, -1: none
+	sbytes uint32
+	cap    uint32
 	state  uint8
 	waited bool
 	msg    *smsg
@@ -347,7 +377,8 @@ type sinst struct {
 	lowName  taskgraph.NameID
 	lowFn    string
 	lowSite  uint32
-	parts    []partRec // bytes and rbytes of each participant
+	parts    []partRec // the participants' calls
+	who      []int32   // and their ranks
 	waiters  []int32
 	id       uint32 // in engine.recs, once complete
 }
@@ -484,6 +515,7 @@ type streamRank struct {
 	site    uint32
 	sites   *tracefmt.Sites // the rank's call-site table, once read
 
+	observe   func(*tracefmt.Event)
 	sendSeq   int32
 	unsettled []*smsg // see unsettle
 	uh, ukept int
@@ -511,8 +543,17 @@ type streamRank struct {
 	queued   bool
 	finished bool
 	log      blocks // item records
-	enc      itemEnc
-	slot     int16 // in the walk's cache, -1 none
+
+	// For the diagnostics of matching (Build's, in Build's order).
+	end        rankEnd
+	finalCalls map[commKey]uint32 // collective calls by communicator, once read
+	collOrder  []commKey          // communicators in the order of the rank's first collective call on each
+	recvSeq    uint32             // receives recorded
+	unmatched  []unmatchedRecv
+	sizes      []sizeMismatch
+	noRecv     []*smsg // messages to ranks without a log
+	enc        itemEnc
+	slot       int16 // in the walk's cache, -1 none
 }
 
 const (
@@ -577,16 +618,17 @@ func (r *streamRank) decline(why string) {
 func (r *streamRank) op(local uint32) *sop { return &r.q[local-r.qbase] }
 
 // send is a message on communicator ck to world rank peer.
-func (r *streamRank) send(ck commKey, peer int32, tag int64, node uint32, bytes uint64, req uint64) int32 {
+func (r *streamRank) send(ck commKey, peer int32, tag int64, node uint32, bytes uint64, req uint64, ch uint32, ev int64) int32 {
 	if r.sendSeq == math.MaxInt32 {
 		r.decline("more than 2^31 messages sent")
 		return -1
 	}
-	m := &smsg{from: r.idx, id: r.sendSeq, node: node, bytes: bytes, req: req, settled: req == 0}
+	m := &smsg{from: r.idx, id: r.sendSeq, node: node, bytes: bytes, req: req, settled: req == 0, ch: ch, ev: ev}
 	r.sendSeq++
 	r.outbox = append(r.outbox, m)
 	if r.e.index(int(peer)) < 0 {
-		return m.id // never received: no channel
+		r.noRecv = append(r.noRecv, m) // never received: no channel
+		return m.id
 	}
 	if req != 0 {
 		r.unsettle(m)
@@ -635,9 +677,11 @@ func (r *streamRank) recv(rc recvRec) {
 		}
 		return
 	}
-	x := &srecv{rank: r.idx, post: rc.post, ch: rc.ch}
+	x := &srecv{rank: r.idx, post: rc.post, ch: rc.ch, seq: r.recvSeq, ev: -1, sbytes: rc.sbytes, cap: rc.cap}
+	r.recvSeq++
 	if rc.node != noNode {
-		r.op(rc.node).in = x
+		o := r.op(rc.node)
+		o.in, x.ev = x, o.ev
 	}
 	i, _ := slices.BinarySearchFunc(r.pend, rc.post, func(a *srecv, p uint32) int { return cmp.Compare(a.post, p) })
 	r.pend = slices.Insert(r.pend, i, x)
@@ -772,6 +816,10 @@ func (e *engine) pair(c *pchan) {
 			c.recvs[c.rh] = nil
 			c.rh++
 			x.msg, x.state = m, recvPaired
+			if rc := (recvRec{sbytes: x.sbytes, cap: x.cap}); x.ev >= 0 && sizeDiffers(m.bytes, &rc) {
+				xr := e.ranks[x.rank]
+				xr.sizes = append(xr.sizes, sizeMismatch{seq: x.seq, ev: x.ev, from: e.ranks[m.from].rank, bytes: m.bytes, rc: rc})
+			}
 			if x.waited {
 				e.enqueue(x.rank)
 			}
@@ -798,6 +846,9 @@ func (e *engine) part(r *streamRank, pr *partRec, abs int32) {
 		r.count = slices.Grow(r.count, int(pr.comm)+1-len(r.count))[:pr.comm+1]
 	}
 	key := rinstKey{ck: p.keys[pr.comm], k: r.count[pr.comm]}
+	if key.k == 0 {
+		r.collOrder = append(r.collOrder, key.ck)
+	}
 	r.count[pr.comm]++
 	in := e.insts[key]
 	if in == nil {
@@ -825,7 +876,8 @@ func (e *engine) part(r *streamRank, pr *partRec, abs int32) {
 			in.lowSite = r.site
 		}
 	}
-	in.parts = append(in.parts, partRec{bytes: pr.bytes, rbytes: pr.rbytes})
+	in.parts = append(in.parts, *pr)
+	in.who = append(in.who, int32(r.rank))
 	if len(in.parts) == 1 || pr.start < in.start {
 		in.start = pr.start
 	}
@@ -924,7 +976,8 @@ func (e *engine) complete(in *sinst) {
 	e.putInst(&instRec{name: in.lowName, bestRank: in.bestRank, bestNB: in.bestNB, bestItem: in.bestItem,
 		bestW: in.bestW, bestInit: in.bestInit, nb: in.anyNB, bytes: info.Bytes, procs: int32(min(procs, math.MaxInt32)),
 		parts: int32(len(in.parts)), gid: in.key.ck.gid, start: in.start, end: in.end, low: in.low, lowSite: in.lowSite})
-	in.parts = nil
+	e.checkInstance(in)
+	in.parts, in.who = nil, nil
 	delete(e.insts, in.key)
 	l := e.live[in.key.ck]
 	if i := slices.Index(l, in); i >= 0 {
@@ -966,6 +1019,9 @@ func (e *engine) read(r *streamRank, n int) bool {
 		}
 		r.p.Event(ev)
 		e.afterEvent(r)
+		if r.observe != nil {
+			r.observe(ev)
+		}
 		if e.events++; replayEvery != nil && e.events&0xffff == 0 {
 			replayEvery()
 		}
@@ -988,7 +1044,9 @@ func (e *engine) finishRank(r *streamRank) {
 	for id, n := range r.count {
 		calls[r.p.keys[id]] = n
 	}
+	end.lossy = end.lossy || r.p.lossy()
 	r.p.Finish(end)
+	r.end, r.finalCalls = end, calls
 	e.afterEvent(r)
 	r.done = true
 	for _, m := range r.unsettled[r.uh:] {
@@ -1029,6 +1087,9 @@ func (e *engine) resolve(r *streamRank, x *srecv) {
 				e.pair(x.c)
 				if x.state == recvReleased {
 					x.state = recvUnmatched
+					if x.ev >= 0 {
+						r.unmatched = append(r.unmatched, unmatchedRecv{ch: x.ch, post: x.post, ev: x.ev})
+					}
 				}
 				continue
 			}
@@ -1221,7 +1282,7 @@ func (e *engine) run() (*ReplayResult, error) {
 	if e.fin.rank < 0 {
 		return nil, fmt.Errorf("the task graph has no operations: no path from MPI_Init to MPI_Finalize")
 	}
-	res := &ReplayResult{Length: e.fin.val, MaxQueued: e.maxQueued, Stalls: e.stalls, nameIdx: make(map[string]int)}
+	res := &ReplayResult{Length: e.fin.val, MaxQueued: e.maxQueued, Stalls: e.stalls, nameIdx: make(map[string]int), Diags: e.diagnostics()}
 	res.path = blocks{s: &res.store, limit: 4096}
 	if err := e.back(res); err != nil {
 		res.Close()
@@ -1558,3 +1619,197 @@ func (res *ReplayResult) RankSites(rank int) *tracefmt.Sites { return res.sites[
 
 // Close releases the path's temporary file.
 func (res *ReplayResult) Close() { res.store.close() }
+
+// The diagnostics of matching, in Build's order: each rank's pass's; the
+// collectives' (calls missing on a communicator, then instances whose
+// calls differ, in Build's order of instances); each rank's receives
+// (unmatched, by channel and posting order, then messages of the wrong
+// size, in completion order); each rank's messages never received (by
+// channel and posting order).
+
+// instDiag is an instance whose calls differ from its lowest
+// participant's: the diagnostics, and where Build's order puts them.
+type instDiag struct {
+	minRank int32
+	ev      int64
+	diags   tracefmt.Diagnostics
+}
+
+// checkInstance looks for calls of in that differ from its lowest
+// participant's (as Build's checkInstance).
+func (e *engine) checkInstance(in *sinst) {
+	if len(in.parts) < 2 {
+		return
+	}
+	order := make([]int, len(in.parts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(in.who[a], in.who[b]) })
+	p0 := &in.parts[order[0]]
+	var d instDiag
+	for _, i := range order[1:] {
+		r := int(in.who[i])
+		instanceDiag(&d.diags, r, e.ranks[e.index(r)].p.file, &in.parts[i], p0, in.who[order[0]], int(in.key.k), in.key.ck)
+	}
+	if d.diags.Len() > 0 {
+		d.minRank, d.ev = in.who[order[0]], p0.ev
+		e.instDiags = append(e.instDiags, d)
+	}
+}
+
+func (e *engine) missing(r int) (tracefmt.Severity, string) {
+	var end *rankEnd
+	if i := e.index(r); i >= 0 {
+		end = &e.ranks[i].end
+	}
+	return missingSev(r, end, e.opts.Filtered)
+}
+
+// diagnostics returns the replay's diagnostics, once every rank is read.
+func (e *engine) diagnostics() *tracefmt.Diagnostics {
+	d := &tracefmt.Diagnostics{}
+	for _, r := range e.ranks {
+		d.Merge(&r.p.diags)
+	}
+	var colls tracefmt.Diagnostics
+	seen := make(map[commKey]bool)
+	for _, r := range e.ranks {
+		for _, ck := range r.collOrder {
+			if !seen[ck] {
+				seen[ck] = true
+				e.collCounts(&colls, ck)
+			}
+		}
+	}
+	slices.SortStableFunc(e.instDiags, func(a, b instDiag) int {
+		if c := cmp.Compare(a.minRank, b.minRank); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ev, b.ev)
+	})
+	for i := range e.instDiags {
+		for _, x := range e.instDiags[i].diags.All() {
+			addDiag(&colls, x.Severity, x.Code, x.Rank, x.File, "%s", x.Message)
+		}
+	}
+	d.Merge(&colls)
+	for _, r := range e.ranks {
+		var t tracefmt.Diagnostics
+		slices.SortFunc(r.unmatched, func(a, b unmatchedRecv) int {
+			if c := cmp.Compare(a.ch, b.ch); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.post, b.post)
+		})
+		for _, u := range r.unmatched {
+			unmatchedRecvDiag(&t, r.p, int(u.ch), u.ev, e.missing)
+		}
+		slices.SortFunc(r.sizes, func(a, b sizeMismatch) int { return cmp.Compare(a.seq, b.seq) })
+		for i := range r.sizes {
+			m := &r.sizes[i]
+			sizeDiag(&t, r.rank, r.p.file, m.ev, m.from, m.bytes, &m.rc)
+		}
+		d.Merge(&t)
+	}
+	// What is left on the channels was never received (the receives
+	// freed before completion take their messages first).
+	for _, c := range e.chans {
+		e.pair(c)
+		for _, m := range c.sends[c.sh:] {
+			if !m.cancelled {
+				s := e.ranks[m.from]
+				s.noRecv = append(s.noRecv, m)
+			}
+		}
+	}
+	for _, r := range e.ranks {
+		var t tracefmt.Diagnostics
+		l := slices.DeleteFunc(r.noRecv, func(m *smsg) bool { return m.cancelled })
+		slices.SortFunc(l, func(a, b *smsg) int {
+			if c := cmp.Compare(a.ch, b.ch); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.id, b.id)
+		})
+		for _, m := range l {
+			unmatchedSendDiag(&t, r.p, int(m.ch), m.ev, m.bytes, e.missing)
+		}
+		d.Merge(&t)
+	}
+	return d
+}
+
+// collCounts reports the members of communicator ck that made fewer
+// collective calls on it than another (as Build's collectives).
+func (e *engine) collCounts(t *tracefmt.Diagnostics, ck commKey) {
+	mem, ok := e.memberSet(ck)
+	if !ok {
+		return // declined
+	}
+	maxLen := 0
+	for _, r := range e.ranks {
+		maxLen = max(maxLen, int(r.finalCalls[ck]))
+	}
+	const maxListed = 32
+	mismatch := func(m int32, n int) {
+		sev, note := e.missing(int(m))
+		file := ""
+		if i := e.index(int(m)); i >= 0 {
+			file = e.ranks[i].p.file
+		}
+		collCountDiag(t, sev, note, m, file, n, maxLen, ck)
+	}
+	var absent []int32
+	nAbsent := 0
+	each := func(m int32) {
+		if i := e.index(int(m)); i >= 0 {
+			if n := int(e.ranks[i].finalCalls[ck]); n != maxLen {
+				mismatch(m, n)
+			}
+			return
+		}
+		if nAbsent++; len(absent) < maxListed {
+			absent = append(absent, m)
+		}
+	}
+	if mem.world > 0 {
+		// Walk the ranks with a log, counting the others between them.
+		next := int32(0)
+		for _, r := range e.ranks {
+			for m := next; m < int32(r.rank) && len(absent) < maxListed; m++ {
+				absent = append(absent, m)
+			}
+			nAbsent += r.rank - int(next)
+			each(int32(r.rank))
+			next = int32(r.rank) + 1
+		}
+		for m := next; m < int32(mem.world) && len(absent) < maxListed; m++ {
+			absent = append(absent, m)
+		}
+		nAbsent += mem.world - int(next)
+	} else {
+		for _, m := range mem.list {
+			each(m)
+		}
+	}
+	if nAbsent <= maxListed {
+		for _, m := range absent {
+			mismatch(m, 0)
+		}
+	} else {
+		collAbsentDiag(t, nAbsent, absent, maxLen, ck)
+	}
+}
+
+// memberSet returns communicator ck's members as the ranks described them.
+func (e *engine) memberSet(ck commKey) (memberSet, bool) {
+	switch {
+	case ck.gid == 1:
+		return memberSet{world: e.size}, true
+	case ck.self >= 0:
+		return memberSet{list: []int32{ck.self}}, true
+	}
+	l, ok := e.defs[ck]
+	return memberSet{list: l}, ok
+}

@@ -1,6 +1,7 @@
 package reconstruct_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
@@ -68,13 +70,13 @@ func replayStepsOf(g *taskgraph.Graph, p *taskgraph.Path) []reconstruct.ReplaySt
 // replays srcs() again, and reports how they differ: "" when they agree,
 // "declined" when Replay declined.
 func compareReplay(srcs func() []tracefmt.Source) (string, error) {
-	g, _, err := reconstruct.BuildFromSources(srcs(), reconstruct.Options{Workers: 1})
+	g, diags, err := reconstruct.BuildFromSources(srcs(), reconstruct.Options{Workers: 1})
 	if err != nil {
 		return "", err
 	}
 	gw := graphWeights{replayWeights{g}}
 	length, path, gerr := g.Longest(gw)
-	res, rerr := reconstruct.ReplaySources(srcs(), gw.replayWeights)
+	res, rerr := reconstruct.ReplaySources(srcs(), gw.replayWeights, reconstruct.Options{})
 	var ns *reconstruct.NotStreamableError
 	if errors.As(rerr, &ns) {
 		return "declined", nil
@@ -92,6 +94,9 @@ func compareReplay(srcs func() []tracefmt.Source) (string, error) {
 		return nil
 	}); err != nil {
 		return "", err
+	}
+	if got, want := fmt.Sprint(res.Diags.All()), fmt.Sprint(diags.All()); got != want {
+		return fmt.Sprintf("diagnostics:\n%s\nreplay:\n%s", want, got), nil
 	}
 	if length != res.Length {
 		return fmt.Sprintf("length %v, replay %v", length, res.Length), nil
@@ -309,7 +314,7 @@ func TestReplayMemory(t *testing.T) {
 			runtime.ReadMemStats(&ms)
 			most = max(most, ms.HeapAlloc)
 		}
-		res, err := reconstruct.ReplaySources(srcs, replayWeights{})
+		res, err := reconstruct.ReplaySources(srcs, replayWeights{}, reconstruct.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -390,4 +395,61 @@ func TestReplayStoredTraces(t *testing.T) {
 	if n < 10 {
 		t.Errorf("only %d stored traces", n)
 	}
+}
+
+// TestReplayObserve: Options.Observe sees every event of every rank, in
+// order, as with Build.
+func TestReplayObserve(t *testing.T) {
+	ranks := dataSources(func() []*tracefmt.RankData {
+		var out []*tracefmt.RankData
+		b := testgen.Halo(3, 20, 4)
+		for r := 0; r < 3; r++ {
+			data, err := b.Bytes(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rd, err := tracefmt.ReadAll(mustOpen(t, data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, rd)
+		}
+		return out
+	}())
+	seen := func(build bool) map[int][]int64 {
+		m := map[int][]int64{}
+		var mu sync.Mutex
+		o := reconstruct.Options{Workers: 1, Observe: func(h *tracefmt.Header, _ *tracefmt.Strings) func(*tracefmt.Event) {
+			return func(ev *tracefmt.Event) {
+				mu.Lock()
+				m[h.Rank] = append(m[h.Rank], ev.Start)
+				mu.Unlock()
+			}
+		}}
+		if build {
+			if _, _, err := reconstruct.BuildFromSources(ranks(), o); err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		res, err := reconstruct.ReplaySources(ranks(), replayWeights{}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Close()
+		return m
+	}
+	want, got := seen(true), seen(false)
+	if len(want) != 3 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("observed %d ranks, want the %d Build observes, with the same events", len(got), len(want))
+	}
+}
+
+func mustOpen(t *testing.T, data []byte) *tracefmt.RankReader {
+	t.Helper()
+	rr, err := tracefmt.NewRankReader(bytes.NewReader(data), "rank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rr
 }
