@@ -162,7 +162,7 @@ func ReplaySources(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*Repl
 		if opts.Observe != nil {
 			r.observe = opts.Observe(r.src.Header(), r.src.Strings())
 		}
-		r.log = blocks{s: &e.items, limit: min(max(int(blockBudget)/len(srcs), 256), 16<<10)}
+		r.log = blocks{s: &e.items, limit: min(max(int(blockBudget)/len(srcs), 256), 4<<10)}
 	}
 	if size <= 4*len(e.ranks)+1024 {
 		// A table by world rank (a world may claim many more ranks than
@@ -1461,10 +1461,13 @@ func chainKindOf(a, b uint8) taskgraph.EdgeKind {
 var noEvent = taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}
 
 // walkCache holds the decoded blocks of item records the walk back reads,
-// for a few ranks at a time (the walk goes back along one rank's items
-// most of the time, jumping to another at a message or a collective).
+// for up to 256 ranks at a time (the walk goes back along one rank's
+// items most of the time, jumping to another at a message or a
+// collective; around a ring of ranks, it comes back to each after the
+// others). A block holds at most 4 KiB of records: about 500 items, 36
+// KiB decoded.
 type walkCache struct {
-	slots [64]struct {
+	slots [256]struct {
 		ri    int32
 		k     int
 		first uint32
