@@ -41,12 +41,16 @@ import (
 // message, the lowest rank into a collective and into MPI_Finalize), so
 // the path is Longest's.
 //
-// Declined (ErrNotStreamable, for Build and Longest to do): logs that lost
-// events (rule 7 places a rank's calls after a loss from the end of its
-// log), ranks whose calls overlap (several threads: the operations are
-// reordered once the log is read), collectives on a communicator whose
-// members no call described, calls on a communicator by a rank that is
-// not a member, and more than 2^31 messages sent by one rank.
+// Declined (NotStreamableError, for Build and Longest to do): logs that
+// lost events (rule 7 places a rank's calls after a loss from the end of
+// its log), ranks whose calls overlap (several threads: the operations
+// are reordered once the log is read), collectives on a communicator
+// whose members no call described, communicators two ranks describe
+// differently (Build takes the lowest rank's list), calls on a
+// communicator by a rank that is not a member, and more than 2^31
+// messages sent by one rank.
+//
+// The diagnostics are Build's, in Build's order (see diagnostics).
 
 // ReplayWeights weigh what crosses ranks, in ns (finite, not negative).
 type ReplayWeights interface {
