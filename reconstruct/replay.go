@@ -128,12 +128,11 @@ type ReplayResult struct {
 	// read ahead.
 	Stalls int
 
-	store   store
-	path    blocks
-	sites   map[int]*tracefmt.Sites
-	enc     []byte
-	names   []string
-	nameIdx map[string]int
+	store store
+	path  blocks
+	sites map[int]*tracefmt.Sites
+	enc   []byte
+	names []string
 }
 
 // ReplaySources replays one Source per rank (each rank at most once),
@@ -166,7 +165,7 @@ func ReplaySources(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*Repl
 		if opts.Observe != nil {
 			r.observe = opts.Observe(r.src.Header(), r.src.Strings())
 		}
-		r.log = blocks{s: &e.items, limit: min(max(int(blockBudget)/len(srcs), 256), 4<<10)}
+		r.log = blocks{s: &e.items, limit: min(max(int(blockBudget)/len(srcs), 256), 64<<10)}
 	}
 	if size <= 4*len(e.ranks)+1024 {
 		// A table by world rank (a world may claim many more ranks than
@@ -184,8 +183,10 @@ func ReplaySources(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*Repl
 	return e.run()
 }
 
-// blockBudget is what the ranks' blocks being filled may take together.
-const blockBudget = 16 << 20
+// blockBudget is what the ranks' blocks being filled may take together
+// (a rank's is 256 bytes to 64 KiB): the walk back's cache holds a decoded
+// block of each of up to 256 ranks, about 9 times as large.
+const blockBudget = 1 << 20
 
 // engine is one replay.
 type engine struct {
@@ -1286,7 +1287,10 @@ func (e *engine) run() (*ReplayResult, error) {
 	if e.fin.rank < 0 {
 		return nil, fmt.Errorf("the task graph has no operations: no path from MPI_Init to MPI_Finalize")
 	}
-	res := &ReplayResult{Length: e.fin.val, MaxQueued: e.maxQueued, Stalls: e.stalls, nameIdx: make(map[string]int), Diags: e.diagnostics()}
+	res := &ReplayResult{Length: e.fin.val, MaxQueued: e.maxQueued, Stalls: e.stalls, Diags: e.diagnostics()}
+	e.names.mu.Lock()
+	res.names = append(slices.Clip(e.names.names), "MPI_Init", "MPI_Init_thread", "MPI_Finalize")
+	e.names.mu.Unlock()
 	res.path = blocks{s: &res.store, limit: 4096}
 	if err := e.back(res); err != nil {
 		res.Close()
@@ -1350,7 +1354,7 @@ func (e *engine) back(res *ReplayResult) error {
 	// The walk's position: rank index ri, item; the step found last,
 	// waiting for the edge into it.
 	ri, item := e.fin.rank, int64(e.ranks[e.fin.rank].items)-1
-	pending := ReplayStep{Kind: taskgraph.KindFinalize, Name: "MPI_Finalize", Rank: -1, Event: noEvent, SiteRank: -1}
+	pending := ReplayStep{Kind: taskgraph.KindFinalize, Rank: -1, Event: noEvent, SiteRank: -1}
 	{
 		r := e.ranks[ri]
 		in, _, err := chainIn(r, item+1, posFin, r.finStr)
@@ -1358,7 +1362,7 @@ func (e *engine) back(res *ReplayResult) error {
 			return err
 		}
 		pending.In = in
-		res.add(&pending)
+		res.add(&pending, res.sharedName(nameFinalize))
 	}
 	// collective emits the step of instance id and moves to its best
 	// arrival.
@@ -1367,7 +1371,7 @@ func (e *engine) back(res *ReplayResult) error {
 		if err != nil {
 			return err
 		}
-		st := ReplayStep{Kind: taskgraph.KindCollective, Name: e.names.name(ir.name), Rank: -1, Event: noEvent,
+		st := ReplayStep{Kind: taskgraph.KindCollective, Rank: -1, Event: noEvent,
 			Start: ir.start, End: ir.end, Bytes: ir.bytes, GID: ir.gid, Procs: int(ir.procs), Participants: int(ir.parts), Nonblocking: ir.nb,
 			Site: ir.lowSite, SiteRank: int(ir.low)}
 		br := e.ranks[ir.bestRank]
@@ -1379,7 +1383,7 @@ func (e *engine) back(res *ReplayResult) error {
 		default:
 			st.In = ReplayEdge{Kind: taskgraph.CollIn, Rank: br.rank, Weight: ir.bestW}
 		}
-		res.add(&st)
+		res.add(&st, int(ir.name))
 		ri, item = ir.bestRank, ir.bestItem
 		return nil
 	}
@@ -1398,19 +1402,19 @@ func (e *engine) back(res *ReplayResult) error {
 			}
 			continue
 		}
-		st := ReplayStep{Kind: taskgraph.KindOp, Name: e.names.name(rec.name), Rank: r.rank,
+		st := ReplayStep{Kind: taskgraph.KindOp, Rank: r.rank,
 			Event: taskgraph.EventRef{Rank: r.rank, Index: rec.ev, Completion: int(rec.comp)},
 			Start: rec.start, End: rec.end, Bytes: int64(min(rec.bytes, math.MaxInt64)), Site: rec.site, SiteRank: r.rank}
 		switch rec.kind {
 		case itemMsg:
 			st.Cross, st.MsgBytes = true, int64(min(rec.mbytes, math.MaxInt64))
 			st.In = ReplayEdge{Kind: taskgraph.Message, Rank: r.rank, Bytes: st.MsgBytes}
-			res.add(&st)
+			res.add(&st, int(rec.name))
 			ri, item = rec.from, int64(rec.fitem)
 		case itemCollIn:
 			st.Cross = true
 			st.In = ReplayEdge{Kind: taskgraph.CollOut, Rank: r.rank}
-			res.add(&st)
+			res.add(&st, int(rec.name))
 			if err := collective(rec.from); err != nil {
 				return err
 			}
@@ -1420,11 +1424,11 @@ func (e *engine) back(res *ReplayResult) error {
 				return err
 			}
 			st.In = in
-			res.add(&st)
+			res.add(&st, int(rec.name))
 			item--
 		}
 	}
-	init := "MPI_Init"
+	init := nameInit
 	some, all := false, true
 	for _, r := range e.ranks {
 		if r.p.hasInit {
@@ -1433,9 +1437,9 @@ func (e *engine) back(res *ReplayResult) error {
 		}
 	}
 	if some && all {
-		init = "MPI_Init_thread"
+		init = nameInitThread
 	}
-	res.add(&ReplayStep{Kind: taskgraph.KindInit, Name: init, Rank: -1, Event: noEvent, SiteRank: -1})
+	res.add(&ReplayStep{Kind: taskgraph.KindInit, Rank: -1, Event: noEvent, SiteRank: -1}, res.sharedName(init))
 	res.sites = make(map[int]*tracefmt.Sites)
 	for _, r := range e.ranks {
 		if r.sites != nil {
@@ -1468,8 +1472,8 @@ var noEvent = taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}
 // for up to 256 ranks at a time (the walk goes back along one rank's
 // items most of the time, jumping to another at a message or a
 // collective; around a ring of ranks, it comes back to each after the
-// others). A block holds at most 4 KiB of records: about 500 items, 36
-// KiB decoded.
+// others). Blocks are smaller the more ranks there are (blockBudget):
+// the cache holds at most about 9 MiB.
 type walkCache struct {
 	slots [256]struct {
 		ri    int32
@@ -1482,10 +1486,9 @@ type walkCache struct {
 }
 
 func (w *walkCache) at(e *engine, r *streamRank, i uint32) (*itemRec, error) {
-	k := r.log.block(i)
 	if r.slot >= 0 {
 		sl := &w.slots[r.slot]
-		if sl.k == k && i >= sl.first && int(i-sl.first) < len(sl.recs) {
+		if sl.k >= 0 && i >= sl.first && int(i-sl.first) < len(sl.recs) {
 			return &sl.recs[i-sl.first], nil
 		}
 	} else {
@@ -1499,6 +1502,7 @@ func (w *walkCache) at(e *engine, r *streamRank, i uint32) (*itemRec, error) {
 		r.slot = int16(j)
 	}
 	sl := &w.slots[r.slot]
+	k := r.log.block(i)
 	b, first, err := r.log.read(k, sl.buf)
 	if err != nil {
 		return nil, err
@@ -1519,14 +1523,15 @@ func (w *walkCache) at(e *engine, r *streamRank, i uint32) (*itemRec, error) {
 
 // The path's steps, spilled as the walk back finds them.
 
-func (res *ReplayResult) add(st *ReplayStep) {
+// add appends step st, whose name is res.names[name].
+func (res *ReplayResult) add(st *ReplayStep, name int) {
 	b := res.enc[:0]
 	b = append(b, byte(st.Kind))
 	if st.Cross {
 		b[0] |= 0x80
 	}
 	b = binary.AppendUvarint(b, uint64(st.Rank+1))
-	b = binary.AppendUvarint(b, uint64(res.nameID(st.Name)))
+	b = binary.AppendUvarint(b, uint64(name))
 	b = binary.AppendVarint(b, st.Event.Index)
 	b = binary.AppendVarint(b, int64(st.Event.Completion))
 	b = binary.AppendVarint(b, st.Start)
@@ -1554,15 +1559,16 @@ func (res *ReplayResult) add(st *ReplayStep) {
 	res.NumSteps++
 }
 
-func (res *ReplayResult) nameID(s string) int {
-	if id, ok := res.nameIdx[s]; ok {
-		return id
-	}
-	id := len(res.names)
-	res.names = append(res.names, s)
-	res.nameIdx[s] = id
-	return id
-}
+// Names of the shared vertices, after the functions' in res.names.
+const (
+	nameInit = iota
+	nameInitThread
+	nameFinalize
+	numShared
+)
+
+// sharedName returns the index in res.names of a shared vertex's name.
+func (res *ReplayResult) sharedName(which int) int { return len(res.names) - numShared + which }
 
 // Steps calls fn for each step of the path, from MPI_Init to
 // MPI_Finalize; it stops at fn's first error.
