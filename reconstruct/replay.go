@@ -631,12 +631,12 @@ func (r *streamRank) send(ck commKey, peer int32, tag int64, node uint32, bytes 
 	m := &smsg{from: r.idx, id: r.sendSeq, node: node, bytes: bytes, req: req, settled: req == 0, ch: ch, ev: ev}
 	r.sendSeq++
 	r.outbox = append(r.outbox, m)
+	if req != 0 {
+		r.unsettle(m) // its request may yet cancel it
+	}
 	if r.e.index(int(peer)) < 0 {
 		r.noRecv = append(r.noRecv, m) // never received: no channel
 		return m.id
-	}
-	if req != 0 {
-		r.unsettle(m)
 	}
 	c := r.e.channel(r, pchanKey{ck: ck, src: int32(r.rank), dst: peer, tag: tag})
 	c.addSend(r.e, m)
@@ -1052,6 +1052,9 @@ func (e *engine) finishRank(r *streamRank) {
 	end.lossy = end.lossy || r.p.lossy()
 	r.p.Finish(end)
 	r.end, r.finalCalls = end, calls
+	// Finish drops what held receives back (matched probes' reservations
+	// too, which no count shows): release what is pending.
+	r.recvNew = true
 	e.afterEvent(r)
 	r.done = true
 	for _, m := range r.unsettled[r.uh:] {

@@ -82,7 +82,12 @@ func compareReplay(srcs func() []tracefmt.Source) (string, error) {
 		return "declined", nil
 	}
 	if gerr != nil || rerr != nil {
-		if (gerr == nil) != (rerr == nil) {
+		// Both fail, for the same reason: a cycle, or no operations.
+		var ce *taskgraph.CycleError
+		switch {
+		case (gerr == nil) != (rerr == nil),
+			errors.As(gerr, &ce) != strings.Contains(rerr.Error(), "has a cycle"),
+			strings.Contains(gerr.Error(), "no operations") != strings.Contains(rerr.Error(), "no operations"):
 			return fmt.Sprintf("graph: %v, replay: %v", gerr, rerr), nil
 		}
 		return "", nil
