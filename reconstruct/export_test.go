@@ -6,3 +6,7 @@ var SpillMem = &spillMem
 
 // ReplayEvery is called every 65,536 events a replay reads.
 var ReplayEvery = &replayEvery
+
+// SweepMin is how many channels must be empty for the replay to sweep
+// them (tests lower it to sweep all the time).
+var SweepMin = &sweepMin

@@ -263,6 +263,10 @@ func (c *pchan) filled(e *engine) {
 	}
 }
 
+// sweepMin is how many channels must be empty (and half of them) for a
+// sweep to drop them (tests lower it).
+var sweepMin = 4096
+
 // replayChans is a rank's recently used channels.
 type replayChans [16]struct {
 	key pchanKey
@@ -282,7 +286,7 @@ func (e *engine) channel(r *streamRank, key pchanKey) *pchan {
 	}
 	c := e.chans[key]
 	if c == nil {
-		if e.empties > 4096 && 2*e.empties > len(e.chans) {
+		if e.empties > sweepMin && 2*e.empties > len(e.chans) {
 			// Channels of tags used once (a tag per iteration, say).
 			for k, c := range e.chans {
 				if c.empty {
