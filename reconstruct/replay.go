@@ -138,6 +138,22 @@ type ReplayResult struct {
 // ReplaySources replays one Source per rank (each rank at most once),
 // reading them in one goroutine.
 func ReplaySources(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*ReplayResult, error) {
+	e, err := newEngine(srcs, w, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	return e.run()
+}
+
+// close releases the engine's temporary files (the result's are its own).
+func (e *engine) close() {
+	e.items.close()
+	e.recs.close()
+}
+
+// newEngine prepares the replay of srcs.
+func newEngine(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*engine, error) {
 	size := len(srcs)
 	for _, s := range srcs {
 		size = max(size, s.Header().Size)
@@ -178,9 +194,7 @@ func ReplaySources(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*Repl
 			e.byRank[r.rank] = int32(i)
 		}
 	}
-	defer e.items.close()
-	defer e.recs.close()
-	return e.run()
+	return e, nil
 }
 
 // blockBudget is what the ranks' blocks being filled may take together
@@ -190,7 +204,13 @@ const blockBudget = 1 << 20
 
 // engine is one replay.
 type engine struct {
-	opts  Options
+	opts Options
+	// meas: measured weights (replay_measured.go): off are the ranks'
+	// clock offsets (by index), t0 the earliest end of MPI_Init on rank
+	// 0's clock.
+	meas  bool
+	off   []int64
+	t0    int64
 	items store // the ranks' item records
 	size  int
 	w     ReplayWeights
@@ -334,7 +354,11 @@ type smsg struct {
 	settled   bool
 	cancelled bool
 	visited   bool
-	waiter    int32 // +1: the index of the rank waiting for val; 0 none
+	waiter    int32  // +1: the index of the rank waiting for val; 0 none
+	start     int64  // the sending call's start (its rank's clock)
+	dst       int32  // world rank
+	c         *pchan // its channel, nil: the destination has no log
+	rcv       *srecv // the receive that took it, once paired
 }
 
 // srecv is a receive completed (or freed), waiting for its message.
@@ -377,6 +401,7 @@ type sinst struct {
 	bestItem int64 // item before the participation (blocking; -1 Init) or the posting operation (nonblocking)
 	bestNB   bool
 	bestW    int64 // the best arrival's edge weight (blocking: its chain edge)
+	doneT    int64 // measured weights: when it was done, on rank 0's clock
 	bestInit bool  // the best arrival's edge leaves MPI_Init
 	anyNB    bool  // some call is nonblocking
 	start    int64 // earliest call start
@@ -467,6 +492,11 @@ type sop struct {
 	site       uint32
 	in         *srecv // the receive it completes
 	collIn     *sinst // the nonblocking collective it completes
+	// Measured weights (replay_measured.go): the measured times, the
+	// weight of the message that reaches it, whether they are set.
+	ms, me int64
+	xw     float64
+	timed  bool
 }
 
 // spart is a collective call of a rank.
@@ -632,7 +662,8 @@ func (r *streamRank) send(ck commKey, peer int32, tag int64, node uint32, bytes 
 		r.decline("more than 2^31 messages sent")
 		return -1
 	}
-	m := &smsg{from: r.idx, id: r.sendSeq, node: node, bytes: bytes, req: req, settled: req == 0, ch: ch, ev: ev}
+	m := &smsg{from: r.idx, id: r.sendSeq, node: node, bytes: bytes, req: req, settled: req == 0, ch: ch, ev: ev,
+		start: r.op(node).start, dst: peer}
 	r.sendSeq++
 	r.outbox = append(r.outbox, m)
 	if req != 0 {
@@ -643,6 +674,7 @@ func (r *streamRank) send(ck commKey, peer int32, tag int64, node uint32, bytes 
 		return m.id
 	}
 	c := r.e.channel(r, pchanKey{ck: ck, src: int32(r.rank), dst: peer, tag: tag})
+	m.c = c
 	c.addSend(r.e, m)
 	// A message with a request is paired after the event: its request
 	// does not know the message yet (settled).
@@ -824,7 +856,7 @@ func (e *engine) pair(c *pchan) {
 			x := c.recvs[c.rh]
 			c.recvs[c.rh] = nil
 			c.rh++
-			x.msg, x.state = m, recvPaired
+			x.msg, x.state, m.rcv = m, recvPaired, x
 			if rc := (recvRec{sbytes: x.sbytes, cap: x.cap}); x.ev >= 0 && sizeDiffers(m.bytes, &rc) {
 				xr := e.ranks[x.rank]
 				xr.sizes = append(xr.sizes, sizeMismatch{seq: x.seq, ev: x.ev, from: e.ranks[m.from].rank, bytes: m.bytes, rc: rc})
@@ -895,6 +927,10 @@ func (e *engine) part(r *streamRank, pr *partRec, abs int32) {
 	}
 	in.anyNB = in.anyNB || pr.nb
 	sp := spart{at: pr.at, inst: in, start: pr.start, end: pr.end, ev: pr.ev}
+	if pr.nb && e.meas {
+		r.decline("a nonblocking collective under measured weights")
+		return
+	}
 	if pr.nb {
 		r.nb = append(r.nb, sp)
 		if r.nbLive == nil {
@@ -978,7 +1014,11 @@ func (e *engine) complete(in *sinst) {
 	}
 	procs := in.members.len()
 	info := taskgraph.CollectiveInfo{Name: e.names.name(in.lowName), Bytes: collBytes(in.lowFn, recs, procs), Procs: procs}
-	in.val = in.best + e.w.Collective(info)
+	if e.meas {
+		in.val = in.best + e.measuredCollective(in)
+	} else {
+		in.val = in.best + e.w.Collective(info)
+	}
 	in.done = true
 	in.id = e.nrecs
 	e.nrecs++
@@ -1137,8 +1177,12 @@ func (e *engine) advance(r *streamRank) {
 					return
 				}
 			}
-			r.val, r.lastKind, r.lastEnd = in.val, posPart, pt.end
-			r.logItem(&itemRec{kind: itemPart, from: int32(in.id), ev: pt.ev, start: pt.start, end: pt.end})
+			pend := pt.end
+			if e.meas {
+				pend = in.doneT - e.off[r.idx]
+			}
+			r.val, r.lastKind, r.lastEnd = in.val, posPart, pend
+			r.logItem(&itemRec{kind: itemPart, from: int32(in.id), ev: pt.ev, start: pt.start, end: pend})
 			r.items++
 			r.bh++
 			if r.bh == len(r.blk) {
@@ -1158,9 +1202,18 @@ func (e *engine) advance(r *streamRank) {
 			e.finishReplay(r)
 			return
 		}
+		if e.meas && !r.q[r.qh].timed {
+			if !e.retime(r) {
+				return
+			}
+		}
 		o := &r.q[r.qh]
-		val := r.val + float64(r.chainW(r.lastKind, r.lastEnd, posOp, o.start))
-		rec := itemRec{kind: itemOp, ev: o.ev, start: o.start, end: o.end, bytes: o.bytes, comp: o.comp, name: o.name, site: o.site}
+		start, end := o.start, o.end
+		if e.meas {
+			start, end = o.ms, o.me
+		}
+		val := r.val + float64(r.chainW(r.lastKind, r.lastEnd, posOp, start))
+		rec := itemRec{kind: itemOp, ev: o.ev, start: start, end: end, bytes: o.bytes, comp: o.comp, name: o.name, site: o.site}
 		if x := o.in; x != nil {
 			if x.state != recvPaired && x.state != recvUnmatched {
 				e.resolve(r, x)
@@ -1176,7 +1229,11 @@ func (e *engine) advance(r *streamRank) {
 					x.waited = true
 					return
 				}
-				if sv := m.val + e.w.Message(int64(m.bytes)); sv > val {
+				xw := o.xw
+				if !e.meas {
+					xw = e.w.Message(int64(m.bytes))
+				}
+				if sv := m.val + xw; sv > val {
 					val = sv
 					rec.kind, rec.from, rec.fitem, rec.mbytes = itemMsg, m.from, m.item, m.bytes
 				}
@@ -1196,7 +1253,7 @@ func (e *engine) advance(r *streamRank) {
 		item := r.items
 		r.logItem(&rec)
 		r.items++
-		r.val, r.lastKind, r.lastEnd = val, posOp, o.end
+		r.val, r.lastKind, r.lastEnd = val, posOp, end
 		r.k++
 		r.q[r.qh] = sop{}
 		r.qh++
@@ -1246,6 +1303,9 @@ func (e *engine) finishReplay(r *streamRank) {
 }
 
 func (e *engine) run() (*ReplayResult, error) {
+	if e.meas {
+		e.measuredInit()
+	}
 	for i := range e.ranks {
 		e.enqueue(int32(i))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
@@ -82,22 +83,11 @@ func compareReplay(srcs func() []tracefmt.Source) (string, error) {
 		return "declined", nil
 	}
 	if gerr != nil || rerr != nil {
-		// Both fail, for the same reason: a cycle, or no operations.
-		var ce *taskgraph.CycleError
-		switch {
-		case (gerr == nil) != (rerr == nil),
-			errors.As(gerr, &ce) != strings.Contains(rerr.Error(), "has a cycle"),
-			strings.Contains(gerr.Error(), "no operations") != strings.Contains(rerr.Error(), "no operations"):
-			return fmt.Sprintf("graph: %v, replay: %v", gerr, rerr), nil
-		}
-		return "", nil
+		return failedAlike(gerr, rerr), nil
 	}
 	defer res.Close()
-	var steps []reconstruct.ReplayStep
-	if err := res.Steps(func(st *reconstruct.ReplayStep) error {
-		steps = append(steps, *st)
-		return nil
-	}); err != nil {
+	steps, err := stepsOf(res)
+	if err != nil {
 		return "", err
 	}
 	if got, want := fmt.Sprint(res.Diags.All()), fmt.Sprint(diags.All()); got != want {
@@ -457,4 +447,181 @@ func mustOpen(t *testing.T, data []byte) *tracefmt.RankReader {
 		t.Fatal(err)
 	}
 	return rr
+}
+
+// failedAlike says how two engines that did not both succeed differ: ""
+// when both failed for the same reason (a cycle, or no operations).
+func failedAlike(gerr, rerr error) string {
+	var ce *taskgraph.CycleError
+	switch {
+	case (gerr == nil) != (rerr == nil),
+		errors.As(gerr, &ce) != strings.Contains(rerr.Error(), "has a cycle"),
+		strings.Contains(gerr.Error(), "no operations") != strings.Contains(rerr.Error(), "no operations"):
+		return fmt.Sprintf("graph: %v, replay: %v", gerr, rerr)
+	}
+	return ""
+}
+
+// stepsOf returns the steps of a replay's path.
+func stepsOf(res *reconstruct.ReplayResult) ([]reconstruct.ReplayStep, error) {
+	var steps []reconstruct.ReplayStep
+	err := res.Steps(func(st *reconstruct.ReplayStep) error {
+		steps = append(steps, *st)
+		return nil
+	})
+	return steps, err
+}
+
+// clocksOf are the ranks' clock offsets as the driver takes them: each
+// rank's MPI_Init ClockSync, else its first.
+func clocksOf(ranks []*tracefmt.RankData) *critpath.Clocks {
+	c := &critpath.Clocks{Offset: map[int]int64{}, Err: map[int]int64{}}
+	for _, d := range ranks {
+		found := false
+		for i := range d.Events {
+			ev := &d.Events[i]
+			if ev.Kind != spec.ClockSync {
+				continue
+			}
+			if ev.Phase() == spec.PhaseInit || !found {
+				c.Offset[d.Header.Rank] = ev.Offset()
+				if found = true; ev.Phase() == spec.PhaseInit {
+					break
+				}
+			}
+		}
+	}
+	return c
+}
+
+// compareMeasured compares ReplayMeasured with critpath.ComputeMeasured
+// as compareReplay compares ReplaySources with Longest.
+func compareMeasured(ranks []*tracefmt.RankData) (string, error) {
+	srcs := dataSources(ranks)
+	g, _, err := reconstruct.BuildFromSources(srcs(), reconstruct.Options{Workers: 1})
+	if err != nil {
+		return "", err
+	}
+	clocks := clocksOf(ranks)
+	p, gerr := critpath.ComputeMeasured(g, clocks)
+	res, rerr := reconstruct.ReplayMeasured(srcs(), clocks.Offset, reconstruct.Options{})
+	var ns *reconstruct.NotStreamableError
+	if errors.As(rerr, &ns) {
+		return "declined", nil
+	}
+	if gerr != nil || rerr != nil {
+		return failedAlike(gerr, rerr), nil
+	}
+	defer res.Close()
+	steps, err := stepsOf(res)
+	if err != nil {
+		return "", err
+	}
+	if p.Length != res.Length {
+		return fmt.Sprintf("measured length %v, replay %v", p.Length, res.Length), nil
+	}
+	rg := p.Graph()
+	if p.NumVertices() != len(steps) {
+		return fmt.Sprintf("measured: %d steps, replay %d", p.NumVertices(), len(steps)), nil
+	}
+	for i := range steps {
+		v := p.Vertex(i)
+		n := rg.Node(v.ID)
+		got := steps[i]
+		want := fmt.Sprintf("%v %s %d", n.Kind, n.Name, n.Rank)
+		have := fmt.Sprintf("%v %s %d", got.Kind, got.Name, got.Rank)
+		if n.Kind == taskgraph.KindOp {
+			want += fmt.Sprintf(" %v [%d %d]", n.Event, n.Start, n.End)
+			have += fmt.Sprintf(" %v [%d %d]", got.Event, got.Start, got.End)
+		}
+		if i > 0 {
+			h := p.Hop(i - 1)
+			want += fmt.Sprintf(" in %v r%d w%d b%d", h.Kind, h.Rank, h.Measured, h.Bytes)
+			have += fmt.Sprintf(" in %v r%d w%d b%d", got.In.Kind, got.In.Rank, got.In.Weight, got.In.Bytes)
+		}
+		if want != have {
+			return fmt.Sprintf("measured step %d: %s, replay %s", i, want, have), nil
+		}
+	}
+	return "", nil
+}
+
+// TestReplayMeasured compares ReplayMeasured with critpath.ComputeMeasured
+// on the goldens, random and MPI-like traces and the stored traces of real
+// runs: the same length to the bit, the same steps with their measured
+// times and edges, or a decline.
+func TestReplayMeasured(t *testing.T) {
+	compared, declined := 0, 0
+	check := func(name string, ranks []*tracefmt.RankData) {
+		t.Helper()
+		diff, err := compareMeasured(ranks)
+		switch {
+		case err != nil:
+		case diff == "declined":
+			declined++
+		case diff != "":
+			var sb strings.Builder
+			for _, d := range ranks {
+				_ = tracefmt.WriteText(&sb, d.Source())
+			}
+			t.Fatalf("%s: %s\n%s", name, diff, sb.String())
+		default:
+			compared++
+		}
+	}
+	files, _ := filepath.Glob("testdata/*.test")
+	more, _ := filepath.Glob("testdata/replay/*.test")
+	for _, file := range append(files, more...) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := parseGolden(string(data))
+		text, err := c.ranksText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranks, err := tracefmt.ParseText(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(file, ranks)
+	}
+	rng := rand.New(rand.NewPCG(41, 42))
+	for i := 0; i < 1000; i++ {
+		check(fmt.Sprintf("random %d", i), randomRanks(rng))
+	}
+	rng = rand.New(rand.NewPCG(43, 44))
+	for i := 0; i < 1000; i++ {
+		ranks, err := tracefmt.ParseText(strings.NewReader(genText(rng)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("MPI-like %d", i), ranks)
+	}
+	dirs, _ := filepath.Glob("../fixtures/traces/v*/*")
+	for _, dir := range dirs {
+		if m, _ := filepath.Glob(filepath.Join(dir, "*.mpit")); len(m) == 0 {
+			continue
+		}
+		tr, err := tracefmt.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ranks []*tracefmt.RankData
+		for _, f := range tr.Files {
+			rr, err := tr.OpenRank(f.Rank)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := tracefmt.ReadAll(rr)
+			rr.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ranks = append(ranks, d)
+		}
+		check(dir, ranks)
+	}
+	t.Logf("%d compared, %d declined", compared, declined)
 }

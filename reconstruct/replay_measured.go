@@ -1,0 +1,193 @@
+package reconstruct
+
+import "github.com/mpitrace/mpitrace/tracefmt"
+
+// Measured weights in the replay.
+//
+// ReplayMeasured finds the path critpath.ComputeMeasured finds (the
+// graph retimed by what the run took, docs/reconstruction.md "Measured
+// weights"): a call takes effect at its start when it sends a message
+// that a receive took, at its end otherwise; the calls of one event that
+// send nothing (a Waitall's parts) wait as one, at the first, which
+// becomes [effect − wait, effect], its wait being how long it waited for
+// the latest of its messages' sends (or a collective's last arrival), at
+// most its duration; a message weighs its receive's effect minus the
+// latest send its call waited for; a blocking collective weighs from its
+// last member's arrival to when it was done (its first exit, if later),
+// its calls end then; MPI_Init ends at the earliest end of any rank's, on
+// rank 0's clock. Whether a call sends is known once its messages are
+// paired or known never received, so the replay reads the receivers (and
+// the call's own rank, for a request's cancellation) ahead as needed.
+//
+// It declines nonblocking collectives (their first exit is the earliest
+// end of the calls that completed them, further ahead in every member's
+// log) and, as ReplaySources, what it declines. The wait states are not
+// computed here.
+
+// ReplayMeasured replays srcs under measured weights, the ranks' clocks
+// aligned by offsets (ns to add to a rank's clock to get rank 0's; a rank
+// without an entry has 0).
+func ReplayMeasured(srcs []tracefmt.Source, offsets map[int]int64, opts Options) (*ReplayResult, error) {
+	e, err := newEngine(srcs, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	e.meas = true
+	e.off = make([]int64, len(e.ranks))
+	for i, r := range e.ranks {
+		e.off[i] = offsets[r.rank]
+	}
+	return e.run()
+}
+
+// measuredInit reads every rank up to its MPI_Init and sets the measured
+// end of MPI_Init: the earliest of all, on rank 0's clock.
+func (e *engine) measuredInit() {
+	set := false
+	for i, r := range e.ranks {
+		for r.p.phase == phaseBefore && e.read(r, 1) {
+		}
+		if r.hasInit && (!set || r.initEnd+e.off[i] < e.t0) {
+			e.t0, set = r.initEnd+e.off[i], true
+		}
+	}
+	for i, r := range e.ranks {
+		if r.hasInit {
+			r.initEnd = e.t0 - e.off[i]
+		}
+	}
+}
+
+// measuredCollective is the measured weight of blocking instance in, all
+// its calls in: from the last arrival to when it was done (its first
+// exit, if later), and sets in.doneT.
+func (e *engine) measuredCollective(in *sinst) float64 {
+	var last, exit int64
+	for j := range in.parts {
+		off := e.off[e.index(int(in.who[j]))]
+		s, x := in.parts[j].start+off, in.parts[j].end+off
+		if j == 0 || s > last {
+			last = s
+		}
+		if j == 0 || x < exit {
+			exit = x
+		}
+	}
+	in.doneT = max(last, exit)
+	return max(0, float64(in.doneT)-float64(last))
+}
+
+// sends reports whether the operation at queue index j of rank r sends a
+// message a receive (completed by an operation) took; false with e.err
+// set when the replay stops.
+func (e *engine) sends(r *streamRank, j int) bool {
+	node := r.qbase + uint32(j)
+	for k := r.oh; k < len(r.outbox) && r.outbox[k].node <= node; k++ {
+		if m := r.outbox[k]; m.node == node && e.received(m) {
+			return true
+		}
+	}
+	return false
+}
+
+// received reports whether message m is taken by a receive completed by
+// an operation, reading ahead until it is known.
+func (e *engine) received(m *smsg) bool {
+	for e.err == nil {
+		if m.rcv != nil {
+			return m.rcv.ev >= 0
+		}
+		if !e.settled(m) {
+			e.read(e.ranks[m.from], 1)
+			continue
+		}
+		if m.cancelled || m.c == nil {
+			return false
+		}
+		c := m.c
+		e.pair(c)
+		if m.rcv != nil {
+			continue
+		}
+		if c.sh < len(c.sends) && !e.settled(c.sends[c.sh]) {
+			// An earlier message on the channel waits for its request.
+			e.read(e.ranks[c.sends[c.sh].from], 1)
+			continue
+		}
+		d := e.ranks[e.index(int(m.dst))]
+		if d.done {
+			return false // every receive of its rank is on its channel: none took it
+		}
+		e.read(d, 1)
+	}
+	return false
+}
+
+// retime sets the measured times of the call group that starts at rank
+// r's next operation, and the weights of its incoming messages (as
+// critpath's RankOps and waitGroup); false when the replay stops.
+func (e *engine) retime(r *streamRank) bool {
+	i := r.qh
+	first := e.sends(r, i)
+	if e.err != nil {
+		return false
+	}
+	end := i + 1
+	if !first {
+		ev := r.q[i].ev
+		for end < len(r.q) && r.q[end].ev == ev {
+			s := e.sends(r, end)
+			if e.err != nil {
+				return false
+			}
+			if s {
+				break
+			}
+			end++
+		}
+	}
+	// The group's incoming messages: pair them (reading ahead).
+	for j := i; j < end; j++ {
+		if x := r.q[j].in; x != nil && x.state != recvPaired && x.state != recvUnmatched {
+			e.resolve(r, x)
+			if e.err != nil {
+				return false
+			}
+		}
+	}
+	off := e.off[r.idx]
+	s, en := r.q[i].start, r.q[i].end
+	t := en
+	if first {
+		t = s
+	}
+	sAbs := s + off
+	var best, lastSend int64
+	sent := false
+	for j := i; j < end; j++ {
+		if x := r.q[j].in; x != nil && x.state == recvPaired {
+			at := x.msg.start + e.off[x.msg.from]
+			if !sent || at > lastSend {
+				lastSend, sent = at, true
+			}
+			best = max(best, at-sAbs)
+		}
+	}
+	w := max(0, min(en-s, best))
+	for j := i; j < end; j++ {
+		o := &r.q[j]
+		tu := o.end
+		if j == i {
+			o.ms, o.me = t-w, t
+			tu = t
+		} else {
+			o.ms, o.me = o.end, o.end
+		}
+		if x := o.in; x != nil && x.state == recvPaired {
+			o.xw = float64(max(0, tu+off-lastSend))
+		}
+		o.timed = true
+	}
+	return true
+}
