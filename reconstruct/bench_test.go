@@ -82,3 +82,36 @@ func replayCritpath(logged map[string]bool) func(b *testing.B, dir string) {
 		}
 	}
 }
+
+// BenchmarkReconstructMeasured is BenchmarkReconstructCritpath under
+// measured weights: the graph, then critpath.ComputeMeasured (the
+// benchmark traces have no clock offsets).
+//
+//	go test ./reconstruct -run '^$' -bench 'ReconstructMeasured|ReplayMeasured' -benchtime 1x
+func BenchmarkReconstructMeasured(b *testing.B) {
+	benchtrace.Run(b, func(b *testing.B, dir string) {
+		_, g, _ := buildDir(b, dir, reconstruct.Options{})
+		p, err := critpath.ComputeMeasured(g, nil)
+		if err != nil || p.NumVertices() < 3 {
+			b.Fatal(err)
+		}
+		runtime.KeepAlive(g)
+	})
+}
+
+// BenchmarkReplayMeasured is BenchmarkReconstructMeasured's path found by
+// reconstruct.ReplayMeasured, without the graph.
+func BenchmarkReplayMeasured(b *testing.B) {
+	benchtrace.Run(b, func(b *testing.B, dir string) {
+		srcs, done := spooledSources(b, dir)
+		defer done()
+		res, err := reconstruct.ReplayMeasured(srcs, nil, reconstruct.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.NumSteps < 3 {
+			b.Fatalf("a path of %d steps", res.NumSteps)
+		}
+		res.Close()
+	})
+}
