@@ -402,6 +402,15 @@ type sinst struct {
 	bestNB   bool
 	bestW    int64 // the best arrival's edge weight (blocking: its chain edge)
 	doneT    int64 // measured weights: when it was done, on rank 0's clock
+	// Measured weights of a nonblocking instance (replay_measured.go):
+	// its last arrival, the ranks whose calls completed it, the earliest
+	// end of those calls; timed once they are all known, valued once its
+	// value is.
+	lastT    int64
+	compl    map[int32]bool
+	exitT    int64
+	timed    bool
+	valued   bool
 	bestInit bool  // the best arrival's edge leaves MPI_Init
 	anyNB    bool  // some call is nonblocking
 	start    int64 // earliest call start
@@ -714,7 +723,11 @@ func (r *streamRank) recv(rc recvRec) {
 		in := r.nbLive[int32(rc.ch)]
 		delete(r.nbLive, int32(rc.ch))
 		if in != nil && rc.node != noNode {
-			r.op(rc.node).collIn = in
+			o := r.op(rc.node)
+			o.collIn = in
+			if r.e.meas {
+				in.completed(r, o.end+r.e.off[r.idx])
+			}
 		}
 		return
 	}
@@ -927,10 +940,6 @@ func (e *engine) part(r *streamRank, pr *partRec, abs int32) {
 	}
 	in.anyNB = in.anyNB || pr.nb
 	sp := spart{at: pr.at, inst: in, start: pr.start, end: pr.end, ev: pr.ev}
-	if pr.nb && e.meas {
-		r.decline("a nonblocking collective under measured weights")
-		return
-	}
 	if pr.nb {
 		r.nb = append(r.nb, sp)
 		if r.nbLive == nil {
@@ -1014,9 +1023,12 @@ func (e *engine) complete(in *sinst) {
 	}
 	procs := in.members.len()
 	info := taskgraph.CollectiveInfo{Name: e.names.name(in.lowName), Bytes: collBytes(in.lowFn, recs, procs), Procs: procs}
-	if e.meas {
+	switch {
+	case e.meas && in.anyNB:
+		// Its weight needs the calls that complete it (instValue).
+	case e.meas:
 		in.val = in.best + e.measuredCollective(in)
-	} else {
+	default:
 		in.val = in.best + e.w.Collective(info)
 	}
 	in.done = true
@@ -1026,7 +1038,9 @@ func (e *engine) complete(in *sinst) {
 		bestW: in.bestW, bestInit: in.bestInit, nb: in.anyNB, bytes: info.Bytes, procs: int32(min(procs, math.MaxInt32)),
 		parts: int32(len(in.parts)), gid: in.key.ck.gid, start: in.start, end: in.end, low: in.low, lowSite: in.lowSite})
 	e.checkInstance(in)
-	in.parts, in.who = nil, nil
+	if !e.meas || !in.anyNB || in.timed {
+		in.parts, in.who, in.compl = nil, nil, nil
+	}
 	delete(e.insts, in.key)
 	l := e.live[in.key.ck]
 	if i := slices.Index(l, in); i >= 0 {
@@ -1178,10 +1192,13 @@ func (e *engine) advance(r *streamRank) {
 				}
 			}
 			pend := pt.end
-			if e.meas {
+			if e.meas && !in.anyNB {
 				pend = in.doneT - e.off[r.idx]
 			}
-			r.val, r.lastKind, r.lastEnd = in.val, posPart, pend
+			r.val, r.lastKind, r.lastEnd = e.instValue(in), posPart, pend
+			if e.err != nil {
+				return
+			}
 			r.logItem(&itemRec{kind: itemPart, from: int32(in.id), ev: pt.ev, start: pt.start, end: pend})
 			r.items++
 			r.bh++
@@ -1244,8 +1261,15 @@ func (e *engine) advance(r *streamRank) {
 				in.waiters = append(in.waiters, r.idx)
 				return
 			}
-			if in.val > val {
-				val = in.val
+			sv := e.instValue(in)
+			if e.err != nil {
+				return
+			}
+			if e.meas {
+				sv += o.xw
+			}
+			if sv > val {
+				val = sv
 				rec.kind, rec.from = itemCollIn, int32(in.id)
 			}
 		}

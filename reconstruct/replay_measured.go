@@ -19,9 +19,12 @@ import "github.com/mpitrace/mpitrace/tracefmt"
 // paired or known never received, so the replay reads the receivers (and
 // the call's own rank, for a request's cancellation) ahead as needed.
 //
-// It declines nonblocking collectives (their first exit is the earliest
-// end of the calls that completed them, further ahead in every member's
-// log) and, as ReplaySources, what it declines. The wait states are not
+// A nonblocking collective is done at its last member's posting call's
+// end or, if later, at the earliest end of the calls that completed it:
+// its weight is known once every member's calls were read (instValue
+// reads them ahead), which the calls that complete it wait for.
+//
+// It declines what ReplaySources declines. The wait states are not
 // computed here.
 
 // ReplayMeasured replays srcs under measured weights, the ranks' clocks
@@ -76,6 +79,78 @@ func (e *engine) measuredCollective(in *sinst) float64 {
 	}
 	in.doneT = max(last, exit)
 	return max(0, float64(in.doneT)-float64(last))
+}
+
+// completed records that rank r's call ending at end (rank 0's clock)
+// completed nonblocking instance in.
+func (in *sinst) completed(r *streamRank, end int64) {
+	if in.compl == nil {
+		in.compl = make(map[int32]bool)
+	}
+	if len(in.compl) == 0 || end < in.exitT {
+		in.exitT = end
+	}
+	in.compl[int32(r.rank)] = true
+}
+
+// instValue returns instance in's value (it is complete): under measured
+// weights, a nonblocking one's is known once nbTimes is.
+func (e *engine) instValue(in *sinst) float64 {
+	if !e.meas || !in.anyNB || in.valued {
+		return in.val
+	}
+	if !e.nbTimes(in) {
+		return 0
+	}
+	in.val = in.best + max(0, float64(in.doneT)-float64(in.lastT))
+	in.valued = true
+	return in.val
+}
+
+// nbTimes sets nonblocking instance in's last arrival and when it was
+// done, reading ahead every member until it made its call (or its log
+// ended short of it) and every participant until its call that
+// completed it (or its log ended); false when the replay stops.
+func (e *engine) nbTimes(in *sinst) bool {
+	if in.timed {
+		return true
+	}
+	for len(in.parts) < in.expected && e.err == nil {
+		more := false
+		e.logged(in.members, func(s *streamRank) {
+			if !s.done && s.calls(in.key.ck) <= in.key.k {
+				e.read(s, 1)
+				more = true
+			}
+		})
+		if !more {
+			break
+		}
+	}
+	for _, w := range in.who {
+		s := e.ranks[e.index(int(w))]
+		for !in.compl[w] && !s.done && e.err == nil {
+			e.read(s, 1)
+		}
+	}
+	if e.err != nil {
+		return false
+	}
+	for j := range in.parts {
+		// A posting call arrives at its end.
+		if a := in.parts[j].end + e.off[e.index(int(in.who[j]))]; j == 0 || a > in.lastT {
+			in.lastT = a
+		}
+	}
+	in.doneT = in.lastT
+	if len(in.compl) > 0 && in.exitT > in.lastT {
+		in.doneT = in.exitT
+	}
+	in.timed = true
+	if in.done {
+		in.parts, in.who, in.compl = nil, nil, nil // complete used them
+	}
+	return true
 }
 
 // sends reports whether the operation at queue index j of rank r sends a
@@ -147,13 +222,17 @@ func (e *engine) retime(r *streamRank) bool {
 			end++
 		}
 	}
-	// The group's incoming messages: pair them (reading ahead).
+	// The group's incoming messages: pair them (reading ahead); its
+	// nonblocking collectives: time them.
 	for j := i; j < end; j++ {
 		if x := r.q[j].in; x != nil && x.state != recvPaired && x.state != recvUnmatched {
 			e.resolve(r, x)
-			if e.err != nil {
-				return false
-			}
+		}
+		if in := r.q[j].collIn; in != nil {
+			e.nbTimes(in)
+		}
+		if e.err != nil {
+			return false
 		}
 	}
 	off := e.off[r.idx]
@@ -173,6 +252,9 @@ func (e *engine) retime(r *streamRank) bool {
 			}
 			best = max(best, at-sAbs)
 		}
+		if in := r.q[j].collIn; in != nil {
+			best = max(best, in.lastT-sAbs)
+		}
 	}
 	w := max(0, min(en-s, best))
 	for j := i; j < end; j++ {
@@ -186,6 +268,9 @@ func (e *engine) retime(r *streamRank) bool {
 		}
 		if x := o.in; x != nil && x.state == recvPaired {
 			o.xw = float64(max(0, tu+off-lastSend))
+		}
+		if in := o.collIn; in != nil {
+			o.xw = float64(max(0, tu+off-in.doneT))
 		}
 		o.timed = true
 	}

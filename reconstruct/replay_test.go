@@ -498,7 +498,7 @@ func clocksOf(ranks []*tracefmt.RankData) *critpath.Clocks {
 // as compareReplay compares ReplaySources with Longest.
 func compareMeasured(ranks []*tracefmt.RankData) (string, error) {
 	srcs := dataSources(ranks)
-	g, _, err := reconstruct.BuildFromSources(srcs(), reconstruct.Options{Workers: 1})
+	g, diags, err := reconstruct.BuildFromSources(srcs(), reconstruct.Options{Workers: 1})
 	if err != nil {
 		return "", err
 	}
@@ -517,6 +517,9 @@ func compareMeasured(ranks []*tracefmt.RankData) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if got, want := fmt.Sprint(res.Diags.All()), fmt.Sprint(diags.All()); got != want {
+		return fmt.Sprintf("diagnostics:\n%s\nreplay:\n%s", want, got), nil
+	}
 	if p.Length != res.Length {
 		return fmt.Sprintf("measured length %v, replay %v", p.Length, res.Length), nil
 	}
@@ -533,6 +536,10 @@ func compareMeasured(ranks []*tracefmt.RankData) (string, error) {
 		if n.Kind == taskgraph.KindOp {
 			want += fmt.Sprintf(" %v [%d %d]", n.Event, n.Start, n.End)
 			have += fmt.Sprintf(" %v [%d %d]", got.Event, got.Start, got.End)
+		}
+		if n.Kind == taskgraph.KindCollective {
+			want += fmt.Sprintf(" %d bytes, %d of %d, nb %v", n.Bytes, n.Participants, n.Procs, n.Nonblocking)
+			have += fmt.Sprintf(" %d bytes, %d of %d, nb %v", got.Bytes, got.Participants, got.Procs, got.Nonblocking)
 		}
 		if i > 0 {
 			h := p.Hop(i - 1)
