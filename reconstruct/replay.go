@@ -176,7 +176,11 @@ func newEngine(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*engine, 
 		r.idx = int32(i)
 		r.siteEv = -1
 		r.lr, _ = r.src.(tracefmt.LossReporter)
-		r.p = newRankPass(r.rank, size, "", r, e.names, r.src.Strings())
+		file := ""
+		if n, ok := r.src.(interface{ Name() string }); ok {
+			file = n.Name()
+		}
+		r.p = newRankPass(r.rank, size, file, r, e.names, r.src.Strings())
 		r.p.st = r
 		if opts.Observe != nil {
 			r.observe = opts.Observe(r.src.Header(), r.src.Strings())
@@ -1098,7 +1102,11 @@ func (e *engine) finishRank(r *streamRank) {
 		e.err = fmt.Errorf("rank %d: %w", r.rank, err)
 		return
 	}
-	end := endOf(r.src.End(), false)
+	damaged := false
+	if d, ok := r.src.(interface{ Diagnostics() *tracefmt.Diagnostics }); ok {
+		damaged = d.Diagnostics().Count(tracefmt.DataLoss) > 0 || d.Diagnostics().Count(tracefmt.Error) > 0
+	}
+	end := endOf(r.src.End(), damaged)
 	if tail := tracefmt.SourceLoss(r.src); tail.Events > 0 {
 		r.decline("the log lost events at its end")
 		return

@@ -387,8 +387,8 @@ func TestReplayStoredTraces(t *testing.T) {
 			t.Errorf("%s: %v %s", dir, err, diff)
 		}
 	}
-	if n < 10 {
-		t.Errorf("only %d stored traces", n)
+	if n < 11 {
+		t.Errorf("only %d traces", n)
 	}
 }
 
@@ -631,4 +631,54 @@ func TestReplayMeasured(t *testing.T) {
 		check(dir, ranks)
 	}
 	t.Logf("%d compared, %d declined", compared, declined)
+}
+
+// TestReplayTrace: ReplayTrace on the stored traces of real runs, and on
+// a generated one with a rank file missing and a rank ended without its
+// end record, gives Build's diagnostics (the directory's and the readers'
+// first), the length of Longest's path and the calls that never returned.
+func TestReplayTrace(t *testing.T) {
+	dirs, _ := filepath.Glob("../fixtures/traces/v*/*")
+	gen := t.TempDir()
+	b := testgen.Halo(4, 30, 5)
+	b.Rank(2).NoEnd()
+	if err := b.WriteDir(gen); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(gen, "rank-00003.mpit")); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, dir := range append(dirs, gen) {
+		if m, _ := filepath.Glob(filepath.Join(dir, "*.mpit")); len(m) == 0 {
+			continue
+		}
+		n++
+		tr, g, diags := buildDir(t, dir, reconstruct.Options{})
+		length, _, err := g.Longest(graphWeights{replayWeights{g}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr2, err := tracefmt.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := reconstruct.ReplayTrace(tr2, replayWeights{}, reconstruct.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		res.Close()
+		if dir == gen && (diags.Count(tracefmt.DataLoss) == 0 || diags.CountCode(tracefmt.CodeMissingRank) == 0) {
+			t.Errorf("the generated trace has no missing rank and data loss: %s", diags.Summary())
+		}
+		if got, want := fmt.Sprint(res.Diags.All()), fmt.Sprint(diags.All()); got != want || res.Length != length {
+			t.Errorf("%s: length %v, diagnostics\n%s\nwant %v,\n%s", dir, res.Length, got, length, want)
+		}
+		if got, want := fmt.Sprint(tr2.Unfinished()), fmt.Sprint(tr.Unfinished()); got != want {
+			t.Errorf("%s: unfinished calls %s, want %s", dir, got, want)
+		}
+	}
+	if n < 11 {
+		t.Errorf("only %d traces", n)
+	}
 }

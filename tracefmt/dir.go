@@ -329,12 +329,7 @@ func (t *Trace) ForEachRank(workers int, fn func(r *RankReader) error) error {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, len(t.Files))
-	type result struct {
-		diags      *Diagnostics
-		unfinished []UnfinishedCall
-		err        error
-	}
-	results := make([]result, len(t.Files))
+	results := make([]rankResult, len(t.Files))
 	var (
 		next   int
 		failed bool
@@ -359,13 +354,7 @@ func (t *Trace) ForEachRank(workers int, fn func(r *RankReader) error) error {
 				r, err := openRank(t.Files[i].Path, t.OnRead)
 				if err == nil {
 					err = fn(r)
-					// A copy: a pointer into r would keep r's buffers alive.
-					d := *r.Diagnostics()
-					res.diags = &d
-					for _, p := range r.Unfinished() {
-						name, _ := r.Strings().Lookup(p.Fn)
-						res.unfinished = append(res.unfinished, UnfinishedCall{Rank: r.Rank(), Name: name, Pending: p})
-					}
+					res.found(r)
 					if cerr := r.Close(); err == nil {
 						err = cerr
 					}
@@ -380,6 +369,30 @@ func (t *Trace) ForEachRank(workers int, fn func(r *RankReader) error) error {
 		}()
 	}
 	wg.Wait()
+	return t.keep(results)
+}
+
+// rankResult is what a reader of one of the trace's files found.
+type rankResult struct {
+	diags      *Diagnostics
+	unfinished []UnfinishedCall
+	err        error
+}
+
+// found takes what reader r found, once read.
+func (res *rankResult) found(r *RankReader) {
+	// A copy: a pointer into r would keep r's buffers alive.
+	d := *r.Diagnostics()
+	res.diags = &d
+	for _, p := range r.Unfinished() {
+		name, _ := r.Strings().Lookup(p.Fn)
+		res.unfinished = append(res.unfinished, UnfinishedCall{Rank: r.Rank(), Name: name, Pending: p})
+	}
+}
+
+// keep keeps results (by file) for Diagnostics and Unfinished and
+// returns the first error.
+func (t *Trace) keep(results []rankResult) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rankDiags = make(map[int]*Diagnostics)
@@ -395,6 +408,22 @@ func (t *Trace) ForEachRank(workers int, fn func(r *RankReader) error) error {
 		}
 	}
 	return firstErr
+}
+
+// Record keeps, for Diagnostics and Unfinished, what the readers of the
+// trace's files found (readers opened with OpenRank and read to their
+// end, at most one per rank), as ForEachRank does for its own.
+func (t *Trace) Record(readers []*RankReader) {
+	results := make([]rankResult, len(t.Files))
+	for _, r := range readers {
+		for i, f := range t.Files {
+			if f.Rank == r.Rank() {
+				results[i].found(r)
+				break
+			}
+		}
+	}
+	t.keep(results)
 }
 
 // Unfinished returns the calls that never returned in the ranks' logs,

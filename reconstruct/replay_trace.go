@@ -1,0 +1,50 @@
+package reconstruct
+
+import "github.com/mpitrace/mpitrace/tracefmt"
+
+// ReplayTrace replays an opened trace directory (ReplaySources): every
+// rank's reader at once, their blocks spooled to a temporary file and
+// each holding a window of them (32 MiB of windows in all, 4 to 256 KiB
+// each). The diagnostics are the trace's (directory and readers, which
+// the trace keeps as after ForEachRank: Trace.Diagnostics, Unfinished)
+// followed by the replay's, as Build's.
+func ReplayTrace(t *tracefmt.Trace, w ReplayWeights, opts Options) (*ReplayResult, error) {
+	return replayTrace(t, func(srcs []tracefmt.Source) (*ReplayResult, error) { return ReplaySources(srcs, w, opts) })
+}
+
+// ReplayTraceMeasured is ReplayTrace under measured weights
+// (ReplayMeasured).
+func ReplayTraceMeasured(t *tracefmt.Trace, offsets map[int]int64, opts Options) (*ReplayResult, error) {
+	return replayTrace(t, func(srcs []tracefmt.Source) (*ReplayResult, error) { return ReplayMeasured(srcs, offsets, opts) })
+}
+
+func replayTrace(t *tracefmt.Trace, replay func([]tracefmt.Source) (*ReplayResult, error)) (*ReplayResult, error) {
+	sp := tracefmt.NewSpool("")
+	defer sp.Close()
+	sp.SetWindow(min(max((32<<20)/max(len(t.Files), 1), 4<<10), 256<<10))
+	readers := make([]*tracefmt.RankReader, 0, len(t.Files))
+	defer func() {
+		for _, rr := range readers {
+			rr.Close()
+		}
+	}()
+	srcs := make([]tracefmt.Source, 0, len(t.Files))
+	for _, f := range t.Files {
+		rr, err := t.OpenRank(f.Rank)
+		if err != nil {
+			return nil, err
+		}
+		rr.SpoolTo(sp)
+		readers = append(readers, rr)
+		srcs = append(srcs, rr)
+	}
+	res, err := replay(srcs)
+	if err != nil {
+		return nil, err
+	}
+	t.Record(readers)
+	d := t.Diagnostics()
+	d.Merge(res.Diags)
+	res.Diags = d
+	return res, nil
+}
