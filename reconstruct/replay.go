@@ -127,6 +127,8 @@ type ReplayResult struct {
 	// Stalls counts the times no rank's replay could go on and every rank
 	// read ahead.
 	Stalls int
+	// Run is, under measured weights, the run's span and wait states.
+	Run *MeasuredRun
 
 	store store
 	path  blocks
@@ -215,7 +217,8 @@ type engine struct {
 	meas  bool
 	off   []int64
 	t0    int64
-	items store // the ranks' item records
+	mrun  *measuredRun // the wait states and the run, under measured weights
+	items store        // the ranks' item records
 	size  int
 	w     ReplayWeights
 	names *nameTable
@@ -358,8 +361,11 @@ type smsg struct {
 	settled   bool
 	cancelled bool
 	visited   bool
-	waiter    int32  // +1: the index of the rank waiting for val; 0 none
-	start     int64  // the sending call's start (its rank's clock)
+	waiter    int32 // +1: the index of the rank waiting for val; 0 none
+	start     int64 // the sending call's start (its rank's clock)
+	end       int64 // and end
+	sname     taskgraph.NameID
+	ssite     uint32
 	dst       int32  // world rank
 	c         *pchan // its channel, nil: the destination has no log
 	rcv       *srecv // the receive that took it, once paired
@@ -425,6 +431,7 @@ type sinst struct {
 	lowFn    string
 	lowSite  uint32
 	parts    []partRec // the participants' calls
+	sites    []uint32  // measured weights: their call sites
 	who      []int32   // and their ranks
 	waiters  []int32
 	id       uint32 // in engine.recs, once complete
@@ -675,8 +682,9 @@ func (r *streamRank) send(ck commKey, peer int32, tag int64, node uint32, bytes 
 		r.decline("more than 2^31 messages sent")
 		return -1
 	}
+	o := r.op(node)
 	m := &smsg{from: r.idx, id: r.sendSeq, node: node, bytes: bytes, req: req, settled: req == 0, ch: ch, ev: ev,
-		start: r.op(node).start, dst: peer}
+		start: o.start, end: o.end, sname: o.name, ssite: o.site, dst: peer}
 	r.sendSeq++
 	r.outbox = append(r.outbox, m)
 	if req != 0 {
@@ -936,6 +944,13 @@ func (e *engine) part(r *streamRank, pr *partRec, abs int32) {
 	}
 	in.parts = append(in.parts, *pr)
 	in.who = append(in.who, int32(r.rank))
+	if e.meas {
+		site := uint32(0)
+		if pr.ev == r.siteEv {
+			site = r.site
+		}
+		in.sites = append(in.sites, site)
+	}
 	if len(in.parts) == 1 || pr.start < in.start {
 		in.start = pr.start
 	}
@@ -1043,7 +1058,7 @@ func (e *engine) complete(in *sinst) {
 		parts: int32(len(in.parts)), gid: in.key.ck.gid, start: in.start, end: in.end, low: in.low, lowSite: in.lowSite})
 	e.checkInstance(in)
 	if !e.meas || !in.anyNB || in.timed {
-		in.parts, in.who, in.compl = nil, nil, nil
+		in.parts, in.who, in.compl, in.sites = nil, nil, nil, nil
 	}
 	delete(e.insts, in.key)
 	l := e.live[in.key.ck]
@@ -1387,6 +1402,9 @@ func (e *engine) run() (*ReplayResult, error) {
 		return nil, fmt.Errorf("the task graph has no operations: no path from MPI_Init to MPI_Finalize")
 	}
 	res := &ReplayResult{Length: e.fin.val, MaxQueued: e.maxQueued, Stalls: e.stalls, Diags: e.diagnostics()}
+	if e.meas {
+		res.Run = e.measuredRun()
+	}
 	e.names.mu.Lock()
 	res.names = append(slices.Clip(e.names.names), "MPI_Init", "MPI_Init_thread", "MPI_Finalize")
 	e.names.mu.Unlock()

@@ -1,6 +1,12 @@
 package reconstruct
 
-import "github.com/mpitrace/mpitrace/tracefmt"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+	"github.com/mpitrace/mpitrace/tracefmt"
+)
 
 // Measured weights in the replay.
 //
@@ -24,8 +30,14 @@ import "github.com/mpitrace/mpitrace/tracefmt"
 // its weight is known once every member's calls were read (instValue
 // reads them ahead), which the calls that complete it wait for.
 //
-// It declines what ReplaySources declines. The wait states are not
-// computed here.
+// The wait states are critpath's (weighMeasured's): at a blocking
+// collective each member's wait for the last arrival (barrier, N×N), a
+// rooted one's late broadcast or early reduce; at a call group its wait
+// (late sender, or at the nonblocking collective it waited for most), a
+// blocking send's wait for a blocking receive posted after it (late
+// receiver); with what had to be clamped at 0 (clock error).
+//
+// It declines what ReplaySources declines.
 
 // ReplayMeasured replays srcs under measured weights, the ranks' clocks
 // aligned by offsets (ns to add to a rank's clock to get rank 0's; a rank
@@ -37,6 +49,7 @@ func ReplayMeasured(srcs []tracefmt.Source, offsets map[int]int64, opts Options)
 	}
 	defer e.close()
 	e.meas = true
+	e.mrun = &measuredRun{waits: make(map[waitKey]*Wait)}
 	e.off = make([]int64, len(e.ranks))
 	for i, r := range e.ranks {
 		e.off[i] = offsets[r.rank]
@@ -57,6 +70,7 @@ func (e *engine) measuredInit() {
 	}
 	for i, r := range e.ranks {
 		if r.hasInit {
+			e.mrun.InitSkew = max(e.mrun.InitSkew, r.initEnd+e.off[i]-e.t0)
 			r.initEnd = e.t0 - e.off[i]
 		}
 	}
@@ -78,8 +92,71 @@ func (e *engine) measuredCollective(in *sinst) float64 {
 		}
 	}
 	in.doneT = max(last, exit)
+	e.collectiveWaits(in, last)
 	return max(0, float64(in.doneT)-float64(last))
 }
+
+// collectiveWaits adds the waits at blocking instance in, whose last
+// member arrived at last (weighMeasured's collective loop and
+// rootedWaits).
+func (e *engine) collectiveWaits(in *sinst, last int64) {
+	order := make([]int, len(in.parts))
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(in.who[a], in.who[b]) })
+	cl := e.class(in.lowName)
+	times := func(j int) (int64, int64) {
+		off := e.off[e.index(int(in.who[j]))]
+		return in.parts[j].start + off, in.parts[j].end + off
+	}
+	run := e.mrun
+	for _, j := range order {
+		s, x := times(j)
+		if x < in.doneT {
+			run.EarlyExits++
+			run.EarlyExitsNS += in.doneT - x
+		}
+		if st := CollectiveWaitState(cl); st != "" {
+			run.add(st, int(in.who[j]), in.lowName, in.sites[j], min(x-s, last-s))
+		}
+	}
+	oneToN, nToOne := cl&ClassOneToN != 0, cl&ClassNToOne != 0
+	if !oneToN && !nToOne {
+		return
+	}
+	recs := make([]*partRec, len(order))
+	for i, j := range order {
+		recs[i] = &in.parts[j]
+	}
+	root, ok := collRoot(recs)
+	if !ok {
+		return
+	}
+	rj := slices.IndexFunc(order, func(j int) bool { return int(in.who[j]) == root })
+	if rj < 0 {
+		return
+	}
+	rs, re := times(order[rj])
+	first, seen := int64(0), false
+	for _, j := range order {
+		if int(in.who[j]) == root {
+			continue
+		}
+		s, x := times(j)
+		if oneToN {
+			run.add(StateLateBroadcast, int(in.who[j]), in.lowName, in.sites[j], min(x-s, rs-s))
+		} else if !seen || s < first {
+			first, seen = s, true
+		}
+	}
+	if nToOne && seen {
+		run.add(StateEarlyReduce, root, in.lowName, in.sites[order[rj]], min(re-rs, first-rs))
+	}
+}
+
+// class returns the wait class of function name id.
+func (e *engine) class(id taskgraph.NameID) WaitClass { return ClassifyWait(e.names.name(id)) }
 
 // completed records that rank r's call ending at end (rank 0's clock)
 // completed nonblocking instance in.
@@ -148,7 +225,7 @@ func (e *engine) nbTimes(in *sinst) bool {
 	}
 	in.timed = true
 	if in.done {
-		in.parts, in.who, in.compl = nil, nil, nil // complete used them
+		in.parts, in.who, in.compl, in.sites = nil, nil, nil, nil // complete used them
 	}
 	return true
 }
@@ -243,6 +320,7 @@ func (e *engine) retime(r *streamRank) bool {
 	}
 	sAbs := s + off
 	var best, lastSend int64
+	var bestColl *sinst
 	sent := false
 	for j := i; j < end; j++ {
 		if x := r.q[j].in; x != nil && x.state == recvPaired {
@@ -250,13 +328,60 @@ func (e *engine) retime(r *streamRank) bool {
 			if !sent || at > lastSend {
 				lastSend, sent = at, true
 			}
-			best = max(best, at-sAbs)
 		}
-		if in := r.q[j].collIn; in != nil {
-			best = max(best, in.lastT-sAbs)
+	}
+	run := e.mrun
+	for j := i; j < end; j++ {
+		o := &r.q[j]
+		tu := o.end + off
+		if j == i {
+			tu = t + off
+		}
+		var d int64
+		var coll *sinst
+		switch {
+		case o.collIn != nil:
+			coll = o.collIn
+			d = coll.lastT - sAbs
+			if early := tu - coll.doneT; early < 0 {
+				run.EarlyExits++
+				run.EarlyExitsNS -= early
+			}
+		case o.in != nil && o.in.state == recvPaired:
+			m := o.in.msg
+			sendAt := m.start + e.off[m.from]
+			d = sendAt - sAbs
+			// The matching send's late receiver: a blocking send that
+			// started before this blocking receive was posted (and had
+			// not ended before it: an eager send did not wait).
+			if j == i && e.class(o.name)&ClassBlockingRecv != 0 && e.class(m.sname)&ClassBlockingSend != 0 {
+				if ss, se := sendAt, m.end+e.off[m.from]; se >= sAbs {
+					run.add(StateLateReceiver, e.ranks[m.from].rank, m.sname, m.ssite, min(se-ss, sAbs-ss))
+				}
+			}
+			if late := tu - sendAt; late < 0 {
+				run.Messages++
+				run.MessagesNS -= late
+			}
+		default:
+			continue
+		}
+		if d > best {
+			best, bestColl = d, coll
 		}
 	}
 	w := max(0, min(en-s, best))
+	if w > 0 {
+		// The wait is at the call that waited.
+		o := &r.q[i]
+		if bestColl != nil {
+			if st := CollectiveWaitState(e.class(bestColl.lowName)); st != "" {
+				run.add(st, r.rank, bestColl.lowName, o.site, w)
+			}
+		} else {
+			run.add(StateLateSender, r.rank, o.name, o.site, w)
+		}
+	}
 	for j := i; j < end; j++ {
 		o := &r.q[j]
 		tu := o.end
@@ -275,4 +400,81 @@ func (e *engine) retime(r *streamRank) bool {
 		o.timed = true
 	}
 	return true
+}
+
+// measuredRun gathers the wait states and what was clamped.
+type measuredRun struct {
+	MeasuredRun
+	waits map[waitKey]*Wait
+}
+
+type waitKey struct {
+	state string
+	fn    taskgraph.NameID
+	rank  int
+	site  uint32
+}
+
+// add adds ns of rank's wait in state at a call of function fn at call
+// site site of the rank's table.
+func (m *measuredRun) add(state string, rank int, fn taskgraph.NameID, site uint32, ns int64) {
+	if ns <= 0 {
+		return
+	}
+	k := waitKey{state, fn, rank, site}
+	x := m.waits[k]
+	if x == nil {
+		x = &Wait{State: state, Rank: rank, Site: site, fn: fn}
+		m.waits[k] = x
+	}
+	x.Count++
+	x.Time += ns
+}
+
+// Wait is the time one rank waited in one state at one function (and
+// call site) under measured weights, as critpath.WaitState.
+type Wait struct {
+	State    string
+	Rank     int
+	Function string
+	// Site is a call site id of the rank's table (0: not known).
+	Site  uint32
+	Count int // calls that waited
+	Time  int64
+	fn    taskgraph.NameID
+}
+
+// MeasuredRun is what ReplayMeasured finds of the run besides its path,
+// as critpath.RunInfo: the span from the first MPI_Init end to the last
+// MPI_Finalize start on rank 0's clock, how far apart the ranks left
+// MPI_Init, the wait states (by state, rank, function and site), and
+// what was clamped at 0: messages that completed before they were sent
+// and collective exits before the collective was done (clock error), and
+// by how much.
+type MeasuredRun struct {
+	Span, InitSkew int64
+	Waits          []Wait
+	Messages       int
+	MessagesNS     int64
+	EarlyExits     int
+	EarlyExitsNS   int64
+}
+
+// measuredRun returns the run, every rank replayed.
+func (e *engine) measuredRun() *MeasuredRun {
+	run := e.mrun
+	for i, r := range e.ranks {
+		if r.hasFin {
+			run.Span = max(run.Span, r.finStr+e.off[i]-e.t0)
+		}
+	}
+	for _, x := range run.waits {
+		x.Function = e.names.name(x.fn)
+		run.Waits = append(run.Waits, *x)
+	}
+	slices.SortFunc(run.Waits, func(a, b Wait) int {
+		return cmp.Or(cmp.Compare(a.State, b.State), cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.Function, b.Function), cmp.Compare(a.Site, b.Site))
+	})
+	out := run.MeasuredRun
+	return &out
 }

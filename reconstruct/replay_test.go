@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -523,6 +524,9 @@ func compareMeasured(ranks []*tracefmt.RankData) (string, error) {
 	if p.Length != res.Length {
 		return fmt.Sprintf("measured length %v, replay %v", p.Length, res.Length), nil
 	}
+	if got, want := runOf(res.Run), runInfoOf(p.RunInfo(0)); got != want {
+		return fmt.Sprintf("measured run:\n%s\nreplay:\n%s", want, got), nil
+	}
 	rg := p.Graph()
 	if p.NumVertices() != len(steps) {
 		return fmt.Sprintf("measured: %d steps, replay %d", p.NumVertices(), len(steps)), nil
@@ -551,6 +555,30 @@ func compareMeasured(ranks []*tracefmt.RankData) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// runOf and runInfoOf describe a replay's measured run and critpath's
+// alike: span, skew, clamps, and the wait states in one order.
+func runOf(r *reconstruct.MeasuredRun) string {
+	if r == nil {
+		return "no run"
+	}
+	var ws []string
+	for _, w := range r.Waits {
+		ws = append(ws, fmt.Sprintf("%s r%d %s @%d x%d %dns", w.State, w.Rank, w.Function, w.Site, w.Count, w.Time))
+	}
+	slices.Sort(ws)
+	return fmt.Sprintf("span %d skew %d clamped %d/%d %d/%d\n%s", r.Span, r.InitSkew, r.Messages, r.MessagesNS, r.EarlyExits, r.EarlyExitsNS, strings.Join(ws, "\n"))
+}
+
+func runInfoOf(r *critpath.RunInfo) string {
+	var ws []string
+	for _, w := range r.WaitStates {
+		ws = append(ws, fmt.Sprintf("%s r%d %s @%d x%d %dns", w.State, w.Rank, w.Function, w.SiteID, w.Count, w.Time))
+	}
+	slices.Sort(ws)
+	c := r.Clamped
+	return fmt.Sprintf("span %d skew %d clamped %d/%d %d/%d\n%s", r.Span, r.InitSkew, c.Messages, c.MessagesNS, c.EarlyExits, c.EarlyExitsNS, strings.Join(ws, "\n"))
 }
 
 // TestReplayMeasured compares ReplayMeasured with critpath.ComputeMeasured

@@ -3,8 +3,8 @@ package critpath
 import (
 	"cmp"
 	"slices"
-	"strings"
 
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -176,91 +176,19 @@ func (m *measured) Part(v taskgraph.NodeID, rank int, start, end int64) (int64, 
 
 func (m *measured) InitEnd(rank int, _ int64) int64 { return m.T0 - m.clocks.off(rank) }
 
-// nameClass says what a function's waits are (by its name, see
-// blockingSend, blockingRecv, barrier, nxn and rooted).
-type nameClass uint8
+// nameClass says what a function's waits are (reconstruct.ClassifyWait).
+type nameClass = reconstruct.WaitClass
 
 const (
-	classBlockingSend nameClass = 1 << iota
-	classBlockingRecv
-	classBarrier
-	classNxN
-	classOneToN
-	classNToOne
+	classBlockingSend = reconstruct.ClassBlockingSend
+	classBlockingRecv = reconstruct.ClassBlockingRecv
+	classBarrier      = reconstruct.ClassBarrier
+	classNxN          = reconstruct.ClassNxN
+	classOneToN       = reconstruct.ClassOneToN
+	classNToOne       = reconstruct.ClassNToOne
 )
 
-func classify(name string) nameClass {
-	var c nameClass
-	if blockingSend(name) {
-		c |= classBlockingSend
-	}
-	if blockingRecv(name) {
-		c |= classBlockingRecv
-	}
-	if barrier(name) {
-		c |= classBarrier
-	}
-	if nxn(name) {
-		c |= classNxN
-	}
-	oneToN, nToOne := rooted(name)
-	if oneToN {
-		c |= classOneToN
-	}
-	if nToOne {
-		c |= classNToOne
-	}
-	return c
-}
-
-// blockingSend and blockingRecv name the calls whose wait states are
-// late receiver (the send) and late sender (the receive) by themselves.
-func blockingSend(name string) bool {
-	switch strings.TrimSuffix(name, "_c") {
-	case "MPI_Send", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend":
-		return true
-	}
-	return false
-}
-
-func blockingRecv(name string) bool {
-	switch strings.TrimSuffix(name, "_c") {
-	case "MPI_Recv", "MPI_Mrecv", "MPI_Sendrecv", "MPI_Sendrecv_replace":
-		return true
-	}
-	return false
-}
-
-// nxn reports whether a collective is N×N: every member's result needs
-// every member's contribution (Scalasca's "wait at N×N").
-func nxn(name string) bool {
-	n := strings.TrimSuffix(strings.TrimPrefix(name, "MPI_"), "_c")
-	// MPI_Iallreduce is the nonblocking MPI_Allreduce.
-	return nxnNames[n] || len(n) > 1 && n[0] == 'I' && nxnNames[strings.ToUpper(n[1:2])+n[2:]]
-}
-
-var nxnNames = map[string]bool{
-	"Allreduce": true, "Allgather": true, "Allgatherv": true, "Alltoall": true, "Alltoallv": true, "Alltoallw": true,
-	"Reduce_scatter": true, "Reduce_scatter_block": true,
-	"Comm_dup": true, "Comm_dup_with_info": true, "Comm_split": true, "Comm_split_type": true, "Comm_create": true,
-	"Cart_create": true, "Cart_sub": true, "Graph_create": true, "Dist_graph_create": true, "Dist_graph_create_adjacent": true,
-	"Intercomm_merge": true,
-}
-
-func barrier(name string) bool { return name == "MPI_Barrier" || name == "MPI_Ibarrier" }
-
-// rooted says whether a blocking collective is 1×N (the root sends to
-// all: Scalasca's late broadcast) or N×1 (all send to the root: early
-// reduce).
-func rooted(name string) (oneToN, nToOne bool) {
-	switch strings.TrimSuffix(name, "_c") {
-	case "MPI_Bcast", "MPI_Scatter", "MPI_Scatterv":
-		return true, false
-	case "MPI_Reduce", "MPI_Gather", "MPI_Gatherv":
-		return false, true
-	}
-	return false, false
-}
+func classify(name string) nameClass { return reconstruct.ClassifyWait(name) }
 
 // ComputeMeasured returns the longest path from MPI_Init to MPI_Finalize
 // weighed by what the run took (docs/reconstruction.md, "Measured
@@ -567,11 +495,8 @@ func (m *measured) rootedWaits(v taskgraph.NodeID, cl nameClass, name string, fn
 // collWait adds a member's wait at a collective (of class cl, function
 // name, name index fn), at call site site of rank r's table.
 func (m *measured) collWait(cl nameClass, name string, fn int, r int, site uint32, ns int64) {
-	switch {
-	case cl&classBarrier != 0:
-		m.addWait(StateBarrier, r, name, fn, site, ns)
-	case cl&classNxN != 0:
-		m.addWait(StateNxN, r, name, fn, site, ns)
+	if st := reconstruct.CollectiveWaitState(cl); st != "" {
+		m.addWait(st, r, name, fn, site, ns)
 	}
 }
 
@@ -614,12 +539,12 @@ func stateIndex(state string) uint8 {
 
 // Wait states (Scalasca's names).
 const (
-	StateLateSender    = "late_sender"
-	StateLateReceiver  = "late_receiver"
-	StateNxN           = "wait_at_nxn"
-	StateBarrier       = "wait_at_barrier"
-	StateLateBroadcast = "late_broadcast"
-	StateEarlyReduce   = "early_reduce"
+	StateLateSender    = reconstruct.StateLateSender
+	StateLateReceiver  = reconstruct.StateLateReceiver
+	StateNxN           = reconstruct.StateNxN
+	StateBarrier       = reconstruct.StateBarrier
+	StateLateBroadcast = reconstruct.StateLateBroadcast
+	StateEarlyReduce   = reconstruct.StateEarlyReduce
 )
 
 // WaitKey is what wait states are summed by. Site is a call site id (0:

@@ -337,3 +337,13 @@ func (m *refMeasured) refAddWait(state string, r int, fn string, site uint32, ns
 	x.Count++
 	x.Time += ns
 }
+
+// The reference's classes of names (reconstruct.ClassifyWait).
+func blockingSend(name string) bool { return classify(name)&classBlockingSend != 0 }
+func blockingRecv(name string) bool { return classify(name)&classBlockingRecv != 0 }
+func barrier(name string) bool      { return classify(name)&classBarrier != 0 }
+func nxn(name string) bool          { return classify(name)&classNxN != 0 }
+func rooted(name string) (oneToN, nToOne bool) {
+	c := classify(name)
+	return c&classOneToN != 0, c&classNToOne != 0
+}
