@@ -893,12 +893,8 @@ func (e *engine) pair(c *pchan) {
 		c.sends[c.sh] = nil
 		c.sh++
 	}
-	if c.sh == len(c.sends) {
-		c.sends, c.sh = c.sends[:0], 0
-	}
-	if c.rh == len(c.recvs) {
-		c.recvs, c.rh = c.recvs[:0], 0
-	}
+	c.sends, c.sh = dropHead(c.sends, c.sh)
+	c.recvs, c.rh = dropHead(c.recvs, c.rh)
 	if len(c.sends) == 0 && len(c.recvs) == 0 && !c.empty {
 		c.empty = true
 		e.empties++
@@ -1225,9 +1221,8 @@ func (e *engine) advance(r *streamRank) {
 			r.logItem(&itemRec{kind: itemPart, from: int32(in.id), ev: pt.ev, start: pt.start, end: pend})
 			r.items++
 			r.bh++
-			if r.bh == len(r.blk) {
-				r.blk, r.bh = r.blk[:0], 0
-			}
+			r.blk[r.bh-1] = spart{}
+			r.blk, r.bh = dropHead(r.blk, r.bh)
 			continue
 		}
 		if r.qh == len(r.q) {
@@ -1304,15 +1299,9 @@ func (e *engine) advance(r *streamRank) {
 		r.k++
 		r.q[r.qh] = sop{}
 		r.qh++
-		if r.qh == len(r.q) {
-			r.qbase += uint32(r.qh)
-			r.q, r.qh = r.q[:0], 0
-		} else if r.qh >= 1024 && 2*r.qh >= len(r.q) {
-			n := copy(r.q, r.q[r.qh:])
-			clear(r.q[n:])
-			r.qbase += uint32(r.qh)
-			r.q, r.qh = r.q[:n], 0
-		}
+		head := r.qh
+		r.q, r.qh = dropHead(r.q, r.qh)
+		r.qbase += uint32(head - r.qh)
 		for r.oh < len(r.outbox) && r.outbox[r.oh].node == k {
 			m := r.outbox[r.oh]
 			r.outbox[r.oh] = nil
@@ -1322,19 +1311,31 @@ func (e *engine) advance(r *streamRank) {
 				e.enqueue(m.waiter - 1)
 			}
 		}
-		if r.oh == len(r.outbox) {
-			r.outbox, r.oh = r.outbox[:0], 0
-		}
+		r.outbox, r.oh = dropHead(r.outbox, r.oh)
 		for r.nh < len(r.nb) && r.nb[r.nh].at == k {
 			in := r.nb[r.nh].inst
 			r.nb[r.nh] = spart{}
 			r.nh++
 			e.arrive(in, r, val, int64(item), true, 0, false)
 		}
-		if r.nh == len(r.nb) {
-			r.nb, r.nh = r.nb[:0], 0
-		}
+		r.nb, r.nh = dropHead(r.nb, r.nh)
 	}
+}
+
+// dropHead drops the elements before head of a queue s[head:] (cleared
+// by the caller) once they are all of it, or at least 8 and no fewer than
+// those left: the queue's array stays within about twice what it holds
+// (a queue that never empties would grow for ever).
+func dropHead[T any](s []T, head int) ([]T, int) {
+	switch {
+	case head == len(s):
+		return s[:0], 0
+	case head >= 8 && 2*head >= len(s):
+		n := copy(s, s[head:])
+		clear(s[n:])
+		return s[:n], 0
+	}
+	return s, head
 }
 
 // finishReplay ends the rank's replay at MPI_Finalize.
