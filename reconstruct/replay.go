@@ -601,7 +601,11 @@ type streamRank struct {
 	lastEnd  int64
 	queued   bool
 	finished bool
-	log      blocks // item records
+	// blocked: its replay waits (for a value, an instance, a message);
+	// readWaiters wait for it to wait or to end its log (resolve).
+	blocked     bool
+	readWaiters []int32
+	log         blocks // item records
 
 	// For the diagnostics of matching (Build's, in Build's order).
 	end        rankEnd
@@ -1134,6 +1138,7 @@ func (e *engine) finishRank(r *streamRank) {
 	r.recvNew = true
 	e.afterEvent(r)
 	r.done = true
+	e.wakeReaders(r)
 	for _, m := range r.unsettled[r.uh:] {
 		m.settled = true
 	}
@@ -1154,17 +1159,22 @@ func (e *engine) finishRank(r *streamRank) {
 }
 
 // resolve reads ahead until receive x is paired or known unmatched.
-func (e *engine) resolve(r *streamRank, x *srecv) {
+//
+// The sender is read ahead only when its own replay waits: while it can
+// go on, r waits for it (it reads as it replays, holding little), and is
+// woken when the message is paired, or when the sender waits or its log
+// ends. It returns false when r must wait, or the replay stops.
+func (e *engine) resolve(r *streamRank, x *srecv) bool {
 	for e.err == nil {
 		switch x.state {
 		case recvPaired, recvUnmatched:
-			return
+			return true
 		case recvPending:
 			if !e.read(r, 1) && x.state == recvPending {
 				if e.err == nil {
 					e.err = fmt.Errorf("internal error: reconstruct: rank %d: a receive kept no place after its log ended", r.rank)
 				}
-				return
+				return false
 			}
 		case recvReleased:
 			s := e.index(int(x.src))
@@ -1178,16 +1188,43 @@ func (e *engine) resolve(r *streamRank, x *srecv) {
 				}
 				continue
 			}
+			if sr := e.ranks[s]; sr != r && !sr.blocked && !sr.finished {
+				x.waited = true
+				sr.readWaiters = append(sr.readWaiters, r.idx)
+				e.enqueue(sr.idx)
+				return false
+			}
 			e.read(e.ranks[s], 1)
 			if x.state == recvReleased {
 				e.pair(x.c)
 			}
 		}
 	}
+	return false
 }
 
-// advance replays the rank as far as it can go.
+// advance replays the rank as far as it can go; then, unless it is
+// finished, it waits, and the ranks that wait for it to wait (resolve)
+// can go on.
 func (e *engine) advance(r *streamRank) {
+	r.blocked = false
+	e.replayRank(r)
+	if !r.finished && e.err == nil {
+		r.blocked = true
+		e.wakeReaders(r)
+	}
+}
+
+// wakeReaders wakes the ranks waiting for r to wait or end its log.
+func (e *engine) wakeReaders(r *streamRank) {
+	for _, w := range r.readWaiters {
+		e.enqueue(w)
+	}
+	r.readWaiters = r.readWaiters[:0]
+}
+
+// replayRank is advance's replay.
+func (e *engine) replayRank(r *streamRank) {
 	// Calls before MPI_Init are dropped when it comes: none is replayed
 	// before the rank's MPI runs.
 	for r.p.phase == phaseBefore && e.read(r, 1) {
@@ -1251,8 +1288,7 @@ func (e *engine) advance(r *streamRank) {
 		rec := itemRec{kind: itemOp, ev: o.ev, start: start, end: end, bytes: o.bytes, comp: o.comp, name: o.name, site: o.site}
 		if x := o.in; x != nil {
 			if x.state != recvPaired && x.state != recvUnmatched {
-				e.resolve(r, x)
-				if e.err != nil {
+				if !e.resolve(r, x) {
 					return
 				}
 				o = &r.q[r.qh] // reading ahead may have moved the queue

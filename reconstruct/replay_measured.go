@@ -303,7 +303,9 @@ func (e *engine) retime(r *streamRank) bool {
 	// nonblocking collectives: time them.
 	for j := i; j < end; j++ {
 		if x := r.q[j].in; x != nil && x.state != recvPaired && x.state != recvUnmatched {
-			e.resolve(r, x)
+			if !e.resolve(r, x) {
+				return false
+			}
 		}
 		if in := r.q[j].collIn; in != nil {
 			e.nbTimes(in)

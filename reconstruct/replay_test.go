@@ -710,3 +710,59 @@ func TestReplayTrace(t *testing.T) {
 		t.Errorf("only %d traces", n)
 	}
 }
+
+// TestReplayPolling: a receiver that polls (MPI_Test) until a message a
+// sender sends after polling itself (MPI_Iprobe) thousands of times, as a
+// recorded run did: the replay lets the sender's replay go on rather than
+// read its polling ahead into memory (it once held all of it), and finds
+// the graph's path, under both weightings.
+func TestReplayPolling(t *testing.T) {
+	const polls = 20_000
+	b := testgen.New(2)
+	r0, r1 := b.Rank(0), b.Rank(1)
+	r0.Call("MPI_Init")
+	r1.Call("MPI_Init")
+	q := r0.IrecvStatus(1, 0, 8, 1, 0, 8)
+	for range polls {
+		r0.Complete("MPI_Test", 0)
+		r1.Call("MPI_Iprobe")
+	}
+	r1.Send(0, 0, 8)
+	r0.Wait(q)
+	r0.Call("MPI_Finalize")
+	r1.Call("MPI_Finalize")
+	var ranks []*tracefmt.RankData
+	for r := 0; r < 2; r++ {
+		data, err := b.Bytes(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := tracefmt.ReadAll(mustOpen(t, data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranks = append(ranks, d)
+	}
+	if diff, err := compareReplay(dataSources(ranks)); err != nil || diff != "" {
+		t.Fatalf("model: %v %s", err, diff)
+	}
+	if diff, err := compareMeasured(ranks); err != nil || diff != "" {
+		t.Fatalf("measured: %v %s", err, diff)
+	}
+	for _, measured := range []bool{false, true} {
+		var res *reconstruct.ReplayResult
+		var err error
+		if measured {
+			res, err = reconstruct.ReplayMeasured(dataSources(ranks)(), nil, reconstruct.Options{})
+		} else {
+			res, err = reconstruct.ReplaySources(dataSources(ranks)(), replayWeights{}, reconstruct.Options{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Close()
+		if res.MaxQueued > 16 {
+			t.Errorf("measured %v: read %d operations ahead on a rank", measured, res.MaxQueued)
+		}
+	}
+}
