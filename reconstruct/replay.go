@@ -295,7 +295,7 @@ func (c *pchan) filled(e *engine) {
 var sweepMin = 4096
 
 // replayChans is a rank's recently used channels.
-type replayChans [16]struct {
+type replayChans [8]struct {
 	key pchanKey
 	c   *pchan
 	gen uint32
@@ -306,7 +306,7 @@ func (e *engine) channel(r *streamRank, key pchanKey) *pchan {
 	if r.cc == nil {
 		r.cc = new(replayChans)
 	}
-	h := (uint32(key.src)*0x9E3779B1 ^ uint32(key.dst)*0x85EBCA77 ^ uint32(key.tag)*0xC2B2AE3D ^ uint32(key.ck.gid)*0x27D4EB2F) >> 28
+	h := (uint32(key.src)*0x9E3779B1 ^ uint32(key.dst)*0x85EBCA77 ^ uint32(key.tag)*0xC2B2AE3D ^ uint32(key.ck.gid)*0x27D4EB2F) >> 29
 	ce := &r.cc[h]
 	if ce.c != nil && ce.gen == e.gen && ce.key == key {
 		return ce.c

@@ -338,8 +338,8 @@ func spooledSources(tb testing.TB, dir string) (srcs []tracefmt.Source, done fun
 		tb.Fatal(err)
 	}
 	sp := tracefmt.NewSpool("")
-	// 32 MiB of windows in all, 4 to 256 KiB each.
-	sp.SetWindow(min(max((32<<20)/max(len(tr.Files), 1), 4<<10), 256<<10))
+	// 32 MiB of windows in all, 1 to 256 KiB each.
+	sp.SetWindow(min(max((32<<20)/max(len(tr.Files), 1), 1<<10), 256<<10))
 	var open []*tracefmt.RankReader
 	done = func() {
 		for _, rr := range open {

@@ -4,7 +4,7 @@ import "github.com/mpitrace/mpitrace/tracefmt"
 
 // ReplayTrace replays an opened trace directory (ReplaySources): every
 // rank's reader at once, their blocks spooled to a temporary file and
-// each holding a window of them (32 MiB of windows in all, 4 to 256 KiB
+// each holding a window of them (32 MiB of windows in all, 1 to 256 KiB
 // each). The diagnostics are the trace's (directory and readers, which
 // the trace keeps as after ForEachRank: Trace.Diagnostics, Unfinished)
 // followed by the replay's, as Build's.
@@ -21,7 +21,7 @@ func ReplayTraceMeasured(t *tracefmt.Trace, offsets map[int]int64, opts Options)
 func replayTrace(t *tracefmt.Trace, replay func([]tracefmt.Source) (*ReplayResult, error)) (*ReplayResult, error) {
 	sp := tracefmt.NewSpool("")
 	defer sp.Close()
-	sp.SetWindow(min(max((32<<20)/max(len(t.Files), 1), 4<<10), 256<<10))
+	sp.SetWindow(min(max((32<<20)/max(len(t.Files), 1), 1<<10), 256<<10))
 	readers := make([]*tracefmt.RankReader, 0, len(t.Files))
 	defer func() {
 		for _, rr := range readers {

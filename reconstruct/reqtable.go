@@ -95,7 +95,7 @@ func (t *reqTable) put(id uint64) (e *reqEntry, existed bool) {
 
 func (t *reqTable) grow() {
 	old, oldv := t.keys, t.vals
-	size := max(64, 2*len(old))
+	size := max(16, 2*len(old))
 	t.keys = make([]uint64, size)
 	t.vals = make([]int32, size)
 	mask := uint64(size - 1)

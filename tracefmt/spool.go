@@ -28,12 +28,13 @@ type Spool struct {
 }
 
 // SetWindow sets the window a reader's cursor holds of its block at
-// first (4 KiB by default, at least 4 KiB): fewer reads of the spool for
-// more memory per reader. Call it before the readers read.
+// first (4 KiB by default, at least 1 KiB): fewer reads of the spool for
+// more memory per reader (thousands of readers at once want less). Call
+// it before the readers read.
 func (s *Spool) SetWindow(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.window = max(n, spoolWindow)
+	s.window = max(n, spoolMinWindow)
 }
 
 func (s *Spool) windowSize() int {
@@ -104,9 +105,13 @@ const (
 	// doubling, only for an event larger than it (a long list).
 	spoolWindow = 4096
 	// spoolMargin: an event is decoded without a check of the window's
-	// end when at least this many bytes of the window are left; the
-	// window is moved on before.
+	// end when at least this many bytes of the window are left (a quarter
+	// of a smaller window); the window is moved on before. (Decoding
+	// checks every bound: an event longer than that, not in the window,
+	// fails and is decoded again from a window that starts at it.)
 	spoolMargin = 1024
+	// spoolMinWindow is the smallest window SetWindow sets.
+	spoolMinWindow = 1024
 )
 
 // SpoolTo makes the reader keep its events blocks in s, each thread
@@ -177,7 +182,7 @@ func (c *cursor) fill(from int) bool {
 	c.winBase = from
 	c.refillAt = math.MaxInt
 	if from+n < c.rawLen {
-		c.refillAt = n - spoolMargin
+		c.refillAt = n - min(spoolMargin, cap(c.win)/4)
 	}
 	return true
 }
