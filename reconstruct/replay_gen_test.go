@@ -480,3 +480,29 @@ func TestReplayMPILike(t *testing.T) {
 		t.Errorf("only %d of %d compared", compared, n)
 	}
 }
+
+// FuzzReplay drives the random and the MPI-like generators from the
+// fuzzer's seed: the replay, under both weightings, never panics and
+// agrees with the graph (or declines).
+//
+//	go test ./reconstruct -run '^$' -fuzz FuzzReplay -fuzztime 60s
+func FuzzReplay(f *testing.F) {
+	f.Add(uint64(1), uint64(2), false)
+	f.Add(uint64(3), uint64(4), true)
+	f.Fuzz(func(t *testing.T, a, b uint64, mpiLike bool) {
+		rng := rand.New(rand.NewPCG(a, b))
+		ranks := randomRanks(rng)
+		if mpiLike {
+			var err error
+			if ranks, err = tracefmt.ParseText(strings.NewReader(genText(rng))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if diff, err := compareReplay(dataSources(ranks)); err == nil && diff != "" && diff != "declined" {
+			t.Fatalf("model: %s", diff)
+		}
+		if diff, err := compareMeasured(ranks); err == nil && diff != "" && diff != "declined" {
+			t.Fatalf("measured: %s", diff)
+		}
+	})
+}
