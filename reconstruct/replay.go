@@ -179,8 +179,8 @@ func newEngine(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*engine, 
 		r.siteEv = -1
 		r.lr, _ = r.src.(tracefmt.LossReporter)
 		file := ""
-		if n, ok := r.src.(interface{ Name() string }); ok {
-			file = n.Name()
+		if tr, ok := r.src.(traceRank); ok {
+			file = tr.Name()
 		}
 		r.p = newRankPass(r.rank, size, file, r, e.names, r.src.Strings())
 		r.p.st = r
@@ -1118,8 +1118,9 @@ func (e *engine) finishRank(r *streamRank) {
 		return
 	}
 	damaged := false
-	if d, ok := r.src.(interface{ Diagnostics() *tracefmt.Diagnostics }); ok {
-		damaged = d.Diagnostics().Count(tracefmt.DataLoss) > 0 || d.Diagnostics().Count(tracefmt.Error) > 0
+	if tr, ok := r.src.(traceRank); ok {
+		d := tr.Diagnostics()
+		damaged = d.Count(tracefmt.DataLoss) > 0 || d.Count(tracefmt.Error) > 0
 	}
 	end := endOf(r.src.End(), damaged)
 	if tail := tracefmt.SourceLoss(r.src); tail.Events > 0 {

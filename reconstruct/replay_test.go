@@ -766,3 +766,33 @@ func TestReplayPolling(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayHugeWorld: logs of ranks 0 and 5 of a world that claims 2^24
+// ranks (testgen.HugeWorld): Build's path and diagnostics, and nothing
+// sized by the world (a table by world rank would take 64 MiB).
+func TestReplayHugeWorld(t *testing.T) {
+	dir := t.TempDir()
+	if err := testgen.WriteHugeWorld(dir, 1<<24, 0, 5); err != nil {
+		t.Fatal(err)
+	}
+	var open []func()
+	srcs := func() []tracefmt.Source {
+		s, done := spooledSources(t, dir)
+		open = append(open, done)
+		return s
+	}
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	diff, err := compareReplay(srcs)
+	runtime.ReadMemStats(&m1)
+	for _, done := range open {
+		done()
+	}
+	if err != nil || diff != "" {
+		t.Fatalf("%v %s", err, diff)
+	}
+	if grew := m1.TotalAlloc - m0.TotalAlloc; grew > 48<<20 {
+		t.Errorf("built and replayed with %d MiB allocated", grew>>20)
+	}
+}

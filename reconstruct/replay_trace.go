@@ -36,7 +36,7 @@ func replayTrace(t *tracefmt.Trace, replay func([]tracefmt.Source) (*ReplayResul
 		}
 		rr.SpoolTo(sp)
 		readers = append(readers, rr)
-		srcs = append(srcs, rr)
+		srcs = append(srcs, traceRank{rr})
 	}
 	res, err := replay(srcs)
 	if err != nil {
@@ -48,3 +48,8 @@ func replayTrace(t *tracefmt.Trace, replay func([]tracefmt.Source) (*ReplayResul
 	res.Diags = d
 	return res, nil
 }
+
+// traceRank is a reader of a trace directory's file, which names the
+// rank's diagnostics and whose damage weighs what its peers miss, as in
+// Build (ReplaySources' other sources, as BuildFromSources', do neither).
+type traceRank struct{ *tracefmt.RankReader }
