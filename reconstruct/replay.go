@@ -230,18 +230,15 @@ type engine struct {
 	defs   map[commKey][]int32 // communicators' members, as first described
 	// empties counts the channels with nothing in them; gen changes when
 	// they are swept (the ranks' caches then miss).
-	empties int
-	gen     uint32
-	insts   map[rinstKey]*sinst
-	live    map[commKey][]*sinst // instances not complete, by communicator
-	nrecs   uint32               // complete instances
-	recs    store                // their instRecs, by id
-	runq    []int32
-	fin     finBest
-	err     error
-	// finished lists the ranks read to the end, for the instances made
-	// afterwards.
-	finished  []*streamRank
+	empties   int
+	gen       uint32
+	insts     map[rinstKey]*sinst
+	live      map[commKey][]*sinst // instances not complete, by communicator
+	nrecs     uint32               // complete instances
+	recs      store                // their instRecs, by id
+	runq      []int32
+	fin       finBest
+	err       error
 	instDiags []instDiag // instances whose calls differ
 	maxQueued int
 	events    int64 // read
@@ -1144,7 +1141,6 @@ func (e *engine) finishRank(r *streamRank) {
 		m.settled = true
 	}
 	r.unsettled, r.uh = nil, 0
-	e.finished = append(e.finished, r)
 	// The instances it will not reach no longer wait for it.
 	for ck, l := range e.live {
 		n := calls[ck]
