@@ -602,6 +602,8 @@ type streamRank struct {
 	// readWaiters wait for it to wait or to end its log (resolve).
 	blocked     bool
 	readWaiters []int32
+	waitsFor    *sinst // the instance it is among the waiters of
+	readAt      int64  // the start of the last event read
 	log         blocks // item records
 
 	// For the diagnostics of matching (Build's, in Build's order).
@@ -1090,6 +1092,7 @@ func (e *engine) read(r *streamRank, n int) bool {
 			return false
 		}
 		ev := r.src.Event()
+		r.readAt = ev.Start
 		if r.lr != nil {
 			if l := r.lr.Lost(); l.Events > 0 {
 				r.decline("the log lost events")
@@ -1212,6 +1215,15 @@ func (e *engine) advance(r *streamRank) {
 	}
 }
 
+// waitFor makes rank r wait for instance in to complete (once, however
+// often it is woken meanwhile).
+func (e *engine) waitFor(r *streamRank, in *sinst) {
+	if r.waitsFor != in {
+		r.waitsFor = in
+		in.waiters = append(in.waiters, r.idx)
+	}
+}
+
 // wakeReaders wakes the ranks waiting for r to wait or end its log.
 func (e *engine) wakeReaders(r *streamRank) {
 	for _, w := range r.readWaiters {
@@ -1240,7 +1252,7 @@ func (e *engine) replayRank(r *streamRank) {
 					e.arrive(in, r, r.val+float64(w), int64(r.items)-1, false, w, r.lastKind == posInit)
 				}
 				if !in.done {
-					in.waiters = append(in.waiters, r.idx)
+					e.waitFor(r, in)
 					return
 				}
 			}
@@ -1309,7 +1321,7 @@ func (e *engine) replayRank(r *streamRank) {
 		}
 		if in := o.collIn; in != nil {
 			if !in.done {
-				in.waiters = append(in.waiters, r.idx)
+				e.waitFor(r, in)
 				return
 			}
 			sv := e.instValue(in)

@@ -408,7 +408,11 @@ func genText(rng *rand.Rand) string {
 	}
 	rounds := 1 + rng.IntN(25)
 	for i := 0; i < rounds; i++ {
-		g.round()
+		if rng.IntN(3) == 0 {
+			g.extra()
+		} else {
+			g.round()
+		}
 	}
 	if rng.IntN(4) == 0 {
 		for r := 0; r < n; r++ {
@@ -444,6 +448,152 @@ func genText(rng *rand.Rand) string {
 	return sb.String()
 }
 
+// extra is a round of the rarer kinds: self-sends, a freed receive that
+// still takes its message, a collective some members call blocking and
+// others not, rooted collectives (blocking and not), a synchronous send
+// before its receive (late receiver), a cancelled send completed with a
+// receive, a Waitall of a nonblocking collective, sends and receives, a
+// wildcard receive posted before its send.
+func (g *tgen) extra() {
+	rng := g.rng
+	c := g.pickComm()
+	m := c.members
+	tag := rng.IntN(3)
+	bytes := 8 * (1 + rng.IntN(4))
+	a, b := m[rng.IntN(len(m))], m[rng.IntN(len(m))]
+	switch rng.IntN(8) {
+	case 0: // self send
+		q := g.req(a)
+		g.ev(a, "Send", "MPI_Isend", fmt.Sprintf("peer=%d tag=%d comm=%d bytes=%d req=%d", a, tag, c.local[a], bytes, q))
+		if rng.IntN(2) == 0 {
+			g.ev(a, "Recv", "MPI_Recv", fmt.Sprintf("peer=%d tag=%d comm=%d bytes=64 src=%d stag=%d sbytes=%d", a, tag, c.local[a], a, tag, bytes))
+			g.complete(a, []pendReq{{q, sendComp(q, 0)}})
+		} else {
+			q2 := g.req(a)
+			g.ev(a, "Irecv", "MPI_Irecv", fmt.Sprintf("peer=%d tag=%d comm=%d bytes=64 req=%d", a, tag, c.local[a], q2))
+			g.complete(a, []pendReq{{q, sendComp(q, 0)}, {q2, recvComp(q2, a, tag, bytes, 0)}})
+		}
+	case 1: // freed receive takes a message
+		if a == b {
+			return
+		}
+		q := g.req(b)
+		g.ev(b, "Irecv", "MPI_Irecv", fmt.Sprintf("peer=%d tag=%d comm=%d bytes=64 req=%d", a, tag, c.local[b], q))
+		g.ev(b, "ReqFree", "MPI_Request_free", fmt.Sprintf("req=%d", q))
+		g.freeReq(b, q)
+		if rng.IntN(2) == 0 {
+			g.ev(a, "Send", "MPI_Send", fmt.Sprintf("peer=%d tag=%d comm=%d bytes=%d req=0", b, tag, c.local[a], bytes))
+		} else {
+			q := g.req(a)
+			g.ev(a, "Send", "MPI_Isend", fmt.Sprintf("peer=%d tag=%d comm=%d bytes=%d req=%d", b, tag, c.local[a], bytes, q))
+			g.complete(a, []pendReq{{q, sendComp(q, 0)}})
+		}
+	case 2: // mixed blocking / nonblocking barrier
+		pend := map[int][]pendReq{}
+		for _, r := range m {
+			if rng.IntN(2) == 0 {
+				g.ev(r, "Coll", "MPI_Barrier", fmt.Sprintf("comm=%d root=-3 req=0", c.local[r]))
+				continue
+			}
+			q := g.req(r)
+			g.ev(r, "Coll", "MPI_Ibarrier", fmt.Sprintf("comm=%d root=-3 req=%d", c.local[r], q))
+			pend[r] = append(pend[r], pendReq{q, sendComp(q, 0)})
+		}
+		for _, r := range m {
+			g.complete(r, pend[r])
+		}
+	case 3: // rooted collectives
+		fns := []string{"MPI_Reduce", "MPI_Gather", "MPI_Scatter", "MPI_Bcast", "MPI_Ireduce", "MPI_Ibcast"}
+		fn := fns[rng.IntN(len(fns))]
+		root := m[rng.IntN(len(m))]
+		pend := map[int][]pendReq{}
+		for _, r := range m {
+			q := 0
+			if fn[4] == 'I' {
+				q = g.req(r)
+				pend[r] = append(pend[r], pendReq{q, sendComp(q, 0)})
+			}
+			g.ev(r, "Coll", fn, fmt.Sprintf("comm=%d root=%d bytes=%d rbytes=%d req=%d", c.local[r], indexOf(m, root), bytes, bytes, q))
+		}
+		for _, r := range m {
+			g.complete(r, pend[r])
+		}
+	case 4: // late receiver: blocking send then blocking recv
+		if a == b {
+			return
+		}
+		g.ev(a, "Send", "MPI_Ssend", fmt.Sprintf("peer=%d tag=%d comm=%d bytes=%d req=0", b, tag, c.local[a], bytes))
+		g.ev(b, "Recv", "MPI_Recv", fmt.Sprintf("peer=%d tag=%d comm=%d bytes=64 src=%d stag=%d sbytes=%d", a, tag, c.local[b], a, tag, bytes))
+	case 5: // cancelled send that matters, completion in waitall with an irecv
+		if a == b {
+			return
+		}
+		q := g.req(a)
+		g.ev(a, "Send", "MPI_Isend", fmt.Sprintf("peer=%d tag=%d comm=%d bytes=%d req=%d", b, tag, c.local[a], bytes, q))
+		g.ev(a, "ReqFree", "MPI_Cancel", fmt.Sprintf("req=%d", q))
+		q2 := g.req(a)
+		g.ev(a, "Irecv", "MPI_Irecv", fmt.Sprintf("peer=%d tag=%d comm=%d bytes=64 req=%d", b, tag, c.local[a], q2))
+		g.ev(b, "Send", "MPI_Send", fmt.Sprintf("peer=%d tag=%d comm=%d bytes=%d req=0", a, tag, c.local[b], bytes))
+		g.complete(a, []pendReq{{q, sendComp(q, 1)}, {q2, recvComp(q2, b, tag, bytes, 0)}})
+	case 6: // waitall with isend + ibarrier + irecv
+		pend := map[int][]pendReq{}
+		for _, r := range m {
+			q := g.req(r)
+			g.ev(r, "Coll", "MPI_Iallreduce", fmt.Sprintf("comm=%d root=-3 bytes=%d rbytes=%d req=%d", c.local[r], bytes, bytes, q))
+			pend[r] = append(pend[r], pendReq{q, sendComp(q, 0)})
+		}
+		for i, r := range m {
+			rt := m[(i+1)%len(m)]
+			l := m[(i+len(m)-1)%len(m)]
+			q := g.req(r)
+			g.ev(r, "Send", "MPI_Isend", fmt.Sprintf("peer=%d tag=%d comm=%d bytes=%d req=%d", rt, tag, c.local[r], bytes, q))
+			pend[r] = append(pend[r], pendReq{q, sendComp(q, 0)})
+			q2 := g.req(r)
+			g.ev(r, "Irecv", "MPI_Irecv", fmt.Sprintf("peer=%d tag=%d comm=%d bytes=%d req=%d", l, tag, c.local[r], bytes, q2))
+			pend[r] = append(pend[r], pendReq{q2, recvComp(q2, l, tag, bytes, 0)})
+		}
+		for _, r := range m {
+			g.complete(r, pend[r])
+		}
+	case 7: // blocking recv posted before the send, send from other rank later
+		if a == b {
+			return
+		}
+		g.ev(b, "Recv", "MPI_Recv", fmt.Sprintf("peer=-1 tag=-1 comm=%d bytes=64 src=%d stag=%d sbytes=%d", c.local[b], a, tag, bytes))
+		g.ev(a, "Send", "MPI_Send", fmt.Sprintf("peer=%d tag=%d comm=%d bytes=%d req=0", b, tag, c.local[a], bytes))
+	}
+}
+
+func indexOf(m []int, r int) int {
+	for i, x := range m {
+		if x == r {
+			return i
+		}
+	}
+	return -1
+}
+
+// mutate gives three ranks in four a clock offset (a ClockSync at
+// MPI_Init) and drops one MPI_Init or MPI_Finalize in six.
+func mutate(rng *rand.Rand, text string) string {
+	lines := strings.Split(text, "\n")
+	var out []string
+	for _, l := range lines {
+		if strings.Contains(l, "fn=MPI_Init ") && rng.IntN(6) == 0 {
+			continue
+		}
+		if strings.Contains(l, "fn=MPI_Finalize ") && rng.IntN(6) == 0 {
+			continue
+		}
+		out = append(out, l)
+		if strings.HasPrefix(l, "meta size") && rng.IntN(4) != 0 {
+			offs := []int64{0, 50, -50, 300, -300, 1000, -1000, 7, -13}
+			out = append(out, fmt.Sprintf("t=0 ClockSync phase=0 offset=%d err=0", offs[rng.IntN(len(offs))]))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 // TestReplayMPILike compares Replay with the graph on 1,500 generated
 // MPI-like traces (compareReplay: path, length, diagnostics; failing for
 // the same reason when both fail), a third of them with empty channels
@@ -458,7 +608,7 @@ func TestReplayMPILike(t *testing.T) {
 	compared, declined := 0, 0
 	for i := 0; i < n; i++ {
 		*reconstruct.SweepMin = []int{4096, 4096, 0}[i%3]
-		text := genText(rng)
+		text := mutate(rng, genText(rng))
 		ranks, err := tracefmt.ParseText(strings.NewReader(text))
 		if err != nil {
 			t.Fatalf("case %d: %v\n%s", i, err, text)
@@ -494,7 +644,7 @@ func FuzzReplay(f *testing.F) {
 		ranks := randomRanks(rng)
 		if mpiLike {
 			var err error
-			if ranks, err = tracefmt.ParseText(strings.NewReader(genText(rng))); err != nil {
+			if ranks, err = tracefmt.ParseText(strings.NewReader(mutate(rng, genText(rng)))); err != nil {
 				t.Fatal(err)
 			}
 		}

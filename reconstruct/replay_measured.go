@@ -204,12 +204,6 @@ func (e *engine) nbTimes(in *sinst) bool {
 			break
 		}
 	}
-	for _, w := range in.who {
-		s := e.ranks[e.index(int(w))]
-		for !in.compl[w] && !s.done && e.err == nil {
-			e.read(s, 1)
-		}
-	}
 	if e.err != nil {
 		return false
 	}
@@ -218,6 +212,24 @@ func (e *engine) nbTimes(in *sinst) bool {
 		if a := in.parts[j].end + e.off[e.index(int(in.who[j]))]; j == 0 || a > in.lastT {
 			in.lastT = a
 		}
+	}
+	// The first exit: a participant is read until its completing call,
+	// unless what it has left cannot change when the instance was done
+	// (a first exit no later than the last arrival is that; and the
+	// calls read later start no earlier than its last one read, so
+	// cannot end before a first exit already seen).
+	for _, w := range in.who {
+		i := e.index(int(w))
+		s := e.ranks[i]
+		for !in.compl[w] && !s.done && e.err == nil {
+			if len(in.compl) > 0 && (in.exitT <= in.lastT || s.readAt+e.off[i] >= in.exitT) {
+				break
+			}
+			e.read(s, 1)
+		}
+	}
+	if e.err != nil {
+		return false
 	}
 	in.doneT = in.lastT
 	if len(in.compl) > 0 && in.exitT > in.lastT {

@@ -133,19 +133,7 @@ func TestReplayGolden(t *testing.T) {
 	declined := 0
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".test")
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := parseGolden(string(data))
-		text, err := c.ranksText()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ranks, err := tracefmt.ParseText(strings.NewReader(text))
-		if err != nil {
-			t.Fatal(err)
-		}
+		ranks := goldenRanks(t, file)
 		diff, err := compareReplay(dataSources(ranks))
 		if err != nil {
 			continue // Build fails: nothing to compare
@@ -173,19 +161,7 @@ func TestReplayCases(t *testing.T) {
 		t.Fatal(files, err)
 	}
 	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := parseGolden(string(data))
-		text, err := c.ranksText()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ranks, err := tracefmt.ParseText(strings.NewReader(text))
-		if err != nil {
-			t.Fatal(err)
-		}
+		ranks := goldenRanks(t, file)
 		if diff, err := compareReplay(dataSources(ranks)); err != nil || diff != "" && diff != "declined" {
 			t.Errorf("%s: %v %s", file, err, diff)
 		}
@@ -607,19 +583,7 @@ func TestReplayMeasured(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.test")
 	more, _ := filepath.Glob("testdata/replay/*.test")
 	for _, file := range append(files, more...) {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := parseGolden(string(data))
-		text, err := c.ranksText()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ranks, err := tracefmt.ParseText(strings.NewReader(text))
-		if err != nil {
-			t.Fatal(err)
-		}
+		ranks := goldenRanks(t, file)
 		check(file, ranks)
 	}
 	rng := rand.New(rand.NewPCG(41, 42))
@@ -628,7 +592,7 @@ func TestReplayMeasured(t *testing.T) {
 	}
 	rng = rand.New(rand.NewPCG(43, 44))
 	for i := 0; i < 1000; i++ {
-		ranks, err := tracefmt.ParseText(strings.NewReader(genText(rng)))
+		ranks, err := tracefmt.ParseText(strings.NewReader(mutate(rng, genText(rng))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -795,4 +759,41 @@ func TestReplayHugeWorld(t *testing.T) {
 	if grew := m1.TotalAlloc - m0.TotalAlloc; grew > 48<<20 {
 		t.Errorf("built and replayed with %d MiB allocated", grew>>20)
 	}
+}
+
+// TestReplayMeasuredReadAhead: a nonblocking instance's first exit is
+// found without reading ahead the participants whose completing calls
+// cannot change it (a blocking member of a mixed instance, a freed
+// request: either would be read to the end of its log).
+func TestReplayMeasuredReadAhead(t *testing.T) {
+	for _, name := range []string{"mixed_readahead", "nb_freed_readahead"} {
+		ranks := goldenRanks(t, filepath.Join("testdata", "replay", name+".test"))
+		res, err := reconstruct.ReplayMeasured(dataSources(ranks)(), nil, reconstruct.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Close()
+		if res.MaxQueued > 16 {
+			t.Errorf("%s: read %d operations ahead on a rank", name, res.MaxQueued)
+		}
+	}
+}
+
+// goldenRanks returns the ranks of a case in the golden format.
+func goldenRanks(t *testing.T, file string) []*tracefmt.RankData {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := parseGolden(string(data))
+	text, err := c.ranksText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranks, err := tracefmt.ParseText(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ranks
 }
