@@ -499,21 +499,22 @@ func (e *engine) inst(id int32) (*instRec, error) {
 }
 
 // sop is an operation read and not replayed yet.
+// Under measured weights (replay_measured.go) start and end become the
+// measured times, xw is the weight of the message (or nonblocking
+// collective) that reaches the operation, and timed says they are set.
+// 72 bytes.
 type sop struct {
 	start, end int64
 	ev         int64
 	bytes      uint64
-	name       taskgraph.NameID
-	kind       spec.Kind
-	comp       int32
-	site       uint32
+	xw         float64
 	in         *srecv // the receive it completes
 	collIn     *sinst // the nonblocking collective it completes
-	// Measured weights (replay_measured.go): the measured times, the
-	// weight of the message that reaches it, whether they are set.
-	ms, me int64
-	xw     float64
-	timed  bool
+	comp       int32
+	site       uint32
+	name       taskgraph.NameID
+	kind       spec.Kind
+	timed      bool
 }
 
 // spart is a collective call of a rank.
@@ -1290,9 +1291,6 @@ func (e *engine) replayRank(r *streamRank) {
 		}
 		o := &r.q[r.qh]
 		start, end := o.start, o.end
-		if e.meas {
-			start, end = o.ms, o.me
-		}
 		val := r.val + float64(r.chainW(r.lastKind, r.lastEnd, posOp, start))
 		rec := itemRec{kind: itemOp, ev: o.ev, start: start, end: end, bytes: o.bytes, comp: o.comp, name: o.name, site: o.site}
 		if x := o.in; x != nil {

@@ -398,12 +398,14 @@ func (e *engine) retime(r *streamRank) bool {
 	}
 	for j := i; j < end; j++ {
 		o := &r.q[j]
+		// The measured times replace the call's (read before: tu, and
+		// the group's first call's in s, en).
 		tu := o.end
 		if j == i {
-			o.ms, o.me = t-w, t
+			o.start, o.end = t-w, t
 			tu = t
 		} else {
-			o.ms, o.me = o.end, o.end
+			o.start = o.end
 		}
 		if x := o.in; x != nil && x.state == recvPaired {
 			o.xw = float64(max(0, tu+off-lastSend))
