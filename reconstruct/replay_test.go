@@ -79,20 +79,9 @@ func compareReplay(srcs func() []tracefmt.Source) (string, error) {
 	gw := graphWeights{replayWeights{g}}
 	length, path, gerr := g.Longest(gw)
 	res, rerr := reconstruct.ReplaySources(srcs(), gw.replayWeights, reconstruct.Options{})
-	var ns *reconstruct.NotStreamableError
-	if errors.As(rerr, &ns) {
-		return "declined", nil
-	}
-	if gerr != nil || rerr != nil {
-		return failedAlike(gerr, rerr), nil
-	}
-	defer res.Close()
-	steps, err := stepsOf(res)
-	if err != nil {
-		return "", err
-	}
-	if got, want := fmt.Sprint(res.Diags.All()), fmt.Sprint(diags.All()); got != want {
-		return fmt.Sprintf("diagnostics:\n%s\nreplay:\n%s", want, got), nil
+	steps, diff, done, err := settle(res, rerr, gerr, diags)
+	if done || err != nil {
+		return diff, err
 	}
 	if length != res.Length {
 		return fmt.Sprintf("length %v, replay %v", length, res.Length), nil
@@ -426,6 +415,28 @@ func mustOpen(t *testing.T, data []byte) *tracefmt.RankReader {
 	return rr
 }
 
+// settle compares what the replay and the graph have in common whatever
+// the weights: a decline ("declined"), failures (failedAlike), the
+// diagnostics. done says there is nothing more to compare; else it
+// returns the replay's steps (and closes res).
+func settle(res *reconstruct.ReplayResult, rerr, gerr error, diags *tracefmt.Diagnostics) (steps []reconstruct.ReplayStep, diff string, done bool, err error) {
+	var ns *reconstruct.NotStreamableError
+	switch {
+	case errors.As(rerr, &ns):
+		return nil, "declined", true, nil
+	case gerr != nil || rerr != nil:
+		return nil, failedAlike(gerr, rerr), true, nil
+	}
+	defer res.Close()
+	if steps, err = stepsOf(res); err != nil {
+		return nil, "", true, err
+	}
+	if got, want := fmt.Sprint(res.Diags.All()), fmt.Sprint(diags.All()); got != want {
+		return nil, fmt.Sprintf("diagnostics:\n%s\nreplay:\n%s", want, got), true, nil
+	}
+	return steps, "", false, nil
+}
+
 // failedAlike says how two engines that did not both succeed differ: ""
 // when both failed for the same reason (a cycle, or no operations).
 func failedAlike(gerr, rerr error) string {
@@ -482,20 +493,9 @@ func compareMeasured(ranks []*tracefmt.RankData) (string, error) {
 	clocks := clocksOf(ranks)
 	p, gerr := critpath.ComputeMeasured(g, clocks)
 	res, rerr := reconstruct.ReplayMeasured(srcs(), clocks.Offset, reconstruct.Options{})
-	var ns *reconstruct.NotStreamableError
-	if errors.As(rerr, &ns) {
-		return "declined", nil
-	}
-	if gerr != nil || rerr != nil {
-		return failedAlike(gerr, rerr), nil
-	}
-	defer res.Close()
-	steps, err := stepsOf(res)
-	if err != nil {
-		return "", err
-	}
-	if got, want := fmt.Sprint(res.Diags.All()), fmt.Sprint(diags.All()); got != want {
-		return fmt.Sprintf("diagnostics:\n%s\nreplay:\n%s", want, got), nil
+	steps, diff, done, err := settle(res, rerr, gerr, diags)
+	if done || err != nil {
+		return diff, err
 	}
 	if p.Length != res.Length {
 		return fmt.Sprintf("measured length %v, replay %v", p.Length, res.Length), nil
