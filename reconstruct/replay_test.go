@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -580,48 +581,7 @@ func TestReplayMeasured(t *testing.T) {
 			compared++
 		}
 	}
-	files, _ := filepath.Glob("testdata/*.test")
-	more, _ := filepath.Glob("testdata/replay/*.test")
-	for _, file := range append(files, more...) {
-		ranks := goldenRanks(t, file)
-		check(file, ranks)
-	}
-	rng := rand.New(rand.NewPCG(41, 42))
-	for i := 0; i < 1000; i++ {
-		check(fmt.Sprintf("random %d", i), randomRanks(rng))
-	}
-	rng = rand.New(rand.NewPCG(43, 44))
-	for i := 0; i < 1000; i++ {
-		ranks, err := tracefmt.ParseText(strings.NewReader(mutate(rng, genText(rng))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		check(fmt.Sprintf("MPI-like %d", i), ranks)
-	}
-	dirs, _ := filepath.Glob("../fixtures/traces/v*/*")
-	for _, dir := range dirs {
-		if m, _ := filepath.Glob(filepath.Join(dir, "*.mpit")); len(m) == 0 {
-			continue
-		}
-		tr, err := tracefmt.OpenDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ranks []*tracefmt.RankData
-		for _, f := range tr.Files {
-			rr, err := tr.OpenRank(f.Rank)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := tracefmt.ReadAll(rr)
-			rr.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			ranks = append(ranks, d)
-		}
-		check(dir, ranks)
-	}
+	forEachCase(t, 1000, 41, check)
 	t.Logf("%d compared, %d declined", compared, declined)
 }
 
@@ -816,4 +776,106 @@ func goldenRanks(t *testing.T, file string) []*tracefmt.RankData {
 		t.Fatal(err)
 	}
 	return ranks
+}
+
+// TestReplayCritPathOut: critPath.out written from the replay's steps
+// (critpath.WriteCritPathOutSteps, weighed by critpath.ModelWeights) is
+// byte for byte the one written from the graph's path (critpath.Compute,
+// WriteCritPathOut), with the tests' model and the embedded one, in µs and
+// ns, on the goldens, random and MPI-like traces and the stored traces.
+func TestReplayCritPathOut(t *testing.T) {
+	compared := 0
+	check := func(name string, ranks []*tracefmt.RankData) {
+		t.Helper()
+		g, _, err := reconstruct.BuildFromSources(dataSources(ranks)(), reconstruct.Options{Workers: 1})
+		if err != nil {
+			return
+		}
+		for _, m := range []critpath.Model{testModel{}, latency.Default()} {
+			p, gerr := critpath.Compute(g, m)
+			res, rerr := reconstruct.ReplaySources(dataSources(ranks)(), critpath.ModelWeights(m), reconstruct.Options{})
+			var ns *reconstruct.NotStreamableError
+			if errors.As(rerr, &ns) {
+				return
+			}
+			if gerr != nil || rerr != nil {
+				if (gerr == nil) != (rerr == nil) {
+					t.Fatalf("%s: graph %v, replay %v", name, gerr, rerr)
+				}
+				return
+			}
+			for _, unit := range []critpath.Unit{critpath.Microsecond, critpath.Nanosecond} {
+				var want, got bytes.Buffer
+				if err := critpath.WriteCritPathOut(&want, p, unit); err != nil {
+					t.Fatal(err)
+				}
+				if err := critpath.WriteCritPathOutSteps(&got, res.Steps, unit); err != nil {
+					t.Fatal(err)
+				}
+				if got.String() != want.String() || p.Length != res.Length {
+					t.Fatalf("%s (%T, %v): length %v, replay %v; critPath.out\n%s\nreplay:\n%s", name, m, unit, p.Length, res.Length, want.String(), got.String())
+				}
+			}
+			res.Close()
+			compared++
+		}
+	}
+	forEachCase(t, 500, 51, check)
+	t.Logf("%d compared", compared)
+	if compared < 1000 {
+		t.Errorf("only %d compared", compared)
+	}
+}
+
+// readDir reads every rank of the trace directory dir into memory.
+func readDir(t *testing.T, dir string) []*tracefmt.RankData {
+	t.Helper()
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ranks []*tracefmt.RankData
+	for _, f := range tr.Files {
+		rr, err := tr.OpenRank(f.Rank)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := tracefmt.ReadAll(rr)
+		rr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranks = append(ranks, d)
+	}
+	return ranks
+}
+
+// forEachCase calls check for every golden and replay case, n random
+// traces and n MPI-like ones (from seed: PCG(seed, seed+1) and
+// PCG(seed+2, seed+3)) and every stored trace of a real run.
+func forEachCase(t *testing.T, n int, seed uint64, check func(name string, ranks []*tracefmt.RankData)) {
+	t.Helper()
+	files, _ := filepath.Glob("testdata/*.test")
+	more, _ := filepath.Glob("testdata/replay/*.test")
+	for _, file := range append(files, more...) {
+		check(file, goldenRanks(t, file))
+	}
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	for i := 0; i < n; i++ {
+		check(fmt.Sprintf("random %d", i), randomRanks(rng))
+	}
+	rng = rand.New(rand.NewPCG(seed+2, seed+3))
+	for i := 0; i < n; i++ {
+		ranks, err := tracefmt.ParseText(strings.NewReader(mutate(rng, genText(rng))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("MPI-like %d", i), ranks)
+	}
+	dirs, _ := filepath.Glob("../fixtures/traces/v*/*")
+	for _, dir := range dirs {
+		if m, _ := filepath.Glob(filepath.Join(dir, "*.mpit")); len(m) > 0 {
+			check(dir, readDir(t, dir))
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -126,15 +127,73 @@ func writeCritPathOut(w io.Writer, p *Path, unit Unit, sz *summarizer) error {
 			}
 			buf = append(buf, '\n')
 		}
-		if len(buf) >= outFlush {
-			if _, err := w.Write(buf); err != nil {
-				return err
-			}
-			buf = buf[:0]
+		var err error
+		if buf, err = flushFull(w, buf); err != nil {
+			return err
 		}
 	}
 	_, err := w.Write(buf)
 	return err
+}
+
+// flushFull writes buf to w once it holds outFlush bytes, and returns it
+// emptied then.
+func flushFull(w io.Writer, buf []byte) ([]byte, error) {
+	if len(buf) < outFlush {
+		return buf, nil
+	}
+	if _, err := w.Write(buf); err != nil {
+		return nil, err
+	}
+	return buf[:0], nil
+}
+
+// WriteCritPathOutSteps writes critPath.out, as WriteCritPathOut, of a
+// path the streaming replay found: steps calls its function for each
+// step from MPI_Init to MPI_Finalize (reconstruct.ReplayResult.Steps).
+func WriteCritPathOutSteps(w io.Writer, steps func(func(*reconstruct.ReplayStep) error) error, unit Unit) error {
+	buf := make([]byte, 0, outFlush+256)
+	first := true
+	err := steps(func(st *reconstruct.ReplayStep) error {
+		if !first {
+			if st.In.Kind == taskgraph.Message {
+				buf = strconv.AppendInt(buf, st.In.Bytes, 10)
+			} else {
+				buf = strconv.AppendInt(buf, unit.roundInt(st.In.Weight), 10)
+			}
+			buf = append(buf, '\n')
+		}
+		first = false
+		buf = vertexLine(buf, st.Name, st.Rank)
+		var err error
+		buf, err = flushFull(w, buf)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(buf)
+	return err
+}
+
+// ModelWeights weighs the streaming replay with model m as Compute weighs
+// the graph: a message by the model at its bytes, a collective by the
+// model at its name, bytes and members (negative or NaN times count as 0;
+// a nil model weighs everything 0).
+func ModelWeights(m Model) reconstruct.ReplayWeights {
+	if m == nil {
+		m = zeroModel{}
+	}
+	return &modelWeights{w: weigher{m: m}}
+}
+
+type modelWeights struct{ w weigher }
+
+func (mw *modelWeights) Message(bytes int64) float64 { return mw.w.Message(bytes) }
+
+func (mw *modelWeights) Collective(c taskgraph.CollectiveInfo) float64 {
+	ns, _ := mw.w.m.CollectiveOrFallback(c.Name, c.Bytes, c.Procs)
+	return finite(ns)
 }
 
 // vertexLine appends a vertex's critPath.out line to b.
