@@ -95,6 +95,9 @@ type ReplayStep struct {
 	Procs        int
 	Participants int
 	Nonblocking  bool
+	// Weight is a collective's weight (the model's time, or under
+	// measured weights from the last arrival to when it was done).
+	Weight float64
 	// Site is the vertex's call site (0: unknown), an id in the call-site
 	// table of rank SiteRank (ReplayResult.RankSites): an operation's
 	// own, a collective's lowest participant's call's.
@@ -112,6 +115,10 @@ type ReplayEdge struct {
 	Rank   int
 	Weight int64
 	Bytes  int64
+	// Cross is a cross edge's weight: a message's (the model's latency,
+	// or under measured weights its measured time), a nonblocking
+	// collective's fan-out (0 under the model).
+	Cross float64
 }
 
 // ReplayResult is the longest path Replay found. Its steps are in a
@@ -407,8 +414,9 @@ type sinst struct {
 	bestRank int32 // index
 	bestItem int64 // item before the participation (blocking; -1 Init) or the posting operation (nonblocking)
 	bestNB   bool
-	bestW    int64 // the best arrival's edge weight (blocking: its chain edge)
-	doneT    int64 // measured weights: when it was done, on rank 0's clock
+	bestW    int64   // the best arrival's edge weight (blocking: its chain edge)
+	doneT    int64   // measured weights: when it was done, on rank 0's clock
+	w        float64 // its weight, with val
 	// Measured weights of a nonblocking instance (replay_measured.go):
 	// its last arrival, the ranks whose calls completed it, the earliest
 	// end of those calls; timed once they are all known, valued once its
@@ -531,10 +539,12 @@ type spart struct {
 type itemRec struct {
 	ev         int64
 	start, end int64
-	bytes      uint64 // the operation's
-	mbytes     uint64 // the message's that reaches it
-	from       int32  // message: sender's index; collective: instance id
-	fitem      uint32 // message: the sender's item
+	bytes      uint64  // the operation's
+	mbytes     uint64  // the message's that reaches it
+	xw         float64 // the weight of the cross edge that reaches it
+	cw         float64 // a collective's weight (reached by the item)
+	from       int32   // message: sender's index; collective: instance id
+	fitem      uint32  // message: the sender's item
 	comp       int32
 	site       uint32
 	name       taskgraph.NameID
@@ -1046,9 +1056,11 @@ func (e *engine) complete(in *sinst) {
 	case e.meas && in.anyNB:
 		// Its weight needs the calls that complete it (instValue).
 	case e.meas:
-		in.val = in.best + e.measuredCollective(in)
+		in.w = e.measuredCollective(in)
+		in.val = in.best + in.w
 	default:
-		in.val = in.best + e.w.Collective(info)
+		in.w = e.w.Collective(info)
+		in.val = in.best + in.w
 	}
 	in.done = true
 	in.id = e.nrecs
@@ -1265,7 +1277,7 @@ func (e *engine) replayRank(r *streamRank) {
 			if e.err != nil {
 				return
 			}
-			r.logItem(&itemRec{kind: itemPart, from: int32(in.id), ev: pt.ev, start: pt.start, end: pend})
+			r.logItem(&itemRec{kind: itemPart, from: int32(in.id), ev: pt.ev, start: pt.start, end: pend, cw: in.w})
 			r.items++
 			r.bh++
 			r.blk[r.bh-1] = spart{}
@@ -1313,7 +1325,7 @@ func (e *engine) replayRank(r *streamRank) {
 				}
 				if sv := m.val + xw; sv > val {
 					val = sv
-					rec.kind, rec.from, rec.fitem, rec.mbytes = itemMsg, m.from, m.item, m.bytes
+					rec.kind, rec.from, rec.fitem, rec.mbytes, rec.xw = itemMsg, m.from, m.item, m.bytes, xw
 				}
 			}
 		}
@@ -1326,12 +1338,13 @@ func (e *engine) replayRank(r *streamRank) {
 			if e.err != nil {
 				return
 			}
+			var xw float64
 			if e.meas {
-				sv += o.xw
+				xw = o.xw
 			}
-			if sv > val {
+			if sv += xw; sv > val {
 				val = sv
-				rec.kind, rec.from = itemCollIn, int32(in.id)
+				rec.kind, rec.from, rec.cw, rec.xw = itemCollIn, int32(in.id), in.w, xw
 			}
 		}
 		k := r.k
@@ -1527,14 +1540,14 @@ func (e *engine) back(res *ReplayResult) error {
 	}
 	// collective emits the step of instance id and moves to its best
 	// arrival.
-	collective := func(id int32) error {
+	collective := func(id int32, cw float64) error {
 		ir, err := e.inst(id)
 		if err != nil {
 			return err
 		}
 		st := ReplayStep{Kind: taskgraph.KindCollective, Rank: -1, Event: noEvent,
 			Start: ir.start, End: ir.end, Bytes: ir.bytes, GID: ir.gid, Procs: int(ir.procs), Participants: int(ir.parts), Nonblocking: ir.nb,
-			Site: ir.lowSite, SiteRank: int(ir.low)}
+			Site: ir.lowSite, SiteRank: int(ir.low), Weight: cw}
 		br := e.ranks[ir.bestRank]
 		switch {
 		case ir.bestNB:
@@ -1558,7 +1571,7 @@ func (e *engine) back(res *ReplayResult) error {
 			return err
 		}
 		if rec.kind == itemPart {
-			if err := collective(rec.from); err != nil {
+			if err := collective(rec.from, rec.cw); err != nil {
 				return err
 			}
 			continue
@@ -1569,14 +1582,14 @@ func (e *engine) back(res *ReplayResult) error {
 		switch rec.kind {
 		case itemMsg:
 			st.Cross, st.MsgBytes = true, int64(min(rec.mbytes, math.MaxInt64))
-			st.In = ReplayEdge{Kind: taskgraph.Message, Rank: r.rank, Bytes: st.MsgBytes}
+			st.In = ReplayEdge{Kind: taskgraph.Message, Rank: r.rank, Bytes: st.MsgBytes, Cross: rec.xw}
 			res.add(&st, int(rec.name))
 			ri, item = rec.from, int64(rec.fitem)
 		case itemCollIn:
 			st.Cross = true
-			st.In = ReplayEdge{Kind: taskgraph.CollOut, Rank: r.rank}
+			st.In = ReplayEdge{Kind: taskgraph.CollOut, Rank: r.rank, Cross: rec.xw}
 			res.add(&st, int(rec.name))
-			if err := collective(rec.from); err != nil {
+			if err := collective(rec.from, rec.cw); err != nil {
 				return err
 			}
 		default:
@@ -1705,6 +1718,8 @@ func (res *ReplayResult) add(st *ReplayStep, name int) {
 	b = binary.AppendUvarint(b, uint64(st.In.Bytes))
 	b = binary.AppendUvarint(b, uint64(st.Site))
 	b = binary.AppendUvarint(b, uint64(st.SiteRank+1))
+	b = binary.AppendUvarint(b, math.Float64bits(st.Weight))
+	b = binary.AppendUvarint(b, math.Float64bits(st.In.Cross))
 	if st.Kind == taskgraph.KindCollective {
 		nb := uint64(0)
 		if st.Nonblocking {
@@ -1768,6 +1783,8 @@ func (res *ReplayResult) Steps(fn func(*ReplayStep) error) error {
 			st.In.Bytes = int64(d.u())
 			st.Site = uint32(d.u())
 			st.SiteRank = int(d.u()) - 1
+			st.Weight = math.Float64frombits(d.u())
+			st.In.Cross = math.Float64frombits(d.u())
 			if st.Kind == taskgraph.KindCollective {
 				st.GID = d.u()
 				st.Procs = int(d.u())

@@ -179,7 +179,8 @@ func (e *engine) instValue(in *sinst) float64 {
 	if !e.nbTimes(in) {
 		return 0
 	}
-	in.val = in.best + max(0, float64(in.doneT)-float64(in.lastT))
+	in.w = max(0, float64(in.doneT)-float64(in.lastT))
+	in.val = in.best + in.w
 	in.valued = true
 	return in.val
 }

@@ -41,7 +41,7 @@ func (w graphWeights) Collective(v taskgraph.NodeID) float64 {
 }
 
 // replayStepsOf describes the graph's path as Replay does.
-func replayStepsOf(g *taskgraph.Graph, p *taskgraph.Path) []reconstruct.ReplayStep {
+func replayStepsOf(g *taskgraph.Graph, p *taskgraph.Path, w graphWeights) []reconstruct.ReplayStep {
 	out := make([]reconstruct.ReplayStep, p.Len())
 	for i := range out {
 		n := g.Node(p.Node(i))
@@ -49,11 +49,15 @@ func replayStepsOf(g *taskgraph.Graph, p *taskgraph.Path) []reconstruct.ReplaySt
 		if i > 0 {
 			e := p.Edge(i - 1)
 			s.In = reconstruct.ReplayEdge{Kind: e.Kind, Rank: e.Rank, Weight: e.Weight, Bytes: e.Bytes}
+			if e.Kind == taskgraph.Message {
+				s.In.Cross = w.Message(e.Bytes)
+			}
 		}
 		s.SiteRank, s.Site = critpath.VertexSite(g, p.Node(i))
 		if n.Kind == taskgraph.KindCollective {
 			s.Start, s.End, s.Bytes = n.Start, n.End, n.Bytes
 			s.GID, s.Procs, s.Participants, s.Nonblocking = n.GID, n.Procs, n.Participants, n.Nonblocking
+			s.Weight = w.Collective(p.Node(i))
 		}
 		if n.Kind == taskgraph.KindOp {
 			s.Event = n.Event
@@ -87,7 +91,7 @@ func compareReplay(srcs func() []tracefmt.Source) (string, error) {
 	if length != res.Length {
 		return fmt.Sprintf("length %v, replay %v", length, res.Length), nil
 	}
-	want := replayStepsOf(g, path)
+	want := replayStepsOf(g, path, gw)
 	if len(want) != len(steps) {
 		return fmt.Sprintf("%d steps, replay %d:\n%v\n%v", len(want), len(steps), want, steps), nil
 	}
@@ -519,13 +523,18 @@ func compareMeasured(ranks []*tracefmt.RankData) (string, error) {
 			have += fmt.Sprintf(" %v [%d %d]", got.Event, got.Start, got.End)
 		}
 		if n.Kind == taskgraph.KindCollective {
-			want += fmt.Sprintf(" %d bytes, %d of %d, nb %v", n.Bytes, n.Participants, n.Procs, n.Nonblocking)
-			have += fmt.Sprintf(" %d bytes, %d of %d, nb %v", got.Bytes, got.Participants, got.Procs, got.Nonblocking)
+			want += fmt.Sprintf(" %d bytes, %d of %d, nb %v, w %v", n.Bytes, n.Participants, n.Procs, n.Nonblocking, v.Weight)
+			have += fmt.Sprintf(" %d bytes, %d of %d, nb %v, w %v", got.Bytes, got.Participants, got.Procs, got.Nonblocking, got.Weight)
 		}
 		if i > 0 {
 			h := p.Hop(i - 1)
 			want += fmt.Sprintf(" in %v r%d w%d b%d", h.Kind, h.Rank, h.Measured, h.Bytes)
 			have += fmt.Sprintf(" in %v r%d w%d b%d", got.In.Kind, got.In.Rank, got.In.Weight, got.In.Bytes)
+			if h.Kind == taskgraph.Message || h.Kind == taskgraph.CollOut && got.Cross {
+				// A cross edge's measured weight.
+				want += fmt.Sprintf(" x%v", h.Weight)
+				have += fmt.Sprintf(" x%v", got.In.Cross)
+			}
 		}
 		if want != have {
 			return fmt.Sprintf("measured step %d: %s, replay %s", i, want, have), nil

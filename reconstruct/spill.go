@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 
@@ -235,6 +236,7 @@ func (r *streamRank) logItem(rec *itemRec) {
 	switch rec.kind {
 	case itemPart:
 		b = binary.AppendUvarint(b, uint64(rec.from))
+		b = binary.AppendUvarint(b, math.Float64bits(rec.cw))
 	default:
 		b = binary.AppendUvarint(b, uint64(rec.name))
 		b = binary.AppendUvarint(b, uint64(rec.comp+1))
@@ -245,8 +247,11 @@ func (r *streamRank) logItem(rec *itemRec) {
 			b = binary.AppendUvarint(b, uint64(rec.from))
 			b = binary.AppendUvarint(b, uint64(rec.fitem))
 			b = binary.AppendUvarint(b, rec.mbytes)
+			b = binary.AppendUvarint(b, math.Float64bits(rec.xw))
 		case itemCollIn:
 			b = binary.AppendUvarint(b, uint64(rec.from))
+			b = binary.AppendUvarint(b, math.Float64bits(rec.cw))
+			b = binary.AppendUvarint(b, math.Float64bits(rec.xw))
 		}
 	}
 	r.enc.buf = b
@@ -270,6 +275,7 @@ func decodeItems(b []byte, out []itemRec) ([]itemRec, error) {
 		switch rec.kind {
 		case itemPart:
 			rec.from = int32(d.u())
+			rec.cw = math.Float64frombits(d.u())
 		case itemOp, itemMsg, itemCollIn:
 			rec.name = taskgraph.NameID(d.u())
 			rec.comp = int32(d.u()) - 1
@@ -280,8 +286,11 @@ func decodeItems(b []byte, out []itemRec) ([]itemRec, error) {
 				rec.from = int32(d.u())
 				rec.fitem = uint32(d.u())
 				rec.mbytes = d.u()
+				rec.xw = math.Float64frombits(d.u())
 			case itemCollIn:
 				rec.from = int32(d.u())
+				rec.cw = math.Float64frombits(d.u())
+				rec.xw = math.Float64frombits(d.u())
 			}
 		default:
 			d.bad = true
