@@ -221,15 +221,18 @@ type engine struct {
 	// meas: measured weights (replay_measured.go): off are the ranks'
 	// clock offsets (by index), t0 the earliest end of MPI_Init on rank
 	// 0's clock.
-	meas  bool
-	off   []int64
-	t0    int64
-	mrun  *measuredRun // the wait states and the run, under measured weights
-	items store        // the ranks' item records
-	size  int
-	w     ReplayWeights
-	names *nameTable
-	ranks []*streamRank // by rank
+	meas bool
+	off  []int64
+	t0   int64
+	mrun *measuredRun // the wait states and the run, under measured weights
+	// classes are the wait classes of the names classed (class).
+	classes []WaitClass
+	classed []bool
+	items   store // the ranks' item records
+	size    int
+	w       ReplayWeights
+	names   *nameTable
+	ranks   []*streamRank // by rank
 	// byRank maps a world rank to its index in ranks (-1: no log), when
 	// the world is not much larger than the ranks with a log.
 	byRank []int32

@@ -156,7 +156,18 @@ func (e *engine) collectiveWaits(in *sinst, last int64) {
 }
 
 // class returns the wait class of function name id.
-func (e *engine) class(id taskgraph.NameID) WaitClass { return ClassifyWait(e.names.name(id)) }
+// Classes are kept by name id (as critpath's weighMeasured does): a
+// call's class is asked for each message its group waits for.
+func (e *engine) class(id taskgraph.NameID) WaitClass {
+	if int(id) >= len(e.classes) {
+		e.classes = append(e.classes, make([]WaitClass, int(id)+1-len(e.classes))...)
+		e.classed = append(e.classed, make([]bool, int(id)+1-len(e.classed))...)
+	}
+	if !e.classed[id] {
+		e.classes[id], e.classed[id] = ClassifyWait(e.names.name(id)), true
+	}
+	return e.classes[id]
+}
 
 // completed records that rank r's call ending at end (rank 0's clock)
 // completed nonblocking instance in.
