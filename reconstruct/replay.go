@@ -119,6 +119,12 @@ type ReplayEdge struct {
 	// or under measured weights its measured time), a nonblocking
 	// collective's fan-out (0 under the model).
 	Cross float64
+	// End is, for a computation edge (any kind but Message) of positive
+	// Weight, when the computation ended on rank Rank's clock: the start
+	// of the call it leads into (Rank's call of a collective, the start
+	// of Rank's MPI_Finalize); 0 for any other edge. The computation ran
+	// from End-Weight to End.
+	End int64
 }
 
 // ReplayResult is the longest path Replay found. Its steps are in a
@@ -136,6 +142,10 @@ type ReplayResult struct {
 	Stalls int
 	// Run is, under measured weights, the run's span and wait states.
 	Run *MeasuredRun
+	// RunTime is the largest, over the ranks with both, time from the end
+	// of MPI_Init to the start of MPI_Finalize on the rank's clock, as
+	// recorded (taskgraph.Graph.RankSpan); 0 when no rank has both.
+	RunTime int64
 
 	store store
 	path  blocks
@@ -418,6 +428,7 @@ type sinst struct {
 	bestItem int64 // item before the participation (blocking; -1 Init) or the posting operation (nonblocking)
 	bestNB   bool
 	bestW    int64   // the best arrival's edge weight (blocking: its chain edge)
+	bestAt   int64   // and when that edge ended (its call's start)
 	doneT    int64   // measured weights: when it was done, on rank 0's clock
 	w        float64 // its weight, with val
 	// Measured weights of a nonblocking instance (replay_measured.go):
@@ -455,6 +466,7 @@ type instRec struct {
 	bestInit   bool
 	nb         bool
 	bestW      int64
+	bestAt     int64
 	bytes      int64
 	procs      int32
 	parts      int32
@@ -465,7 +477,7 @@ type instRec struct {
 }
 
 // instRecSize is an instRec's size in engine.recs.
-const instRecSize = 72
+const instRecSize = 80
 
 func (e *engine) putInst(ir *instRec) {
 	var b [instRecSize]byte
@@ -491,6 +503,7 @@ func (e *engine) putInst(ir *instRec) {
 	le.PutUint64(b[56:], uint64(ir.end))
 	le.PutUint32(b[64:], uint32(ir.low))
 	le.PutUint32(b[68:], ir.lowSite)
+	le.PutUint64(b[72:], uint64(ir.bestAt))
 	e.recs.append(b[:])
 }
 
@@ -506,7 +519,8 @@ func (e *engine) inst(id int32) (*instRec, error) {
 	return &instRec{bestItem: int64(le.Uint64(b[0:])), bestRank: int32(le.Uint32(b[8:])), name: taskgraph.NameID(le.Uint16(b[12:])),
 		bestNB: b[14]&1 != 0, bestInit: b[14]&2 != 0, nb: b[14]&4 != 0, bestW: int64(le.Uint64(b[16:])), bytes: int64(le.Uint64(b[24:])),
 		procs: int32(le.Uint32(b[32:])), parts: int32(le.Uint32(b[36:])), gid: le.Uint64(b[40:]),
-		start: int64(le.Uint64(b[48:])), end: int64(le.Uint64(b[56:])), low: int32(le.Uint32(b[64:])), lowSite: le.Uint32(b[68:])}, nil
+		start: int64(le.Uint64(b[48:])), end: int64(le.Uint64(b[56:])), low: int32(le.Uint32(b[64:])), lowSite: le.Uint32(b[68:]),
+		bestAt: int64(le.Uint64(b[72:]))}, nil
 }
 
 // sop is an operation read and not replayed yet.
@@ -581,6 +595,7 @@ type streamRank struct {
 	hasFin  bool
 	initEnd int64
 	finStr  int64
+	initRec int64 // initEnd as recorded (measured weights move initEnd)
 	siteEv  int64 // the event site is the call site of (-1: none)
 	site    uint32
 	sites   *tracefmt.Sites // the rank's call-site table, once read
@@ -671,7 +686,7 @@ func (r *streamRank) SetSite(ev int64, site uint64) {
 }
 func (r *streamRank) SetSites(s *tracefmt.Sites) { r.sites = s }
 func (r *streamRank) NumOps() int                { return int(r.nops) }
-func (r *streamRank) SetInit(end int64)          { r.hasInit, r.initEnd = true, end }
+func (r *streamRank) SetInit(end int64)          { r.hasInit, r.initEnd, r.initRec = true, end, end }
 func (r *streamRank) SetFinalize(start int64)    { r.hasFin, r.finStr = true, start }
 func (r *streamRank) Permute([]uint32) error {
 	return fmt.Errorf("the streaming replay does not reorder")
@@ -1035,9 +1050,9 @@ func (e *engine) logged(mem memberSet, fn func(*streamRank)) {
 
 // arrive is rank r's arrival at in with value v, by an edge of weight
 // w (from MPI_Init when init) from item (see sinst.bestItem).
-func (e *engine) arrive(in *sinst, r *streamRank, v float64, item int64, nb bool, w int64, init bool) {
+func (e *engine) arrive(in *sinst, r *streamRank, v float64, item int64, nb bool, w, at int64, init bool) {
 	if in.arrived == 0 || v > in.best || v == in.best && r.idx < in.bestRank {
-		in.best, in.bestRank, in.bestItem, in.bestNB, in.bestW, in.bestInit = v, r.idx, item, nb, w, init
+		in.best, in.bestRank, in.bestItem, in.bestNB, in.bestW, in.bestAt, in.bestInit = v, r.idx, item, nb, w, at, init
 	}
 	in.arrived++
 	if in.arrived >= in.expected {
@@ -1069,7 +1084,7 @@ func (e *engine) complete(in *sinst) {
 	in.id = e.nrecs
 	e.nrecs++
 	e.putInst(&instRec{name: in.lowName, bestRank: in.bestRank, bestNB: in.bestNB, bestItem: in.bestItem,
-		bestW: in.bestW, bestInit: in.bestInit, nb: in.anyNB, bytes: info.Bytes, procs: int32(min(procs, math.MaxInt32)),
+		bestW: in.bestW, bestAt: in.bestAt, bestInit: in.bestInit, nb: in.anyNB, bytes: info.Bytes, procs: int32(min(procs, math.MaxInt32)),
 		parts: int32(len(in.parts)), gid: in.key.ck.gid, start: in.start, end: in.end, low: in.low, lowSite: in.lowSite})
 	e.checkInstance(in)
 	if !e.meas || !in.anyNB || in.timed {
@@ -1265,7 +1280,7 @@ func (e *engine) replayRank(r *streamRank) {
 				if !pt.arrived {
 					pt.arrived = true
 					w := r.chainW(r.lastKind, r.lastEnd, posPart, pt.start)
-					e.arrive(in, r, r.val+float64(w), int64(r.items)-1, false, w, r.lastKind == posInit)
+					e.arrive(in, r, r.val+float64(w), int64(r.items)-1, false, w, pt.start, r.lastKind == posInit)
 				}
 				if !in.done {
 					e.waitFor(r, in)
@@ -1375,7 +1390,7 @@ func (e *engine) replayRank(r *streamRank) {
 			in := r.nb[r.nh].inst
 			r.nb[r.nh] = spart{}
 			r.nh++
-			e.arrive(in, r, val, int64(item), true, 0, false)
+			e.arrive(in, r, val, int64(item), true, 0, 0, false)
 		}
 		r.nb, r.nh = dropHead(r.nb, r.nh)
 	}
@@ -1465,6 +1480,11 @@ func (e *engine) run() (*ReplayResult, error) {
 	if e.meas {
 		res.Run = e.measuredRun()
 	}
+	for _, r := range e.ranks {
+		if r.hasInit && r.hasFin {
+			res.RunTime = max(res.RunTime, r.finStr-r.initRec)
+		}
+	}
 	e.names.mu.Lock()
 	res.names = append(slices.Clip(e.names.names), "MPI_Init", "MPI_Init_thread", "MPI_Finalize")
 	e.names.mu.Unlock()
@@ -1514,19 +1534,25 @@ func (e *engine) back(res *ReplayResult) error {
 	// starting at start, from item i-1 (MPI_Init when i is 0): the edge,
 	// and whether it leaves a blocking collective call.
 	chainIn := func(r *streamRank, i int64, b uint8, start int64) (ReplayEdge, bool, error) {
+		var ed ReplayEdge
+		part := false
 		if i == 0 {
-			k := taskgraph.InitOut
-			return ReplayEdge{Kind: k, Rank: r.rank, Weight: r.chainW(posInit, r.initEnd, b, start)}, false, nil
+			ed = ReplayEdge{Kind: taskgraph.InitOut, Rank: r.rank, Weight: r.chainW(posInit, r.initEnd, b, start)}
+		} else {
+			prev, err := at(r, i-1)
+			if err != nil {
+				return ReplayEdge{}, false, err
+			}
+			a := posOp
+			if part = prev.kind == itemPart; part {
+				a = posPart
+			}
+			ed = ReplayEdge{Kind: chainKindOf(a, b), Rank: r.rank, Weight: r.chainW(a, prev.end, b, start)}
 		}
-		prev, err := at(r, i-1)
-		if err != nil {
-			return ReplayEdge{}, false, err
+		if ed.Weight > 0 {
+			ed.End = start
 		}
-		a := posOp
-		if prev.kind == itemPart {
-			a = posPart
-		}
-		return ReplayEdge{Kind: chainKindOf(a, b), Rank: r.rank, Weight: r.chainW(a, prev.end, b, start)}, prev.kind == itemPart, nil
+		return ed, part, nil
 	}
 	// The walk's position: rank index ri, item; the step found last,
 	// waiting for the edge into it.
@@ -1559,6 +1585,9 @@ func (e *engine) back(res *ReplayResult) error {
 			st.In = ReplayEdge{Kind: taskgraph.InitOut, Rank: br.rank, Weight: ir.bestW}
 		default:
 			st.In = ReplayEdge{Kind: taskgraph.CollIn, Rank: br.rank, Weight: ir.bestW}
+		}
+		if st.In.Weight > 0 {
+			st.In.End = ir.bestAt
 		}
 		res.add(&st, int(ir.name))
 		ri, item = ir.bestRank, ir.bestItem
@@ -1723,6 +1752,7 @@ func (res *ReplayResult) add(st *ReplayStep, name int) {
 	b = binary.AppendUvarint(b, uint64(st.SiteRank+1))
 	b = binary.AppendUvarint(b, math.Float64bits(st.Weight))
 	b = binary.AppendUvarint(b, math.Float64bits(st.In.Cross))
+	b = binary.AppendVarint(b, st.In.End-st.Start)
 	if st.Kind == taskgraph.KindCollective {
 		nb := uint64(0)
 		if st.Nonblocking {
@@ -1788,6 +1818,7 @@ func (res *ReplayResult) Steps(fn func(*ReplayStep) error) error {
 			st.SiteRank = int(d.u()) - 1
 			st.Weight = math.Float64frombits(d.u())
 			st.In.Cross = math.Float64frombits(d.u())
+			st.In.End = st.Start + d.s()
 			if st.Kind == taskgraph.KindCollective {
 				st.GID = d.u()
 				st.Procs = int(d.u())

@@ -48,7 +48,7 @@ func replayStepsOf(g *taskgraph.Graph, p *taskgraph.Path, w graphWeights) []reco
 		s := reconstruct.ReplayStep{Kind: n.Kind, Name: n.Name, Rank: n.Rank, Event: taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}}
 		if i > 0 {
 			e := p.Edge(i - 1)
-			s.In = reconstruct.ReplayEdge{Kind: e.Kind, Rank: e.Rank, Weight: e.Weight, Bytes: e.Bytes}
+			s.In = reconstruct.ReplayEdge{Kind: e.Kind, Rank: e.Rank, Weight: e.Weight, Bytes: e.Bytes, End: g.EdgeEnd(e)}
 			if e.Kind == taskgraph.Message {
 				s.In.Cross = w.Message(e.Bytes)
 			}
@@ -91,6 +91,9 @@ func compareReplay(srcs func() []tracefmt.Source) (string, error) {
 	if length != res.Length {
 		return fmt.Sprintf("length %v, replay %v", length, res.Length), nil
 	}
+	if run := runTimeOf(g); res.RunTime != run {
+		return fmt.Sprintf("run time %d, replay %d", run, res.RunTime), nil
+	}
 	want := replayStepsOf(g, path, gw)
 	if len(want) != len(steps) {
 		return fmt.Sprintf("%d steps, replay %d:\n%v\n%v", len(want), len(steps), want, steps), nil
@@ -104,6 +107,18 @@ func compareReplay(srcs func() []tracefmt.Source) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// runTimeOf is the largest span from MPI_Init to MPI_Finalize of g's
+// ranks (taskgraph.Graph.RankSpan).
+func runTimeOf(g *taskgraph.Graph) int64 {
+	var run int64
+	for _, r := range g.Ranks() {
+		if a, b, ok := g.RankSpan(r); ok {
+			run = max(run, b-a)
+		}
+	}
+	return run
 }
 
 func dataSources(ranks []*tracefmt.RankData) func() []tracefmt.Source {
@@ -505,6 +520,9 @@ func compareMeasured(ranks []*tracefmt.RankData) (string, error) {
 	if p.Length != res.Length {
 		return fmt.Sprintf("measured length %v, replay %v", p.Length, res.Length), nil
 	}
+	if run := runTimeOf(g); res.RunTime != run {
+		return fmt.Sprintf("measured: run time %d, replay %d", run, res.RunTime), nil
+	}
 	if got, want := runOf(res.Run), runInfoOf(p.RunInfo(0)); got != want {
 		return fmt.Sprintf("measured run:\n%s\nreplay:\n%s", want, got), nil
 	}
@@ -528,8 +546,8 @@ func compareMeasured(ranks []*tracefmt.RankData) (string, error) {
 		}
 		if i > 0 {
 			h := p.Hop(i - 1)
-			want += fmt.Sprintf(" in %v r%d w%d b%d", h.Kind, h.Rank, h.Measured, h.Bytes)
-			have += fmt.Sprintf(" in %v r%d w%d b%d", got.In.Kind, got.In.Rank, got.In.Weight, got.In.Bytes)
+			want += fmt.Sprintf(" in %v r%d w%d b%d end %d", h.Kind, h.Rank, h.Measured, h.Bytes, rg.EdgeEnd(taskgraph.Edge{Kind: h.Kind, From: h.From, To: h.To, Rank: h.Rank, Weight: h.Measured, Bytes: h.Bytes}))
+			have += fmt.Sprintf(" in %v r%d w%d b%d end %d", got.In.Kind, got.In.Rank, got.In.Weight, got.In.Bytes, got.In.End)
 			if h.Kind == taskgraph.Message || h.Kind == taskgraph.CollOut && got.Cross {
 				// A cross edge's measured weight.
 				want += fmt.Sprintf(" x%v", h.Weight)

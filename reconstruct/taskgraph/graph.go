@@ -371,6 +371,34 @@ func (g *Graph) RankSpan(r int) (initEnd, finalizeStart int64, ok bool) {
 	return d.initEnd, d.finStart, d.hasInit && d.hasFin
 }
 
+// EdgeEnd returns, for a computation edge e (any kind but Message) of
+// positive weight, when its computation ended on rank e.Rank's clock: the
+// start of the call it leads into (e.Rank's call of a collective, the
+// start of e.Rank's MPI_Finalize). The computation ran from
+// EdgeEnd-e.Weight to EdgeEnd. It returns 0 for any other edge, and for
+// one that reaches no call of e.Rank.
+func (g *Graph) EdgeEnd(e Edge) int64 {
+	if e.Kind == Message || e.Weight <= 0 {
+		return 0
+	}
+	switch g.Kind(e.To) {
+	case KindOp:
+		if g.Rank(e.To) == e.Rank {
+			start, _ := g.OpTimes(e.To)
+			return start
+		}
+	case KindCollective:
+		if start, _, ok := g.PartTimes(e.To, e.Rank); ok {
+			return start
+		}
+	case KindFinalize:
+		if i, ok := g.index.find(e.Rank); ok && g.ranks[i].hasFin {
+			return g.ranks[i].finStart
+		}
+	}
+	return 0
+}
+
 // HasChain reports whether rank r has any operation or collective call,
 // i.e. edges from Init and to Finalize.
 func (g *Graph) HasChain(r int) bool {
