@@ -2,8 +2,10 @@ package reconstruct_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -88,10 +90,11 @@ func compareReplay(srcs func() []tracefmt.Source) (string, error) {
 	if done || err != nil {
 		return diff, err
 	}
+	defer res.Close()
 	if length != res.Length {
 		return fmt.Sprintf("length %v, replay %v", length, res.Length), nil
 	}
-	if run := runTimeOf(g); res.RunTime != run {
+	if run := critpath.RunTime(g); res.RunTime != run {
 		return fmt.Sprintf("run time %d, replay %d", run, res.RunTime), nil
 	}
 	want := replayStepsOf(g, path, gw)
@@ -107,18 +110,6 @@ func compareReplay(srcs func() []tracefmt.Source) (string, error) {
 		}
 	}
 	return "", nil
-}
-
-// runTimeOf is the largest span from MPI_Init to MPI_Finalize of g's
-// ranks (taskgraph.Graph.RankSpan).
-func runTimeOf(g *taskgraph.Graph) int64 {
-	var run int64
-	for _, r := range g.Ranks() {
-		if a, b, ok := g.RankSpan(r); ok {
-			run = max(run, b-a)
-		}
-	}
-	return run
 }
 
 func dataSources(ranks []*tracefmt.RankData) func() []tracefmt.Source {
@@ -437,8 +428,8 @@ func mustOpen(t *testing.T, data []byte) *tracefmt.RankReader {
 
 // settle compares what the replay and the graph have in common whatever
 // the weights: a decline ("declined"), failures (failedAlike), the
-// diagnostics. done says there is nothing more to compare; else it
-// returns the replay's steps (and closes res).
+// diagnostics. done says there is nothing more to compare (and res is
+// closed); else it returns the replay's steps, and the caller closes res.
 func settle(res *reconstruct.ReplayResult, rerr, gerr error, diags *tracefmt.Diagnostics) (steps []reconstruct.ReplayStep, diff string, done bool, err error) {
 	var ns *reconstruct.NotStreamableError
 	switch {
@@ -447,12 +438,16 @@ func settle(res *reconstruct.ReplayResult, rerr, gerr error, diags *tracefmt.Dia
 	case gerr != nil || rerr != nil:
 		return nil, failedAlike(gerr, rerr), true, nil
 	}
-	defer res.Close()
-	if steps, err = stepsOf(res); err != nil {
-		return nil, "", true, err
+	steps, err = stepsOf(res.Steps)
+	switch {
+	case err != nil:
+		done = true
+	case fmt.Sprint(res.Diags.All()) != fmt.Sprint(diags.All()):
+		diff, done = fmt.Sprintf("diagnostics:\n%s\nreplay:\n%s", diags.All(), res.Diags.All()), true
 	}
-	if got, want := fmt.Sprint(res.Diags.All()), fmt.Sprint(diags.All()); got != want {
-		return nil, fmt.Sprintf("diagnostics:\n%s\nreplay:\n%s", want, got), true, nil
+	if done {
+		res.Close()
+		return nil, diff, true, err
 	}
 	return steps, "", false, nil
 }
@@ -471,13 +466,47 @@ func failedAlike(gerr, rerr error) string {
 }
 
 // stepsOf returns the steps of a replay's path.
-func stepsOf(res *reconstruct.ReplayResult) ([]reconstruct.ReplayStep, error) {
+func stepsOf(each func(func(*reconstruct.ReplayStep) error) error) ([]reconstruct.ReplayStep, error) {
 	var steps []reconstruct.ReplayStep
-	err := res.Steps(func(st *reconstruct.ReplayStep) error {
+	err := each(func(st *reconstruct.ReplayStep) error {
 		steps = append(steps, *st)
 		return nil
 	})
 	return steps, err
+}
+
+// sitesAddUp says how sp's path by call site differs from sum's by
+// function: "" when each function's computation and communication over its
+// call sites add up to its share.
+func sitesAddUp(sp *critpath.StepPath, sum *critpath.Summary) (string, error) {
+	sites, err := sp.AttributeSites(-1, func(rank int, site uint32) string { return fmt.Sprintf("r%d@%d", rank, site) })
+	if err != nil {
+		return "", err
+	}
+	type tot struct{ comp, comm float64 }
+	by := map[string]tot{}
+	for _, x := range sites.BySite {
+		t := by[x.Function]
+		t.comp += x.Computation
+		t.comm += x.Communication
+		by[x.Function] = t
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(a), math.Abs(b)) }
+	for _, f := range sum.ByFunction {
+		if t := by[f.Name]; !near(t.comp, f.Computation) || !near(t.comm, f.Communication) {
+			return fmt.Sprintf("%s: by call site %v computation, %v communication; by function %v, %v", f.Name, t.comp, t.comm, f.Computation, f.Communication), nil
+		}
+	}
+	return "", nil
+}
+
+// jsonOf is v as indented JSON.
+func jsonOf(t testing.TB, v any) string {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // clocksOf are the ranks' clock offsets as the driver takes them: each
@@ -517,14 +546,35 @@ func compareMeasured(ranks []*tracefmt.RankData) (string, error) {
 	if done || err != nil {
 		return diff, err
 	}
+	defer res.Close()
 	if p.Length != res.Length {
 		return fmt.Sprintf("measured length %v, replay %v", p.Length, res.Length), nil
 	}
-	if run := runTimeOf(g); res.RunTime != run {
+	if run := critpath.RunTime(g); res.RunTime != run {
 		return fmt.Sprintf("measured: run time %d, replay %d", run, res.RunTime), nil
 	}
 	if got, want := runOf(res.Run), runInfoOf(p.RunInfo(0)); got != want {
 		return fmt.Sprintf("measured run:\n%s\nreplay:\n%s", want, got), nil
+	}
+	// The graph's path read as steps is the replay's, and so are their
+	// summaries.
+	gp, rp := p.StepPath(), critpath.ReplayPath(res, critpath.WeightsMeasured, nil, clocks)
+	if want, err := stepsOf(gp.Steps); err != nil || !slices.Equal(want, steps) {
+		return fmt.Sprintf("measured steps (%v)\n%v\nreplay:\n%v", err, want, steps), nil
+	}
+	wsum, werr := gp.Summarize(-1)
+	gsum, rerr := rp.Summarize(-1)
+	if werr != nil || rerr != nil {
+		return "", errors.Join(werr, rerr)
+	}
+	// The path by call site adds up, per function, to the path by function.
+	if diff, err := sitesAddUp(rp, gsum); diff != "" || err != nil {
+		return "measured: " + diff, err
+	}
+	wrun, grun := *wsum.Run, *gsum.Run
+	wsum.Run, gsum.Run = nil, nil
+	if w, g := fmt.Sprintf("%+v %+v", *wsum, wrun), fmt.Sprintf("%+v %+v", *gsum, grun); w != g {
+		return fmt.Sprintf("measured summary\n%s\nreplay:\n%s", w, g), nil
 	}
 	rg := p.Graph()
 	if p.NumVertices() != len(steps) {
@@ -831,16 +881,34 @@ func TestReplayCritPathOut(t *testing.T) {
 				}
 				return
 			}
+			gp, rp := p.StepPath(), critpath.ReplayPath(res, critpath.WeightsModel, m, nil)
+			// The graph's path read as steps is the replay's, step by step.
+			want, err := stepsOf(gp.Steps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := stepsOf(res.Steps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(want, got) {
+				t.Fatalf("%s (%T): steps\n%v\nreplay:\n%v", name, m, want, got)
+			}
 			for _, unit := range []critpath.Unit{critpath.Microsecond, critpath.Nanosecond} {
 				var want, got bytes.Buffer
-				if err := critpath.WriteCritPathOut(&want, p, unit); err != nil {
+				wsum, err := gp.WriteCritPathOutSummary(&want, unit, -1)
+				if err != nil {
 					t.Fatal(err)
 				}
-				if err := critpath.WriteCritPathOutSteps(&got, res.Steps, unit); err != nil {
+				gsum, err := rp.WriteCritPathOutSummary(&got, unit, -1)
+				if err != nil {
 					t.Fatal(err)
 				}
 				if got.String() != want.String() || p.Length != res.Length {
 					t.Fatalf("%s (%T, %v): length %v, replay %v; critPath.out\n%s\nreplay:\n%s", name, m, unit, p.Length, res.Length, want.String(), got.String())
+				}
+				if w, g := jsonOf(t, wsum), jsonOf(t, gsum); w != g {
+					t.Fatalf("%s (%T): summary\n%s\nreplay:\n%s", name, m, w, g)
 				}
 			}
 			res.Close()

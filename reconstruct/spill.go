@@ -2,6 +2,7 @@ package reconstruct
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -107,7 +108,14 @@ func (s *store) close() {
 		s.f = nil
 	}
 	s.mem = nil
+	if s.err == nil {
+		s.err = errClosed
+	}
 }
+
+// errClosed is the error of reading a store after close (the steps of a
+// ReplayResult after its Close).
+var errClosed = errors.New("reconstruct: the replay's result was read after Close")
 
 // blockIdx locates a block of records.
 type blockIdx struct {

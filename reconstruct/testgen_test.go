@@ -87,7 +87,7 @@ func TestHaloFromDir(t *testing.T) {
 	// The path crosses ranks through messages: with 50-70 µs of
 	// computation per iteration on every rank, it is at least the
 	// computation of one rank.
-	s := critpath.Summarize(g, p, 5)
+	s := critpath.Summarize(p, 5)
 	if s.Messages == 0 || s.Computation < float64(iters)*50_000 {
 		t.Errorf("summary %+v", s)
 	}

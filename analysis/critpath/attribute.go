@@ -31,9 +31,10 @@ type attribution struct {
 }
 
 // attribute intersects the path's computation with spans.
-func attribute(p *Path, spans Spans) attribution {
+func attribute(sp *StepPath, spans Spans) (attribution, error) {
 	a := attribution{byKey: map[string]int64{}}
-	a.unplaced = p.Segments(func(s Segment) bool {
+	var err error
+	a.unplaced, err = sp.Segments(func(s Segment) bool {
 		spans.Overlap(s.Rank, s.Start, s.End, func(key string, ns int64) {
 			if key == "" {
 				a.in += ns
@@ -43,7 +44,7 @@ func attribute(p *Path, spans Spans) attribution {
 		})
 		return true
 	})
-	return a
+	return a, err
 }
 
 // shares are ns as fractions of the path's length and of its computation.

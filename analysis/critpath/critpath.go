@@ -13,6 +13,7 @@ package critpath
 import (
 	"errors"
 
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -74,6 +75,7 @@ type Path struct {
 	orig *taskgraph.Graph // the graph as built
 	w    *weigher
 	p    *taskgraph.Path
+	st   reconstruct.ReplayStep // the step StepPath's passes describe
 }
 
 // NumVertices returns the number of vertices on the path (its hops are
@@ -170,6 +172,11 @@ func (w *weigher) coll(v taskgraph.NodeID) collW {
 	if w.meas != nil {
 		return collW{ns: w.meas.Collective(v), used: "measured"}
 	}
+	return w.collOf(ci)
+}
+
+// collOf is the model's weight of a collective, and the fit it used.
+func (w *weigher) collOf(ci taskgraph.CollectiveInfo) collW {
 	if cw, ok := w.colls[ci]; ok {
 		return cw
 	}

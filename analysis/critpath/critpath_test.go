@@ -394,7 +394,7 @@ func TestSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := Summarize(g, p, 2)
+	s := Summarize(p, 2)
 	check := func(what string, got, want float64) {
 		t.Helper()
 		if math.Abs(got-want) > 1e-9 {

@@ -2,12 +2,14 @@ package critpath
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"text/tabwriter"
 
 	"github.com/mpitrace/mpitrace/analysis/internal/textout"
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -18,62 +20,36 @@ type Segment struct {
 	Start, End int64
 }
 
-// Segments calls yield for every computation hop of p with a positive
-// measured time, in path order, with its interval on its rank's clock.
-// A hop that starts or ends at a collective is placed by the rank's own
-// call of it. It returns the time of the computation hops whose interval it
-// cannot place: they are not yielded.
-func (p *Path) Segments(yield func(Segment) bool) (unplaced float64) {
-	g := p.g
-	for i := 0; i+1 < p.NumVertices(); i++ {
-		e := p.p.Edge(i)
+// Segments calls yield for every computation hop of the path with a
+// positive measured time, in path order, with its interval on its rank's
+// clock: it ends where the call it leads into starts on that rank
+// (reconstruct.ReplayEdge.End). It returns the time of the computation
+// hops whose interval it cannot place: they are not yielded.
+func (sp *StepPath) Segments(yield func(Segment) bool) (unplaced float64, err error) {
+	first := true
+	errStop := errors.New("stop")
+	err = sp.Steps(func(st *reconstruct.ReplayStep) error {
+		if first {
+			first = false
+			return nil
+		}
+		e := &st.In
 		if e.Kind == taskgraph.Message || e.Weight <= 0 {
-			continue
+			return nil
 		}
-		from, to := p.p.Node(i), p.p.Node(i+1)
-		s := Segment{Rank: e.Rank}
-		switch {
-		case g.Kind(to) == taskgraph.KindOp && g.Rank(to) == e.Rank:
-			s.End = g.Node(to).Start
-			s.Start = s.End - e.Weight
-		case g.Kind(from) == taskgraph.KindOp && g.Rank(from) == e.Rank:
-			s.Start = g.Node(from).End
-			s.End = s.Start + e.Weight
-		case from == taskgraph.Init:
-			s.Start, _, _ = g.RankSpan(e.Rank)
-			s.End = s.Start + e.Weight
-		case to == taskgraph.Finalize:
-			_, s.End, _ = g.RankSpan(e.Rank)
-			s.Start = s.End - e.Weight
-		case placeAtPart(g, to, e.Rank, &s.End, false):
-			s.Start = s.End - e.Weight
-		case placeAtPart(g, from, e.Rank, &s.Start, true):
-			s.End = s.Start + e.Weight
-		default:
+		if e.End == 0 {
 			unplaced += float64(e.Weight)
-			continue
+			return nil
 		}
-		if !yield(s) {
-			break
+		if !yield(Segment{Rank: e.Rank, Start: e.End - e.Weight, End: e.End}) {
+			return errStop
 		}
+		return nil
+	})
+	if err == errStop {
+		err = nil
 	}
-	return unplaced
-}
-
-// placeAtPart sets *t to when rank r's call of collective v started (end
-// false) or ended (end true); false when v is not a collective r takes
-// part in.
-func placeAtPart(g *taskgraph.Graph, v taskgraph.NodeID, r int, t *int64, end bool) bool {
-	start, stop, ok := g.PartTimes(v, r)
-	if !ok {
-		return false
-	}
-	if end {
-		*t = stop
-	} else {
-		*t = start
-	}
-	return true
+	return unplaced, err
 }
 
 // LoopSummary is how much of the path's computation ran inside
@@ -106,8 +82,11 @@ type LoopShare struct {
 
 // AttributeLoops intersects the path's computation with the loops' spans.
 // Loops are listed by time on the path, most first (then by name).
-func AttributeLoops(p *Path, sum *Summary, spans Spans) *LoopSummary {
-	a := attribute(p, spans)
+func AttributeLoops(sp *StepPath, sum *Summary, spans Spans) (*LoopSummary, error) {
+	a, err := attribute(sp, spans)
+	if err != nil {
+		return nil, err
+	}
 	ls := &LoopSummary{Partial: spans.Partial(), Loops: []LoopShare{}, InLoops: float64(a.in), Unplaced: a.unplaced}
 	ls.Share, ls.ComputationShare = sum.shares(ls.InLoops)
 	for loop, ns := range a.byKey {
@@ -119,7 +98,7 @@ func AttributeLoops(p *Path, sum *Summary, spans Spans) *LoopSummary {
 	slices.SortFunc(ls.Loops, func(a, b LoopShare) int {
 		return cmp.Or(cmp.Compare(b.Ns, a.Ns), cmp.Compare(a.Loop, b.Loop))
 	})
-	return ls
+	return ls, nil
 }
 
 // WriteText writes the loop summary: a headline naming the loop that

@@ -114,7 +114,7 @@ func TestMeasuredLateSender(t *testing.T) {
 		if h := p.Hop(1); h.Kind != taskgraph.Message || h.Weight != float64(52_000-41_000-offset) {
 			t.Errorf("offset %d: message hop %+v", offset, h)
 		}
-		s := critpath.Summarize(g, p, 5)
+		s := critpath.Summarize(p, 5)
 		if s.Run == nil || s.Run.Span != 52_000 || s.Weights != critpath.WeightsMeasured {
 			t.Fatalf("offset %d: run %+v", offset, s.Run)
 		}
@@ -148,7 +148,7 @@ func TestMeasuredLateReceiver(t *testing.T) {
 	if p.Length != 32_000 {
 		t.Errorf("length %v, want 32000", p.Length)
 	}
-	ws := waitStates(critpath.Summarize(g, p, 5))
+	ws := waitStates(critpath.Summarize(p, 5))
 	if len(ws) != 1 || ws["late_receiver MPI_Ssend 0"] != 28_000 {
 		t.Errorf("wait states %v", ws)
 	}
@@ -180,7 +180,7 @@ func TestMeasuredBarrier(t *testing.T) {
 	if h := p.Hop(0); h.Rank != 2 {
 		t.Errorf("the path reaches the barrier from rank %d, want the last to arrive (2)", h.Rank)
 	}
-	ws := waitStates(critpath.Summarize(g, p, 5))
+	ws := waitStates(critpath.Summarize(p, 5))
 	if len(ws) != 2 || ws["wait_at_barrier MPI_Barrier 0"] != 9000 || ws["wait_at_barrier MPI_Barrier 1"] != 5000 {
 		t.Errorf("wait states %v", ws)
 	}
@@ -215,7 +215,7 @@ func TestMeasuredWaitall(t *testing.T) {
 	if v := p.Vertex(1); v.Rank != 2 || v.Name != "MPI_Send" {
 		t.Errorf("the path starts at %+v, want rank 2's send", v)
 	}
-	ws := waitStates(critpath.Summarize(g, p, 5))
+	ws := waitStates(critpath.Summarize(p, 5))
 	if len(ws) != 1 || ws["late_sender MPI_Wait 0"] != 16_000 {
 		t.Errorf("wait states %v", ws)
 	}
@@ -238,7 +238,7 @@ func TestMeasuredClockError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := critpath.Summarize(g, p, 5)
+	s := critpath.Summarize(p, 5)
 	if s.Run.Clamped.Messages != 1 || s.Run.Clamped.MessagesNS != 141_000-52_000 {
 		t.Errorf("clamped %+v", s.Run.Clamped)
 	}
@@ -296,7 +296,7 @@ func TestExplain(t *testing.T) {
 	if len(why.Largest) == 0 || len(why.Largest) > 3 {
 		t.Errorf("largest %+v", why.Largest)
 	}
-	s := critpath.Summarize(g, mp, 5)
+	s := critpath.Summarize(mp, 5)
 	s.Why = why
 	var out bytes.Buffer
 	if err := s.WriteText(&out, critpath.Microsecond); err != nil {
@@ -346,7 +346,7 @@ func TestMeasuredRooted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := critpath.Summarize(g, p, 5)
+		s := critpath.Summarize(p, 5)
 		ws := waitStates(s)
 		for k, want := range c.want {
 			if ws[k] != want {
@@ -411,7 +411,7 @@ func TestMeasuredNonblockingCollective(t *testing.T) {
 	if h := p.Hop(2); h.Kind != taskgraph.CollOut || h.Weight != 200 {
 		t.Errorf("fan-out %+v", h)
 	}
-	s := critpath.Summarize(g, p, 5)
+	s := critpath.Summarize(p, 5)
 	ws := waitStates(s)
 	if len(ws) != 1 || ws["wait_at_nxn MPI_Iallreduce 0"] != 3500 {
 		t.Errorf("wait states %v", ws)

@@ -68,15 +68,30 @@ func (u Unit) Round(ns float64) int64 {
 // rounded to an integer in unit; a message edge is the message's bytes.
 // Lines end with "\n", the last one too.
 func WriteCritPathOut(w io.Writer, p *Path, unit Unit) error {
-	return writeCritPathOut(w, p, unit, nil)
+	return p.StepPath().WriteCritPathOut(w, unit)
+}
+
+// WriteCritPathOut writes the path in the critPath.out format, as
+// WriteCritPathOut does.
+func (sp *StepPath) WriteCritPathOut(w io.Writer, unit Unit) error {
+	return sp.writeCritPathOut(w, unit, nil)
 }
 
 // WriteCritPathOutSummary writes critPath.out as WriteCritPathOut does and
-// returns what Summarize(g, p, top) returns for p's graph g, in one pass
-// over the path. The summary is nil when writing fails.
+// returns what Summarize(p, top) returns. The summary is nil when writing
+// fails.
 func WriteCritPathOutSummary(w io.Writer, p *Path, unit Unit, top int) (*Summary, error) {
-	sz := newSummarizer(p.g, p, top)
-	if err := writeCritPathOut(w, p, unit, sz); err != nil {
+	return p.StepPath().WriteCritPathOutSummary(w, unit, top)
+}
+
+// WriteCritPathOutSummary writes critPath.out and returns the path's
+// summary (Summarize), reading the steps twice rather than three times.
+func (sp *StepPath) WriteCritPathOutSummary(w io.Writer, unit Unit, top int) (*Summary, error) {
+	sz, err := newSummarizer(sp, top)
+	if err != nil {
+		return nil, err
+	}
+	if err := sp.writeCritPathOut(w, unit, sz); err != nil {
 		return nil, err
 	}
 	return sz.finish(), nil
@@ -85,76 +100,12 @@ func WriteCritPathOutSummary(w io.Writer, p *Path, unit Unit, top int) (*Summary
 // outFlush is when writeCritPathOut hands its buffer to the writer.
 const outFlush = 64 << 10
 
-// writeCritPathOut writes critPath.out, and feeds each vertex and hop to
-// sz when it is not nil. A vertex's line is formatted once per function
-// name and rank, and kept while the path stays on that rank.
-func writeCritPathOut(w io.Writer, p *Path, unit Unit, sz *summarizer) error {
-	g := p.g
-	type line struct {
-		rank int
-		b    []byte
-	}
-	lines := make([]line, len(g.Names())+2) // by Describe's nameIdx
-	buf := make([]byte, 0, outFlush+256)
-	// The hop into vertex i (taskgraph.Path.EdgeAt(i-1)).
-	var inKind taskgraph.EdgeKind
-	var inRank int
-	var inWeight, inBytes int64
-	n := p.NumVertices()
-	for i := 0; i < n; i++ {
-		kind, rank, name, idx := g.Describe(p.p.Node(i))
-		if idx >= 0 && idx < len(lines) {
-			l := &lines[idx]
-			if l.b == nil || l.rank != rank {
-				l.rank, l.b = rank, vertexLine(l.b[:0], name, rank)
-			}
-			buf = append(buf, l.b...)
-		} else {
-			buf = vertexLine(buf, name, rank)
-		}
-		if sz != nil {
-			if i == 0 {
-				sz.vertex(kind, rank, name, idx)
-			} else {
-				sz.step(i, kind, rank, name, idx, inKind, inRank, inWeight, inBytes)
-			}
-		}
-		if i+1 < n {
-			if inKind, inRank, inWeight, inBytes = p.p.EdgeAt(i); inKind == taskgraph.Message {
-				buf = strconv.AppendInt(buf, inBytes, 10)
-			} else {
-				buf = strconv.AppendInt(buf, unit.roundInt(inWeight), 10)
-			}
-			buf = append(buf, '\n')
-		}
-		var err error
-		if buf, err = flushFull(w, buf); err != nil {
-			return err
-		}
-	}
-	_, err := w.Write(buf)
-	return err
-}
-
-// flushFull writes buf to w once it holds outFlush bytes, and returns it
-// emptied then.
-func flushFull(w io.Writer, buf []byte) ([]byte, error) {
-	if len(buf) < outFlush {
-		return buf, nil
-	}
-	if _, err := w.Write(buf); err != nil {
-		return nil, err
-	}
-	return buf[:0], nil
-}
-
-// WriteCritPathOutSteps writes critPath.out, as WriteCritPathOut, of a
-// path the streaming replay found: steps calls its function for each
-// step from MPI_Init to MPI_Finalize (reconstruct.ReplayResult.Steps).
-func WriteCritPathOutSteps(w io.Writer, steps func(func(*reconstruct.ReplayStep) error) error, unit Unit) error {
+// writeCritPathOut writes critPath.out, and feeds each step to sz when it
+// is not nil.
+func (sp *StepPath) writeCritPathOut(w io.Writer, unit Unit, sz *summarizer) error {
 	buf := make([]byte, 0, outFlush+256)
 	first := true
-	err := steps(func(st *reconstruct.ReplayStep) error {
+	err := sp.Steps(func(st *reconstruct.ReplayStep) error {
 		if !first {
 			if st.In.Kind == taskgraph.Message {
 				buf = strconv.AppendInt(buf, st.In.Bytes, 10)
@@ -165,8 +116,14 @@ func WriteCritPathOutSteps(w io.Writer, steps func(func(*reconstruct.ReplayStep)
 		}
 		first = false
 		buf = vertexLine(buf, st.Name, st.Rank)
-		var err error
-		buf, err = flushFull(w, buf)
+		if sz != nil {
+			sz.visit(st)
+		}
+		if len(buf) < outFlush {
+			return nil
+		}
+		_, err := w.Write(buf)
+		buf = buf[:0]
 		return err
 	})
 	if err != nil {

@@ -61,8 +61,11 @@ type RegionShare struct {
 // AttributeRegions intersects the path's computation with the spans of the
 // regions, kernels, copies and sections: per node, the time of the path's
 // computation inside it (with what is nested in it) and inside it alone.
-func AttributeRegions(p *Path, sum *Summary, spans RegionSpans) *RegionSummary {
-	a := attribute(p, spans)
+func AttributeRegions(sp *StepPath, sum *Summary, spans RegionSpans) (*RegionSummary, error) {
+	a, err := attribute(sp, spans)
+	if err != nil {
+		return nil, err
+	}
 	rs := &RegionSummary{InRegions: float64(a.in), Unplaced: a.unplaced, Nodes: []RegionShare{}}
 	rs.Share, rs.ComputationShare = sum.shares(rs.InRegions)
 	children := map[string]int64{}
@@ -86,7 +89,7 @@ func AttributeRegions(p *Path, sum *Summary, spans RegionSpans) *RegionSummary {
 	slices.SortFunc(rs.Nodes, func(a, b RegionShare) int {
 		return cmp.Or(cmp.Compare(b.Ns, a.Ns), cmp.Compare(a.Depth, b.Depth), cmp.Compare(a.Key, b.Key))
 	})
-	return rs
+	return rs, nil
 }
 
 // Describe names a node for people: `region "timestep"`, `kernel "axpy"

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/mpitrace/mpitrace/analysis/internal/textout"
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -81,40 +82,51 @@ type siteKey struct {
 	site, fn string
 }
 
+// AttributeSites sums p by call site (StepPath.AttributeSites).
+func AttributeSites(p *Path, top int, label SiteLabel) *SiteSummary {
+	s, _ := p.StepPath().AttributeSites(top, label) // a graph's path never fails
+	return s
+}
+
 // AttributeSites sums the path by call site, as Summarize sums it by
 // function, and groups its hops by the call sites at their ends, keeping
 // the top heaviest groups (all when top < 0).
-func AttributeSites(g *taskgraph.Graph, p *Path, top int, label SiteLabel) *SiteSummary {
+func (sp *StepPath) AttributeSites(top int, label SiteLabel) (*SiteSummary, error) {
 	// Each vertex's (rank, site, function) maps to a share by an integer
 	// key; the shares and their labels are made once per distinct key.
 	type vkey struct {
 		rank int32
 		site uint32
-		name int32
+		name string
 	}
 	idx := map[vkey]int32{}
 	byKey := map[siteKey]int32{}
 	labels := map[[2]int64]string{}
 	var shares []*SiteShare
 	var keys []siteKey
-	shareOf := func(v taskgraph.NodeID) int32 {
-		kind, _, name, nameIdx := g.Describe(v)
-		vk := vkey{rank: -1, name: int32(nameIdx)}
-		if kind != taskgraph.KindInit && kind != taskgraph.KindFinalize {
-			r, s := VertexSite(g, v)
-			vk.rank, vk.site = int32(r), s
+	var last vkey
+	lastIdx := int32(-1)
+	shareOf := func(st *reconstruct.ReplayStep) int32 {
+		vk := vkey{rank: -1, name: st.Name}
+		if st.Kind != taskgraph.KindInit && st.Kind != taskgraph.KindFinalize {
+			vk.rank, vk.site = int32(st.SiteRank), st.Site
 		} else {
 			vk.site = ^uint32(0) // no call site: the function alone
 		}
+		if lastIdx >= 0 && vk == last {
+			return lastIdx
+		}
+		last = vk
 		if i, ok := idx[vk]; ok {
+			lastIdx = i
 			return i
 		}
 		var k siteKey
 		switch {
 		case vk.site == ^uint32(0):
-			k = siteKey{"", name}
+			k = siteKey{"", vk.name}
 		case vk.site == 0:
-			k = siteKey{UnknownSite, name}
+			k = siteKey{UnknownSite, vk.name}
 		default:
 			lk := [2]int64{int64(vk.rank), int64(vk.site)}
 			l, ok := labels[lk]
@@ -124,7 +136,7 @@ func AttributeSites(g *taskgraph.Graph, p *Path, top int, label SiteLabel) *Site
 				}
 				labels[lk] = l
 			}
-			k = siteKey{l, name}
+			k = siteKey{l, vk.name}
 		}
 		i, ok := byKey[k]
 		if !ok {
@@ -134,6 +146,7 @@ func AttributeSites(g *taskgraph.Graph, p *Path, top int, label SiteLabel) *Site
 			byKey[k] = i
 		}
 		idx[vk] = i
+		lastIdx = i
 		return i
 	}
 	type skey struct {
@@ -157,38 +170,39 @@ func AttributeSites(g *taskgraph.Graph, p *Path, top int, label SiteLabel) *Site
 		x.Max = max(x.Max, w)
 		x.Bytes += bytes
 	}
-	n := p.NumVertices()
 	prev := int32(-1)
-	for i := 0; i < n; i++ {
-		v := p.p.Node(i)
-		k := shareOf(v)
+	first := true
+	err := sp.Steps(func(st *reconstruct.ReplayStep) error {
+		k := shareOf(st)
 		to := shares[k]
 		to.Count++
-		if g.Kind(v) == taskgraph.KindCollective {
-			w := p.Vertex(i).Weight
-			to.Communication += w
-			step(skey{coll: true, from: k, to: k}, w, 0)
+		if st.Kind == taskgraph.KindCollective {
+			to.Communication += st.Weight
+			step(skey{coll: true, from: k, to: k}, st.Weight, 0)
 		}
-		if i > 0 {
-			ek, _, ew, eb := p.p.EdgeAt(i - 1)
-			var w float64
-			if ek == taskgraph.Message {
-				w = p.w.Message(eb)
+		if !first {
+			w := hopWeight(st)
+			var bytes int64
+			if st.In.Kind == taskgraph.Message {
 				to.Communication += w
+				bytes = st.In.Bytes
 			} else {
-				w = float64(ew)
 				to.Computation += w
-				eb = 0
 			}
-			step(skey{kind: ek, from: prev, to: k}, w, eb)
+			step(skey{kind: st.In.Kind, from: prev, to: k}, w, bytes)
 		}
+		first = false
 		prev = k
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	frac := func(x float64) float64 {
-		if p.Length <= 0 {
+		if sp.Length <= 0 {
 			return 0
 		}
-		return x / p.Length
+		return x / sp.Length
 	}
 	s := &SiteSummary{BySite: []SiteShare{}, Steps: []StepGroup{}}
 	for _, x := range shares {
@@ -210,7 +224,7 @@ func AttributeSites(g *taskgraph.Graph, p *Path, top int, label SiteLabel) *Site
 	if top >= 0 && len(s.Steps) > top {
 		s.Steps = s.Steps[:top]
 	}
-	return s
+	return s, nil
 }
 
 // WriteText writes the path by call site and its heaviest groups of steps.

@@ -101,8 +101,8 @@ func TestAttributeSites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := Summarize(g, p, 3)
-	s.Sites = AttributeSites(g, p, 3, siteNames)
+	s := Summarize(p, 3)
+	s.Sites = AttributeSites(p, 3, siteNames)
 	// The sites' shares add up to the path, as the functions' do.
 	total := 0.0
 	count := 0
@@ -143,7 +143,7 @@ func TestAttributeSites(t *testing.T) {
 	golden.Check(t, filepath.Join("testdata", "pingpong-sites.txt"), b.String()+"\n"+string(js)+"\n", *updateSites)
 
 	// Without labels every vertex is at the unknown site.
-	u := AttributeSites(g, p, -1, func(int, uint32) string { return "" })
+	u := AttributeSites(p, -1, func(int, uint32) string { return "" })
 	for _, x := range u.BySite {
 		if x.Site != UnknownSite && x.Site != "" {
 			t.Errorf("unlabelled: %+v", x)
@@ -165,7 +165,7 @@ func BenchmarkAttributeSites(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		AttributeSites(g, p, 10, siteNames)
+		AttributeSites(p, 10, siteNames)
 	}
 	b.ReportMetric(float64(p.NumVertices())*float64(b.N)/b.Elapsed().Seconds(), "vertices/s")
 }

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/mpitrace/mpitrace/analysis/internal/textout"
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -100,69 +101,77 @@ type Item struct {
 
 func label(v *Vertex) string { return v.Name + " " + strconv.Itoa(v.Rank) }
 
-// Summarize summarises p, a critical path of g, with its top heaviest
-// items (all when top < 0). It visits the path's collective vertices,
-// then every vertex with the hop into it, and keeps only the top heaviest
-// items (a bounded heap), so that its memory does not grow with the path.
+// Summarize summarises p with its top heaviest items (all when top < 0):
+// SummarizeSteps of p's steps.
+func Summarize(p *Path, top int) *Summary {
+	s, _ := p.StepPath().Summarize(top) // a graph's path never fails
+	return s
+}
+
+// Summarize summarises the path with its top heaviest items (all when
+// top < 0). It reads the steps twice: the collective vertices first, then
+// every vertex with the hop into it (the sums add up in the order they
+// always did, to the last bit); it keeps only the top heaviest items (a
+// bounded heap), so that its memory does not grow with the path.
 // WriteCritPathOutSummary does the same while it writes critPath.out.
-func Summarize(g *taskgraph.Graph, p *Path, top int) *Summary {
-	sz := newSummarizer(g, p, top)
-	for i := 0; i < p.NumVertices(); i++ {
-		kind, r, name, idx := g.Describe(p.p.Node(i))
-		if i == 0 {
-			sz.vertex(kind, r, name, idx)
-			continue
-		}
-		ek, er, ew, eb := p.p.EdgeAt(i - 1)
-		sz.step(i, kind, r, name, idx, ek, er, ew, eb)
+func (sp *StepPath) Summarize(top int) (*Summary, error) {
+	sz, err := newSummarizer(sp, top)
+	if err != nil {
+		return nil, err
 	}
-	return sz.finish()
+	if err := sp.Steps(func(st *reconstruct.ReplayStep) error {
+		sz.visit(st)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return sz.finish(), nil
 }
 
 // summarizer sums a path for Summarize: newSummarizer visits the
-// collective vertices, vertex the first vertex, step every other vertex
-// with the hop into it, in path order; finish makes the Summary.
+// collective vertices, visit every vertex with the hop into it, in path
+// order; finish makes the Summary.
 type summarizer struct {
-	s *Summary
-	g *taskgraph.Graph
-	p *Path
+	s  *Summary
+	sp *StepPath
 	// By world rank, collectives at -1; not a table of Size() entries, which
 	// a hostile log may claim in millions. Paths stay on a rank for a while.
 	byRank   map[int]*RankShare
 	lastRank *RankShare
 	byFn     map[string]*FunctionShare
-	fnIdx    []*FunctionShare // by taskgraph.Graph.Describe's nameIdx
+	lastFn   *FunctionShare
 	heavy    *heaviest
+	i        int // the vertex visit sees next
+	// The vertex before it: its function and rank.
+	prevName string
+	prevRank int
 }
 
-func newSummarizer(g *taskgraph.Graph, p *Path, top int) *summarizer {
-	n := p.NumVertices()
-	s := &Summary{Length: p.Length, Vertices: n, Weights: p.Weights}
-	for _, r := range p.orig.Ranks() {
-		if a, b, ok := p.orig.RankSpan(r); ok {
-			s.Measured = max(s.Measured, b-a)
-		}
-	}
+func newSummarizer(sp *StepPath, top int) (*summarizer, error) {
+	s := &Summary{Length: sp.Length, Vertices: sp.NumSteps, Weights: sp.Weights, Measured: sp.RunTime}
 	if s.Measured > 0 {
-		s.Ratio = p.Length / float64(s.Measured)
+		s.Ratio = sp.Length / float64(s.Measured)
 	}
-	sz := &summarizer{s: s, g: g, p: p, byRank: make(map[int]*RankShare), byFn: make(map[string]*FunctionShare),
-		fnIdx: make([]*FunctionShare, len(g.Names())+2), heavy: newHeaviest(top)}
-	// Collective vertices first, then hops, each in path order: the sums
-	// add up in the order they always did, to the last bit.
-	for i := 0; i < n; i++ {
-		if g.Kind(p.p.Node(i)) != taskgraph.KindCollective {
-			continue
-		}
-		v := p.Vertex(i)
+	sz := &summarizer{s: s, sp: sp, byRank: make(map[int]*RankShare), byFn: make(map[string]*FunctionShare), heavy: newHeaviest(top)}
+	// Collective vertices first, then hops, each in path order.
+	err := sp.collectives(func(i int, st *reconstruct.ReplayStep) error {
+		w := st.Weight
 		s.Collectives++
-		s.Communication += v.Weight
-		sz.rank(-1).Communication += v.Weight
-		sz.fn(v.Name, -1).Communication += v.Weight
-		sz.heavy.add(candidate{weight: v.Weight, index: i})
-	}
-	return sz
+		s.Communication += w
+		sz.rank(-1).Communication += w
+		sz.fn(st.Name).Communication += w
+		if c := (candidate{weight: w, index: i}); sz.heavy.admits(c) {
+			l := stepLabel(st)
+			c.item = Item{Kind: "collective", Index: i, From: l, To: l, Rank: -1, Weight: w, Model: sp.fit(st)}
+			sz.heavy.add(c)
+		}
+		return nil
+	})
+	return sz, err
 }
+
+// stepLabel is "MPI_Isend 3": a vertex's function and rank.
+func stepLabel(st *reconstruct.ReplayStep) string { return st.Name + " " + strconv.Itoa(st.Rank) }
 
 func (sz *summarizer) rank(r int) *RankShare {
 	if sz.lastRank != nil && sz.lastRank.Rank == r {
@@ -177,67 +186,60 @@ func (sz *summarizer) rank(r int) *RankShare {
 	return x
 }
 
-func (sz *summarizer) fn(name string, idx int) *FunctionShare {
-	if idx >= 0 && sz.fnIdx[idx] != nil {
-		return sz.fnIdx[idx]
+func (sz *summarizer) fn(name string) *FunctionShare {
+	if sz.lastFn != nil && sz.lastFn.Name == name {
+		return sz.lastFn
 	}
 	x, ok := sz.byFn[name]
 	if !ok {
 		x = &FunctionShare{Name: name}
 		sz.byFn[name] = x
 	}
-	if idx >= 0 {
-		sz.fnIdx[idx] = x
-	}
+	sz.lastFn = x
 	return x
 }
 
-// vertex counts a vertex of the path (as taskgraph.Graph.Describe
-// describes it) and returns its function's share.
-func (sz *summarizer) vertex(kind taskgraph.NodeKind, r int, name string, idx int) *FunctionShare {
-	to := sz.fn(name, idx)
+// visit counts the next vertex of the path, and the hop into it.
+func (sz *summarizer) visit(st *reconstruct.ReplayStep) {
+	i := sz.i
+	sz.i++
+	to := sz.fn(st.Name)
 	to.Count++
-	if kind == taskgraph.KindOp {
-		sz.rank(r)
+	if st.Kind == taskgraph.KindOp {
+		sz.rank(st.Rank)
 	}
-	return to
-}
-
-// step counts vertex i > 0 of the path and the hop into it: its kind,
-// rank, Weight and Bytes (taskgraph.Path.EdgeAt(i-1)).
-func (sz *summarizer) step(i int, kind taskgraph.NodeKind, r int, name string, idx int, eKind taskgraph.EdgeKind, eRank int, eWeight, eBytes int64) {
-	to := sz.vertex(kind, r, name, idx)
+	prevName, prevRank := sz.prevName, sz.prevRank
+	sz.prevName, sz.prevRank = st.Name, st.Rank
+	if i == 0 {
+		return
+	}
 	s := sz.s
-	var weight float64
-	if eKind == taskgraph.Message {
-		weight = sz.p.w.Message(eBytes)
-		if sz.p.w.meas != nil {
-			weight = sz.p.w.meas.Cross(sz.p.p.Node(i-1), sz.p.p.Node(i), eBytes)
-		}
+	weight := hopWeight(st)
+	if st.In.Kind == taskgraph.Message {
 		s.Messages++
-		s.MessageBytes += eBytes
+		s.MessageBytes += st.In.Bytes
 		s.Communication += weight
-		sz.rank(eRank).Communication += weight
+		sz.rank(st.In.Rank).Communication += weight
 		to.Communication += weight
 	} else {
-		weight = float64(eWeight)
-		if eKind == taskgraph.CollOut && sz.p.w.meas != nil && sz.g.IsNonblocking(sz.p.p.Node(i-1)) {
-			weight = sz.p.w.meas.Cross(sz.p.p.Node(i-1), sz.p.p.Node(i), 0)
-		}
 		s.Computation += weight
-		sz.rank(eRank).Computation += weight
+		sz.rank(st.In.Rank).Computation += weight
 		to.Computation += weight
 	}
-	sz.heavy.add(candidate{weight: weight, hop: true, index: i - 1})
+	if c := (candidate{weight: weight, hop: true, index: i - 1}); sz.heavy.admits(c) {
+		c.item = Item{Kind: st.In.Kind.String(), Index: i - 1, From: prevName + " " + strconv.Itoa(prevRank), To: stepLabel(st),
+			Rank: st.In.Rank, Weight: weight, Bytes: st.In.Bytes}
+		sz.heavy.add(c)
+	}
 }
 
 func (sz *summarizer) finish() *Summary {
-	s, p := sz.s, sz.p
+	s, sp := sz.s, sz.sp
 	share := func(x float64) float64 {
-		if p.Length <= 0 {
+		if sp.Length <= 0 {
 			return 0
 		}
-		return x / p.Length
+		return x / sp.Length
 	}
 	for _, x := range sz.byRank {
 		x.Share = share(x.Computation + x.Communication)
@@ -262,19 +264,11 @@ func (sz *summarizer) finish() *Summary {
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})
-	s.Run = p.RunInfo(s.Measured)
+	s.Run = sp.RunInfo(s.Measured)
 	kept := sz.heavy.sorted()
 	s.Top = make([]Item, 0, len(kept)) // [] in JSON, not null, with --top 0
 	for _, c := range kept {
-		var it Item
-		if c.hop {
-			h := p.Hop(c.index)
-			from, to := p.Vertex(c.index), p.Vertex(c.index+1)
-			it = Item{Kind: h.Kind.String(), Index: c.index, From: label(&from), To: label(&to), Rank: h.Rank, Weight: h.Weight, Bytes: h.Bytes}
-		} else {
-			v := p.Vertex(c.index)
-			it = Item{Kind: "collective", Index: c.index, From: label(&v), To: label(&v), Rank: -1, Weight: v.Weight, Model: v.Model}
-		}
+		it := c.item
 		it.Share = share(it.Weight)
 		s.Top = append(s.Top, it)
 	}
@@ -287,6 +281,7 @@ type candidate struct {
 	weight float64
 	hop    bool
 	index  int
+	item   Item // the summary's item, once admitted
 }
 
 // heavier reports whether a goes before b in Top: by weight, heaviest
@@ -311,6 +306,11 @@ type heaviest struct {
 }
 
 func newHeaviest(n int) *heaviest { return &heaviest{n: n} }
+
+// admits reports whether add would keep c (for now).
+func (t *heaviest) admits(c candidate) bool {
+	return t.n < 0 || len(t.h) < t.n || t.n > 0 && heavier(c, t.h[0])
+}
 
 func (t *heaviest) add(c candidate) {
 	if t.n >= 0 && len(t.h) == t.n {

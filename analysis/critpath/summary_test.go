@@ -91,7 +91,7 @@ func TestSummaryTopMatchesBruteForce(t *testing.T) {
 					want[j].Share = want[j].Weight / p.Length
 				}
 			}
-			if got := Summarize(g, p, top).Top; !reflect.DeepEqual(got, want) && len(got)+len(want) > 0 {
+			if got := Summarize(p, top).Top; !reflect.DeepEqual(got, want) && len(got)+len(want) > 0 {
 				t.Fatalf("graph %d, top %d:\n got %+v\nwant %+v", i, top, got, want)
 			}
 		}
@@ -154,7 +154,7 @@ func TestWriteCritPathOutSummaryMatches(t *testing.T) {
 				if b.String() != want.String() {
 					t.Fatalf("graph %d, unit %s, top %d: WriteCritPathOutSummary\n%s\nwant\n%s", i, unit, top, b.String(), want.String())
 				}
-				if ref := Summarize(g, p, top); !reflect.DeepEqual(sum, ref) {
+				if ref := Summarize(p, top); !reflect.DeepEqual(sum, ref) {
 					t.Fatalf("graph %d, top %d: summary\n%+v\nwant\n%+v", i, top, sum, ref)
 				}
 			}

@@ -71,7 +71,7 @@ func TestWaitStatesBySite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := critpath.Summarize(g, p, 5)
+	s := critpath.Summarize(p, 5)
 	if len(s.Run.WaitStates) != 2 {
 		t.Fatalf("wait states %+v, want two rows", s.Run.WaitStates)
 	}
@@ -113,12 +113,12 @@ func TestWaitStatesBySite(t *testing.T) {
 
 	// One label for both sites: one row of 2 calls; an unlabelled site
 	// is the unknown call site.
-	s = critpath.Summarize(g, p, 5)
+	s = critpath.Summarize(p, 5)
 	s.Run.LabelSites(func(r int, site uint32) string { return "w.c:5 recvs" })
 	if ws := s.Run.WaitStates; len(ws) != 1 || ws[0].Count != 2 || ws[0].Time != 79_890 || ws[0].Site != "w.c:5 recvs" {
 		t.Errorf("merged wait states %+v", ws)
 	}
-	s = critpath.Summarize(g, p, 5)
+	s = critpath.Summarize(p, 5)
 	s.Run.LabelSites(func(int, uint32) string { return "" })
 	if ws := s.Run.WaitStates; len(ws) != 1 || ws[0].Site != critpath.UnknownSite {
 		t.Errorf("unlabelled wait states %+v", ws)
@@ -172,7 +172,7 @@ func TestExplainBySite(t *testing.T) {
 	if msg == nil || msg.FromSite != "w.c:40 sendB" || msg.ToSite != "w.c:20 second" {
 		t.Fatalf("largest %+v: no message with the call sites of both ends", why.Largest)
 	}
-	s := critpath.Summarize(g, mp, 5)
+	s := critpath.Summarize(mp, 5)
 	s.Why = why
 	var out bytes.Buffer
 	if err := s.WriteText(&out, critpath.Microsecond); err != nil {

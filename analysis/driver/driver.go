@@ -268,9 +268,13 @@ func finishOnce[A interface{ Finish() R }, R any](done *[]R, aggs []A) []R {
 // Summarize summarises path, a critical path of a's graph (unless sum,
 // made while writing critPath.out, already does): its repetition, and
 // when the trace has them its call sites, loops and regions.
-func (a *Analysis) Summarize(path *critpath.Path, sum *critpath.Summary, top int) *critpath.Summary {
+func (a *Analysis) Summarize(path *critpath.Path, sum *critpath.Summary, top int) (*critpath.Summary, error) {
+	sp := path.StepPath()
 	if sum == nil {
-		sum = critpath.Summarize(a.Graph, path, top)
+		var err error
+		if sum, err = sp.Summarize(top); err != nil {
+			return nil, err
+		}
 	}
 	var f *critpath.Folded
 	if path == a.Path {
@@ -279,17 +283,24 @@ func (a *Analysis) Summarize(path *critpath.Path, sum *critpath.Summary, top int
 		f = critpath.Fold(path) // the measured path: folded for its summary only
 	}
 	sum.Repetition = critpath.SummarizeRepetition(f)
+	var err error
 	if label := a.SiteLabel(); label != nil {
-		sum.Sites = critpath.AttributeSites(a.Graph, path, top, label)
+		if sum.Sites, err = sp.AttributeSites(top, label); err != nil {
+			return nil, err
+		}
 		sum.Run.LabelSites(label)
 	}
 	if spans := loops.NewSpans(a.Loops()); !spans.Empty() {
-		sum.Loops = critpath.AttributeLoops(path, sum, spans)
+		if sum.Loops, err = critpath.AttributeLoops(sp, sum, spans); err != nil {
+			return nil, err
+		}
 	}
 	if spans := regions.NewSpans(a.Regions()); !spans.Empty() {
-		sum.Regions = critpath.AttributeRegions(path, sum, spans)
+		if sum.Regions, err = critpath.AttributeRegions(sp, sum, spans); err != nil {
+			return nil, err
+		}
 	}
-	return sum
+	return sum, nil
 }
 
 // MeasuredPath returns the critical path under measured weights,
@@ -329,7 +340,7 @@ func (a *Analysis) Baseline(name string, prof *stats.Profile) *baseline.Baseline
 		b.Shape.Calls[f.Name] = f.Calls
 		b.Times[baseline.MPIFunction(f.Name)] = f.TotalNs
 	}
-	sum := critpath.Summarize(a.Graph, a.Path, 0) // the figures only: no loops, regions or call sites
+	sum := critpath.Summarize(a.Path, 0) // the figures only: no loops, regions or call sites
 	b.SetTime(baseline.CritpathLength, sum.Length)
 	b.SetTime(baseline.CritpathComputation, sum.Computation)
 	b.SetTime(baseline.CritpathCommunication, sum.Communication)

@@ -197,7 +197,9 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 			return err
 		}
 	}
-	sum = a.Summarize(path, sum, opts.Top)
+	if sum, err = a.Summarize(path, sum, opts.Top); err != nil {
+		return err
+	}
 	if err := a.Explain(sum); err != nil {
 		return err
 	}

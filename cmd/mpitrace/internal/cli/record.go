@@ -289,7 +289,9 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	if err := writeOutput(filepath.Join(dir, taskGraphDOT), write); err != nil {
 		return err
 	}
-	sum = a.Summarize(a.Path, sum, 5)
+	if sum, err = a.Summarize(a.Path, sum, 5); err != nil {
+		return err
+	}
 	if err := writeSummary(s.Err, opts.Out, a, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond); err != nil {
 		return err
 	}

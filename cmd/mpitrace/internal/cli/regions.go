@@ -114,8 +114,11 @@ func readRegions(t *tracefmt.Trace, modelPath string, s *Streams) (*regions.Repo
 	case a.PathErr != nil:
 		rep.NoCriticalPath(a.PathErr.Error())
 	default:
-		sum := critpath.Summarize(a.Graph, a.Path, 0)
-		at := critpath.AttributeRegions(a.Path, sum, regions.NewSpans(a.Regions()))
+		sum := critpath.Summarize(a.Path, 0)
+		at, err := critpath.AttributeRegions(a.Path.StepPath(), sum, regions.NewSpans(a.Regions()))
+		if err != nil {
+			return nil, nil, err
+		}
 		ns := make(map[string]float64, len(at.Nodes))
 		for _, x := range at.Nodes {
 			ns[x.Key] = x.Ns
