@@ -1842,6 +1842,10 @@ func (res *ReplayResult) Steps(fn func(*ReplayStep) error) error {
 // RankSites returns rank's call-site table (nil when it has none).
 func (res *ReplayResult) RankSites(rank int) *tracefmt.Sites { return res.sites[rank] }
 
+// Sites returns the call-site tables of the ranks that have one, by rank.
+// Do not modify it.
+func (res *ReplayResult) Sites() map[int]*tracefmt.Sites { return res.sites }
+
 // Close releases the path's temporary file.
 func (res *ReplayResult) Close() { res.store.close() }
 

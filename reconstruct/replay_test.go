@@ -500,6 +500,38 @@ func sitesAddUp(sp *critpath.StepPath, sum *critpath.Summary) (string, error) {
 	return "", nil
 }
 
+// sameFold says how the folds of two paths of one trace differ ("" when
+// they fold alike, with the same repetition), and checks that the steps of
+// the first weigh its length.
+func sameFold(a, b *critpath.StepPath) (string, error) {
+	fa, err := a.Fold()
+	if err != nil {
+		return "", err
+	}
+	fb, err := b.Fold()
+	if err != nil {
+		return "", err
+	}
+	if fa.Level != fb.Level || fmt.Sprint(fa.Nodes) != fmt.Sprint(fb.Nodes) {
+		return fmt.Sprintf("fold at level %d: %v; replay at %d: %v", fa.Level, fa.Nodes, fb.Level, fb.Nodes), nil
+	}
+	ra, err := critpath.SummarizeRepetition(fa)
+	if err != nil {
+		return "", err
+	}
+	rb, err := critpath.SummarizeRepetition(fb)
+	if err != nil {
+		return "", err
+	}
+	if fmt.Sprintf("%+v", ra) != fmt.Sprintf("%+v", rb) {
+		return fmt.Sprintf("repetition %+v, replay %+v", ra, rb), nil
+	}
+	if w := fa.Weight(0, fa.Steps()); math.Abs(w-a.Length) > 1e-9*max(1, a.Length) {
+		return fmt.Sprintf("the fold's steps weigh %v, the path %v", w, a.Length), nil
+	}
+	return "", nil
+}
+
 // jsonOf is v as indented JSON.
 func jsonOf(t testing.TB, v any) string {
 	b, err := json.MarshalIndent(v, "", " ")
@@ -569,6 +601,9 @@ func compareMeasured(ranks []*tracefmt.RankData) (string, error) {
 	}
 	// The path by call site adds up, per function, to the path by function.
 	if diff, err := sitesAddUp(rp, gsum); diff != "" || err != nil {
+		return "measured: " + diff, err
+	}
+	if diff, err := sameFold(gp, rp); diff != "" || err != nil {
 		return "measured: " + diff, err
 	}
 	wrun, grun := *wsum.Run, *gsum.Run
@@ -909,6 +944,9 @@ func TestReplayCritPathOut(t *testing.T) {
 				}
 				if w, g := jsonOf(t, wsum), jsonOf(t, gsum); w != g {
 					t.Fatalf("%s (%T): summary\n%s\nreplay:\n%s", name, m, w, g)
+				}
+				if diff, err := sameFold(gp, rp); diff != "" || err != nil {
+					t.Fatalf("%s (%T): %s %v", name, m, diff, err)
 				}
 			}
 			res.Close()

@@ -15,9 +15,12 @@ func FoldLong(p *Path) *Folded {
 // TestFoldRule.
 func FoldAll(p *Path) [numLevels]*Folded {
 	var out [numLevels]*Folded
-	st := p.newSteps()
+	st, err := p.StepPath().newSteps()
+	if err != nil {
+		panic(err)
+	}
 	for level := range numLevels {
-		f := &Folded{Level: level, p: p}
+		f := &Folded{Level: level, p: p, st: st}
 		seq := st.fn
 		switch level {
 		case SameStep, SameCall:

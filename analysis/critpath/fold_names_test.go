@@ -67,8 +67,8 @@ func TestFoldFunctionIndices(t *testing.T) {
 	if f.Level != critpath.SameFunction {
 		t.Errorf("folded at level %d, want SameFunction", f.Level)
 	}
-	rep := critpath.SummarizeRepetition(f)
-	if rep == nil || rep.Iterations != 300 || rep.BodySteps != 3 || rep.Start != 1 || rep.First != "MPI_E 0" {
+	rep, err := critpath.SummarizeRepetition(f)
+	if err != nil || rep == nil || rep.Iterations != 300 || rep.BodySteps != 3 || rep.Start != 1 || rep.First != "MPI_E 0" {
 		t.Errorf("repetition %+v, want 300 iterations of 3 steps from vertex 1 (MPI_E 0)", rep)
 	}
 }

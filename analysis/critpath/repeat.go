@@ -1,6 +1,7 @@
 package critpath
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -8,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/mpitrace/mpitrace/analysis/fold"
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
 // StepKey is what makes two steps of a path the same step when the path
@@ -16,7 +19,7 @@ import (
 // coarser Level leaves fields zero.
 type StepKey struct {
 	Rank int32 // the vertex's rank, -1 for shared vertices
-	Func int32 // the vertex's MPI function (taskgraph.Graph.Describe's nameIdx)
+	Func int32 // the vertex's MPI function (its index among the path's functions)
 	Kind taskgraph.EdgeKind
 	Peer int32 // the rank of the vertex the hop comes from
 	// Site is the vertex's call site (0 in traces without call sites),
@@ -90,7 +93,9 @@ type Folded struct {
 	Nodes []fold.Node
 	// Level is the likeness of the steps folded together (SameStep...).
 	Level int
-	p     *Path
+	p     *Path // the path of the graph folded, nil for a replay's
+	st    *steps
+	w     []float64 // StepWeight's, once asked for
 	// tok, at level Merged, is the first path vertex of each step (a step
 	// is then a run of vertices of one MPI function); nil when a step is
 	// a vertex.
@@ -133,11 +138,27 @@ const FoldTarget = 300
 // more per step, 16 at SameStep and SameCall (package fold), besides the
 // folds.
 func Fold(p *Path) *Folded {
-	big := p.NumVertices() > bigFold
+	f, _ := p.StepPath().Fold() // a graph's path never fails
+	f.p = p
+	return f
+}
+
+// Fold folds the path as Fold does.
+func (sp *StepPath) Fold() (*Folded, error) {
+	big := sp.NumSteps > bigFold
 	if big {
 		runtime.GC() // what made the path is garbage: make room first
 	}
-	st := p.newSteps()
+	st, err := sp.newSteps()
+	if err != nil {
+		return nil, err
+	}
+	f := st.fold(big)
+	return f, nil
+}
+
+// fold is Fold of st.
+func (st *steps) fold(big bool) *Folded {
 	var fd fold.Finder
 	var folds [numLevels]*Folded
 	var leaves [numLevels]int
@@ -164,7 +185,7 @@ func Fold(p *Path) *Folded {
 		case level != SameFunction || !same:
 			f = st.foldAt(&fd, level, limit)
 		case leaves[Merged] <= limit:
-			f = &Folded{Level: level, p: p, Nodes: sameNodes}
+			f = &Folded{Level: level, st: st, Nodes: sameNodes}
 		}
 		if f == nil {
 			continue // draws more than FoldTarget/3 and 1.5 times the fewest
@@ -192,7 +213,7 @@ func Fold(p *Path) *Folded {
 // foldAt folds st's path at level with fd; nil when the fold would draw
 // more than limit vertices (limit < 0: no limit).
 func (st *steps) foldAt(fd *fold.Finder, level, limit int) *Folded {
-	f := &Folded{Level: level, p: st.p}
+	f := &Folded{Level: level, st: st}
 	var nodes []fold.Node
 	ok := false
 	switch level {
@@ -234,14 +255,20 @@ func merge(seq []uint32, runs int) ([]uint32, []int32) {
 }
 
 // steps are what every level needs of a path's steps, made in one pass
-// over the path: each vertex's MPI function. The finer levels' signatures
-// are made as their fold reads them (stepSource).
+// over the path: each vertex's MPI function, rank, call site and the kind
+// of the hop into it (13 bytes a vertex). The finer levels' signatures are
+// made as their fold reads them (stepSource).
 type steps struct {
-	p *Path
+	sp *StepPath
 	// fn is each vertex's signature at SameFunction and Merged: its
-	// function's nameIdx (taskgraph.Graph.Describe) shifted left by 9, as
-	// signature makes it.
-	fn []uint32
+	// function's index in names shifted left by 9, as signature makes it.
+	fn    []uint32
+	names []string
+	rank  []int32
+	kind  []taskgraph.EdgeKind // of the hop into the vertex (0 for the first)
+	// site is each vertex's call site, numbered across ranks (prog), or its
+	// id in its rank's table when the ranks have no tables.
+	site []uint32
 	// lastCls is the last vertex of each class (class): a signature of
 	// SameStep or SameCall occurs nowhere past the last vertex of its
 	// class. Nil when a class is out of its range.
@@ -250,37 +277,67 @@ type steps struct {
 	// the steps at level Merged.
 	runs int
 	// prog numbers call sites across ranks (programSites); nil when the
-	// ranks have no call-site tables (the sites are then the ranks' own
-	// ids).
+	// ranks have no call-site tables.
 	prog *programSites
 }
 
-// newSteps makes p's steps: one pass over the path.
-func (p *Path) newSteps() *steps {
-	st := &steps{p: p, fn: make([]uint32, p.NumVertices()), lastCls: make([]int32, (len(p.g.Names())+3)*numClasses)}
+// newSteps makes the path's steps: one pass over it.
+func (sp *StepPath) newSteps() (*steps, error) {
+	n := sp.NumSteps
+	st := &steps{sp: sp, fn: make([]uint32, 0, n), rank: make([]int32, 0, n), kind: make([]taskgraph.EdgeKind, 0, n),
+		site: make([]uint32, 0, n), prog: newProgramSites(sp.tables())}
+	idx := map[string]int{}
+	lastName, lastIdx := "", -1
+	var cls []int32 // by class, grown with the names
+	known := true
 	prev := -1
-	for i := range st.fn {
-		_, rank, _, idx := p.g.Describe(p.p.Node(i))
-		st.fn[i] = signature(StepKey{Func: int32(idx)})
+	err := sp.Steps(func(s *reconstruct.ReplayStep) error {
+		i := len(st.fn)
+		if lastIdx < 0 || s.Name != lastName {
+			x, ok := idx[s.Name]
+			if !ok {
+				x = len(st.names)
+				idx[s.Name] = x
+				st.names = append(st.names, s.Name)
+			}
+			lastName, lastIdx = s.Name, x
+		}
+		ek := s.In.Kind
+		if i == 0 {
+			ek = 0
+		}
+		st.fn = append(st.fn, signature(StepKey{Func: int32(lastIdx)}))
+		st.rank = append(st.rank, int32(s.Rank))
+		st.kind = append(st.kind, ek)
+		site := s.Site
+		if st.prog != nil {
+			site = st.prog.id(s.SiteRank, site)
+		}
+		st.site = append(st.site, site)
 		if i == 0 || st.fn[i] != st.fn[i-1] {
 			st.runs++
 		}
-		var ek taskgraph.EdgeKind
-		if i > 0 {
-			ek, _, _, _ = p.p.EdgeAt(i - 1)
+		if known {
+			if c := class(lastIdx, ek, s.Rank, prev); c >= 0 {
+				if c >= len(cls) {
+					cls = append(cls, make([]int32, c+1-len(cls))...)
+				}
+				cls[c] = int32(i)
+			} else {
+				known, cls = false, nil // Last knows nothing
+			}
 		}
-		if c := class(idx, ek, rank, prev); c >= 0 && c < len(st.lastCls) {
-			st.lastCls[c] = int32(i)
-		} else {
-			st.lastCls = nil // Last knows nothing
-		}
-		prev = rank
+		prev = s.Rank
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	// A collective's call site is its lowest member's id, which means a
-	// place in the program only in that member's table: number sites
-	// across ranks (programSites) when they have tables.
-	st.prog = newProgramSites(p.g)
-	return st
+	if len(st.fn) != n {
+		return nil, fmt.Errorf("internal error: critpath: a path of %d steps gave %d", n, len(st.fn))
+	}
+	st.lastCls = cls
+	return st, nil
 }
 
 // nameIdx returns vertex i's function's nameIdx.
@@ -345,37 +402,24 @@ func (s *stepSource) Last(i int) int {
 	if st.lastCls == nil {
 		return len(st.fn) - 1
 	}
-	p := st.p
-	rank, idx := p.g.Rank(p.p.Node(i)), st.nameIdx(i)
-	var ek taskgraph.EdgeKind
 	prev := -1
 	if i > 0 {
-		ek, _, _, _ = p.p.EdgeAt(i - 1)
-		prev = p.g.Rank(p.p.Node(i - 1))
+		prev = int(st.rank[i-1])
 	}
-	return int(st.lastCls[class(idx, ek, rank, prev)])
+	return int(st.lastCls[class(st.nameIdx(i), st.kind[i], int(st.rank[i]), prev)])
 }
 
 func (s *stepSource) Fill(dst []uint32, from int) {
-	p, prog := s.st.p, s.st.prog
-	numbered := s.level == SameStep || prog != nil
+	st := s.st
+	numbered := s.level == SameStep || st.prog != nil
 	for d := range dst {
 		i := from + d
-		v := p.p.Node(i)
-		rank, idx := p.g.Rank(v), s.st.nameIdx(i)
-		var ek taskgraph.EdgeKind
-		if i > 0 {
-			ek, _, _, _ = p.p.EdgeAt(i - 1)
-		}
+		rank := int(st.rank[i])
 		var site uint32
 		if numbered {
-			var sr int
-			sr, site = VertexSite(p.g, v)
-			if prog != nil {
-				site = prog.id(sr, site)
-			}
+			site = st.site[i]
 		}
-		k := stepKey(s.level, ek, rank, idx, s.prev, site)
+		k := stepKey(s.level, st.kind[i], rank, st.nameIdx(i), s.prev, site)
 		s.prev = rank
 		if !numbered {
 			dst[d] = signature(k)
@@ -401,7 +445,7 @@ func (s *stepSource) Fill(dst []uint32, from int) {
 // at its own addresses, but ranks running one binary give one line of it
 // one number here.
 type programSites struct {
-	g      *taskgraph.Graph
+	tables map[int]*tracefmt.Sites
 	byRank map[[2]int64]uint32 // (rank, rank's site id) -> number
 	byProg map[progSite]uint32
 }
@@ -411,12 +455,12 @@ type progSite struct {
 	off  uint64
 }
 
-// newProgramSites returns the numbering of g's call sites, nil when no
-// rank of g has call sites.
-func newProgramSites(g *taskgraph.Graph) *programSites {
-	for _, r := range g.Ranks() {
-		if g.RankSites(r).Len() > 0 {
-			return &programSites{g: g, byRank: map[[2]int64]uint32{}, byProg: map[progSite]uint32{}}
+// newProgramSites returns the numbering of the call sites of the ranks'
+// tables, nil when no rank has call sites.
+func newProgramSites(tables map[int]*tracefmt.Sites) *programSites {
+	for _, t := range tables {
+		if t.Len() > 0 {
+			return &programSites{tables: tables, byRank: map[[2]int64]uint32{}, byProg: map[progSite]uint32{}}
 		}
 	}
 	return nil
@@ -432,7 +476,7 @@ func (ps *programSites) id(rank int, site uint32) uint32 {
 	if n, ok := ps.byRank[rk]; ok {
 		return n
 	}
-	tab := ps.g.RankSites(rank)
+	tab := ps.tables[rank]
 	addr, _ := tab.Addr(uint64(site))
 	key := progSite{path: "\x00rank " + strconv.Itoa(rank), off: uint64(site)}
 	for _, m := range tab.Mappings() {
@@ -450,8 +494,12 @@ func (ps *programSites) id(rank int, site uint32) uint32 {
 	return n
 }
 
-// Path returns the folded path.
+// Path returns the folded path of the graph, nil for a path the replay
+// found.
 func (f *Folded) Path() *Path { return f.p }
+
+// Vertices returns the number of vertices of the folded path.
+func (f *Folded) Vertices() int { return len(f.st.fn) }
 
 // Steps returns the number of steps of the fold: the path's vertices, or
 // at level Merged the runs of vertices of one MPI function.
@@ -459,7 +507,7 @@ func (f *Folded) Steps() int {
 	if f.tok != nil {
 		return len(f.tok)
 	}
-	return f.p.NumVertices()
+	return len(f.st.fn)
 }
 
 // StepVertices returns the path vertices [first, end) of step i.
@@ -470,39 +518,76 @@ func (f *Folded) StepVertices(i int) (first, end int) {
 	if i+1 < len(f.tok) {
 		return int(f.tok[i]), int(f.tok[i+1])
 	}
-	return int(f.tok[i]), f.p.NumVertices()
+	return int(f.tok[i]), len(f.st.fn)
 }
 
 // StepWeight returns step i's share of the path in ns: the hops into its
 // vertices (none into vertex 0) and their own weights (a collective's).
+// The first call reads the path once for every step's.
 func (f *Folded) StepWeight(i int) float64 {
-	p := f.p
-	var w float64
-	first, end := f.StepVertices(i)
-	for v := first; v < end; v++ {
+	if f.w == nil {
+		ranges := make([][2]int, f.Steps())
+		for i := range ranges {
+			ranges[i] = [2]int{i, i + 1}
+		}
+		f.w, _ = f.weights(ranges) // a graph's path never fails
+	}
+	return f.w[i]
+}
+
+// weights returns the weight of each range [from, to) of steps, the
+// ranges in order and apart: the sum of the StepWeight of its steps, in
+// one pass over the path.
+func (f *Folded) weights(ranges [][2]int) ([]float64, error) {
+	out := make([]float64, len(ranges))
+	if len(ranges) == 0 {
+		return out, nil
+	}
+	r, step, v := 0, 0, 0 // the range, step and vertex next
+	_, end := f.StepVertices(0)
+	var sw float64 // step's weight so far
+	errDone := errors.New("done")
+	err := f.st.sp.Steps(func(st *reconstruct.ReplayStep) error {
 		if v > 0 {
-			k, _, weight, bytes := p.p.EdgeAt(v - 1)
-			if k == taskgraph.Message {
-				w += p.w.Message(bytes)
-			} else {
-				w += float64(weight)
+			sw += hopWeight(st)
+		}
+		if st.Kind == taskgraph.KindCollective {
+			sw += st.Weight
+		}
+		v++
+		if v < end {
+			return nil
+		}
+		// Step done.
+		if step >= ranges[r][0] && step < ranges[r][1] {
+			out[r] += sw
+		}
+		sw = 0
+		step++
+		if step >= ranges[r][1] {
+			if r++; r == len(ranges) {
+				return errDone
 			}
 		}
-		if id := p.p.Node(v); p.g.Kind(id) == taskgraph.KindCollective {
-			w += p.w.coll(id).ns
+		if step < f.Steps() {
+			_, end = f.StepVertices(step)
 		}
+		return nil
+	})
+	if err == errDone {
+		err = nil
 	}
-	return w
+	return out, err
 }
 
 // StepRanks returns the lowest and highest rank of step i's vertices (-1
 // for a shared vertex).
 func (f *Folded) StepRanks(i int) (lo, hi int) {
 	first, end := f.StepVertices(i)
-	lo, hi = f.p.g.Rank(f.p.p.Node(first)), 0
+	lo = int(f.st.rank[first])
 	hi = lo
 	for v := first + 1; v < end; v++ {
-		r := f.p.g.Rank(f.p.p.Node(v))
+		r := int(f.st.rank[v])
 		lo, hi = min(lo, r), max(hi, r)
 	}
 	return lo, hi
@@ -521,7 +606,7 @@ func (f *Folded) Weight(from, to int) float64 {
 // alone for a shared vertex (MPI_Init, MPI_Finalize, a collective).
 func (f *Folded) StepLabel(i int) string {
 	first, _ := f.StepVertices(i)
-	_, rank, name, _ := f.p.g.Describe(f.p.p.Node(first))
+	name, rank := f.st.names[f.st.nameIdx(first)], int(f.st.rank[first])
 	if rank < 0 {
 		return name
 	}
@@ -558,32 +643,44 @@ const minIterations = 3
 
 // SummarizeRepetition returns the heaviest run at the top of f, nil when
 // the path has none of at least minIterations repetitions covering at
-// least a tenth of its length or of its vertices.
-func SummarizeRepetition(f *Folded) *Repetition {
-	var best *Repetition
+// least a tenth of its length or of its vertices. It reads the path once,
+// for the runs' weights.
+func SummarizeRepetition(f *Folded) (*Repetition, error) {
+	var runs []*fold.Node
+	var ranges [][2]int
 	for i := range f.Nodes {
 		nd := &f.Nodes[i]
 		if !nd.IsRun() || nd.Count < minIterations {
 			continue
 		}
+		runs = append(runs, nd)
+		ranges = append(ranges, [2]int{nd.Start, nd.End()})
+	}
+	ws, err := f.weights(ranges)
+	if err != nil {
+		return nil, err
+	}
+	var best *Repetition
+	length := f.st.sp.Length
+	for k, nd := range runs {
 		r := &Repetition{Iterations: nd.Count, BodySteps: nd.Period, Start: nd.Start,
 			First: f.StepLabel(nd.Start), Last: f.StepLabel(nd.Start + nd.Period - 1),
-			Weight: f.Weight(nd.Start, nd.End()), Likeness: f.Likeness()}
+			Weight: ws[k], Likeness: f.Likeness()}
 		first, _ := f.StepVertices(nd.Start)
 		_, end := f.StepVertices(nd.End() - 1)
 		r.Vertices = end - first
-		r.Steps = float64(r.Vertices) / float64(f.p.NumVertices())
-		if f.p.Length > 0 {
-			r.Share = r.Weight / f.p.Length
+		r.Steps = float64(r.Vertices) / float64(f.Vertices())
+		if length > 0 {
+			r.Share = r.Weight / length
 		}
 		if best == nil || r.Weight > best.Weight || r.Weight == best.Weight && nd.Len() > best.Iterations*best.BodySteps {
 			best = r
 		}
 	}
 	if best == nil || best.Share < minRepetitionShare && best.Steps < minRepetitionShare {
-		return nil
+		return nil, nil
 	}
-	return best
+	return best, nil
 }
 
 // Body describes the repeated body: "MPI_Irecv 1 -> ... -> MPI_Allreduce".

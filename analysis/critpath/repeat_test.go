@@ -30,8 +30,8 @@ func TestFoldHalo(t *testing.T) {
 	if w := f.Weight(0, f.Steps()); w < p.Length*0.999999 || w > p.Length*1.000001 {
 		t.Errorf("the steps weigh %g, the path %g", w, p.Length)
 	}
-	rep := critpath.SummarizeRepetition(f)
-	if rep == nil || rep.Iterations < 10 || rep.Share < 0.5 {
+	rep, err := critpath.SummarizeRepetition(f)
+	if err != nil || rep == nil || rep.Iterations < 10 || rep.Share < 0.5 {
 		t.Fatalf("repetition %+v", rep)
 	}
 	var b strings.Builder

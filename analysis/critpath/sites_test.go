@@ -184,8 +184,8 @@ func TestFoldCallSites(t *testing.T) {
 		if f.Level != SameStep {
 			t.Fatalf("folded at level %d, want SameStep", f.Level)
 		}
-		r := SummarizeRepetition(f)
-		if r == nil {
+		r, err := SummarizeRepetition(f)
+		if err != nil || r == nil {
 			t.Fatal("no repetition")
 		}
 		return r
@@ -308,8 +308,12 @@ func TestFoldCollectiveSitesAcrossRanks(t *testing.T) {
 		t.Fatal(err)
 	}
 	seq := make([]uint32, p.NumVertices())
-	p.newSteps().source(SameStep).Fill(seq, 0)
-	prog := newProgramSites(g)
+	st, err := p.StepPath().newSteps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.source(SameStep).Fill(seq, 0)
+	prog := newProgramSites(p.StepPath().tables())
 	pairs := 0
 	for i := 1; i+1 < p.NumVertices(); i++ {
 		v, w := p.p.Node(i), p.p.Node(i+1)

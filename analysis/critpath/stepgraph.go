@@ -59,7 +59,7 @@ func (s *StepGraph) Site(i int) (rank int, site uint32) {
 
 // MergeSteps merges p's steps by call site (see StepGraph).
 func MergeSteps(p *Path) *StepGraph {
-	prog := newProgramSites(p.g)
+	prog := newProgramSites(p.StepPath().tables())
 	by := "call site"
 	key := func(v taskgraph.NodeID, kind taskgraph.NodeKind, rank, idx int) [3]int64 {
 		if kind == taskgraph.KindInit || kind == taskgraph.KindFinalize {

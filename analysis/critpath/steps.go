@@ -3,6 +3,7 @@ package critpath
 import (
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
 // StepPath is a critical path read as its steps, from MPI_Init to
@@ -29,7 +30,9 @@ type StepPath struct {
 	// their indices on the path (cheaper than each on a graph's path).
 	colls func(func(i int, st *reconstruct.ReplayStep) error) error
 	w     *weigher // the fits of the model's collectives
-	run   func(measured int64) *RunInfo
+	// tables returns the ranks' call-site tables (those that have one).
+	tables func() map[int]*tracefmt.Sites
+	run    func(measured int64) *RunInfo
 }
 
 // Steps calls fn for each step of the path in order; it stops at fn's
@@ -83,7 +86,16 @@ func hopWeight(st *reconstruct.ReplayStep) float64 {
 // StepPath returns p read as its steps.
 func (p *Path) StepPath() *StepPath {
 	return &StepPath{Length: p.Length, Weights: p.Weights, NumSteps: p.NumVertices(), RunTime: RunTime(p.orig),
-		each: p.steps, colls: p.collSteps, w: p.w, run: func(measured int64) *RunInfo { return p.RunInfo(measured) }}
+		each: p.steps, colls: p.collSteps, w: p.w, run: func(measured int64) *RunInfo { return p.RunInfo(measured) },
+		tables: func() map[int]*tracefmt.Sites {
+			m := map[int]*tracefmt.Sites{}
+			for _, r := range p.g.Ranks() {
+				if t := p.g.RankSites(r); t.Len() > 0 {
+					m[r] = t
+				}
+			}
+			return m
+		}}
 }
 
 // collSteps describes p's collective vertices as steps does.
@@ -180,7 +192,16 @@ func ReplayPath(res *reconstruct.ReplayResult, weights Weighting, m Model, clock
 		m = zeroModel{}
 	}
 	sp := &StepPath{Length: res.Length, Weights: weights, NumSteps: res.NumSteps, RunTime: res.RunTime,
-		each: res.Steps, w: &weigher{m: m, colls: make(map[taskgraph.CollectiveInfo]collW)}}
+		each: res.Steps, w: &weigher{m: m, colls: make(map[taskgraph.CollectiveInfo]collW)},
+		tables: func() map[int]*tracefmt.Sites {
+			m := map[int]*tracefmt.Sites{}
+			for r, t := range res.Sites() {
+				if t.Len() > 0 {
+					m[r] = t
+				}
+			}
+			return m
+		}}
 	if weights == WeightsMeasured && res.Run != nil {
 		r := res.Run
 		sp.run = func(measured int64) *RunInfo {

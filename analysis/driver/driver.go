@@ -282,8 +282,10 @@ func (a *Analysis) Summarize(path *critpath.Path, sum *critpath.Summary, top int
 	} else {
 		f = critpath.Fold(path) // the measured path: folded for its summary only
 	}
-	sum.Repetition = critpath.SummarizeRepetition(f)
 	var err error
+	if sum.Repetition, err = critpath.SummarizeRepetition(f); err != nil {
+		return nil, err
+	}
 	if label := a.SiteLabel(); label != nil {
 		if sum.Sites, err = sp.AttributeSites(top, label); err != nil {
 			return nil, err

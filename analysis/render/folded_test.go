@@ -84,8 +84,8 @@ func TestFoldedDOT(t *testing.T) {
 		t.Errorf("two renderings differ:\n%s", textdiff.Lines(got, again))
 	}
 	// The summary names the repetition.
-	rep := critpath.SummarizeRepetition(critpath.Fold(p))
-	if rep == nil || rep.Iterations != 999 || rep.BodySteps != 5 {
+	rep, err := critpath.SummarizeRepetition(critpath.Fold(p))
+	if err != nil || rep == nil || rep.Iterations != 999 || rep.BodySteps != 5 {
 		t.Fatalf("repetition %+v, want 999 iterations of 5 steps", rep)
 	}
 	var line strings.Builder
