@@ -3,6 +3,8 @@ package critpath
 import (
 	"fmt"
 	"io"
+
+	"github.com/mpitrace/mpitrace/reconstruct"
 )
 
 // Spans are where some things ran on each rank's clock, by key: the
@@ -31,10 +33,19 @@ type attribution struct {
 }
 
 // attribute intersects the path's computation with spans.
-func attribute(sp *StepPath, spans Spans) (attribution, error) {
-	a := attribution{byKey: map[string]int64{}}
-	var err error
-	a.unplaced, err = sp.Segments(func(s Segment) bool {
+func attribute(sp *StepPath, spans Spans) (*attribution, error) {
+	a, visit := newAttribution(spans)
+	err := sp.Steps(func(st *reconstruct.ReplayStep) error {
+		visit(st)
+		return nil
+	})
+	return a, err
+}
+
+// newAttribution returns attribute's pass: visit sees each step in order.
+func newAttribution(spans Spans) (*attribution, func(*reconstruct.ReplayStep)) {
+	a := &attribution{byKey: map[string]int64{}}
+	return a, segmentVisitor(func(s Segment) {
 		spans.Overlap(s.Rank, s.Start, s.End, func(key string, ns int64) {
 			if key == "" {
 				a.in += ns
@@ -42,9 +53,7 @@ func attribute(sp *StepPath, spans Spans) (attribution, error) {
 				a.byKey[key] += ns
 			}
 		})
-		return true
-	})
-	return a, err
+	}, &a.unplaced)
 }
 
 // shares are ns as fractions of the path's length and of its computation.

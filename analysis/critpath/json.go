@@ -1,14 +1,16 @@
 package critpath
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
 
-// pathJSON is a Path as JSON: the vertices in order and the edges between
-// them (edges[i] leads from vertices[i] to vertices[i+1]). Times are in ns.
-type pathJSON struct {
-	Vertices []vertexJSON `json:"vertices"`
-	Edges    []edgeJSON   `json:"edges"`
-	Length   float64      `json:"length_ns"`
-}
+	"github.com/mpitrace/mpitrace/reconstruct"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
+)
+
+// A Path as JSON is its vertices in order and the edges between them
+// (edges[i] leads from vertices[i] to vertices[i+1]), and its length.
+// Times are in ns.
 
 type vertexJSON struct {
 	Name string `json:"name"` // the MPI function
@@ -33,16 +35,52 @@ type edgeJSON struct {
 
 // MarshalJSON encodes the path as {"vertices": [...], "edges": [...],
 // "length_ns": ...}, edges[i] leading from vertices[i] to vertices[i+1].
-func (p *Path) MarshalJSON() ([]byte, error) {
-	n := p.NumVertices()
-	j := pathJSON{Vertices: make([]vertexJSON, n), Edges: make([]edgeJSON, n-1), Length: p.Length}
-	for i := range n {
-		v := p.Vertex(i)
-		j.Vertices[i] = vertexJSON{Name: v.Name, Rank: v.Rank, Kind: v.Kind.String(), Weight: v.Weight, Model: v.Model, Bytes: v.Bytes, Procs: v.Procs}
-		if i+1 < n {
-			h := p.Hop(i)
-			j.Edges[i] = edgeJSON{Kind: h.Kind.String(), Rank: h.Rank, Weight: h.Weight, Measured: h.Measured, Bytes: h.Bytes}
+func (p *Path) MarshalJSON() ([]byte, error) { return p.StepPath().MarshalJSON() }
+
+// MarshalJSON encodes the path as Path.MarshalJSON does, from its steps.
+func (sp *StepPath) MarshalJSON() ([]byte, error) {
+	var vs, es bytes.Buffer
+	vs.WriteString(`{"vertices":[`)
+	es.WriteString(`],"edges":[`)
+	first := true
+	err := sp.Steps(func(st *reconstruct.ReplayStep) error {
+		v := vertexJSON{Name: st.Name, Rank: st.Rank, Kind: st.Kind.String()}
+		if st.Kind == taskgraph.KindCollective {
+			v.Weight, v.Model, v.Bytes, v.Procs = st.Weight, sp.fit(st), st.Bytes, st.Procs
 		}
+		if !first {
+			vs.WriteByte(',')
+			e := edgeJSON{Kind: st.In.Kind.String(), Rank: st.In.Rank, Weight: hopWeight(st), Bytes: st.In.Bytes}
+			if st.In.Kind != taskgraph.Message {
+				e.Measured = st.In.Weight
+			}
+			if es.Len() > len(`],"edges":[`) {
+				es.WriteByte(',')
+			}
+			b, err := json.Marshal(e)
+			if err != nil {
+				return err
+			}
+			es.Write(b)
+		}
+		first = false
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		vs.Write(b)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return json.Marshal(j)
+	length, err := json.Marshal(sp.Length)
+	if err != nil {
+		return nil, err
+	}
+	vs.Write(es.Bytes())
+	vs.WriteString(`],"length_ns":`)
+	vs.Write(length)
+	vs.WriteByte('}')
+	return vs.Bytes(), nil
 }

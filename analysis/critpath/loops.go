@@ -2,7 +2,6 @@ package critpath
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -25,31 +24,33 @@ type Segment struct {
 // clock: it ends where the call it leads into starts on that rank
 // (reconstruct.ReplayEdge.End). It returns the time of the computation
 // hops whose interval it cannot place: they are not yielded.
-func (sp *StepPath) Segments(yield func(Segment) bool) (unplaced float64, err error) {
-	first := true
-	errStop := errors.New("stop")
+func (sp *StepPath) Segments(yield func(Segment)) (unplaced float64, err error) {
+	visit := segmentVisitor(yield, &unplaced)
 	err = sp.Steps(func(st *reconstruct.ReplayStep) error {
-		if first {
-			first = false
-			return nil
-		}
-		e := &st.In
-		if e.Kind == taskgraph.Message || e.Weight <= 0 {
-			return nil
-		}
-		if e.End == 0 {
-			unplaced += float64(e.Weight)
-			return nil
-		}
-		if !yield(Segment{Rank: e.Rank, Start: e.End - e.Weight, End: e.End}) {
-			return errStop
-		}
+		visit(st)
 		return nil
 	})
-	if err == errStop {
-		err = nil
-	}
 	return unplaced, err
+}
+
+// segmentVisitor returns Segments' pass: visit sees each step in order,
+// and adds to *unplaced what it cannot place.
+func segmentVisitor(yield func(Segment), unplaced *float64) (visit func(*reconstruct.ReplayStep)) {
+	first := true
+	return func(st *reconstruct.ReplayStep) {
+		if first {
+			first = false
+			return
+		}
+		e := &st.In
+		switch {
+		case e.Kind == taskgraph.Message || e.Weight <= 0:
+		case e.End == 0:
+			*unplaced += float64(e.Weight)
+		default:
+			yield(Segment{Rank: e.Rank, Start: e.End - e.Weight, End: e.End})
+		}
+	}
 }
 
 // LoopSummary is how much of the path's computation ran inside
@@ -87,6 +88,11 @@ func AttributeLoops(sp *StepPath, sum *Summary, spans Spans) (*LoopSummary, erro
 	if err != nil {
 		return nil, err
 	}
+	return a.loops(sum, spans), nil
+}
+
+// loops is AttributeLoops of an attribution.
+func (a *attribution) loops(sum *Summary, spans Spans) *LoopSummary {
 	ls := &LoopSummary{Partial: spans.Partial(), Loops: []LoopShare{}, InLoops: float64(a.in), Unplaced: a.unplaced}
 	ls.Share, ls.ComputationShare = sum.shares(ls.InLoops)
 	for loop, ns := range a.byKey {
@@ -98,7 +104,7 @@ func AttributeLoops(sp *StepPath, sum *Summary, spans Spans) (*LoopSummary, erro
 	slices.SortFunc(ls.Loops, func(a, b LoopShare) int {
 		return cmp.Or(cmp.Compare(b.Ns, a.Ns), cmp.Compare(a.Loop, b.Loop))
 	})
-	return ls, nil
+	return ls
 }
 
 // WriteText writes the loop summary: a headline naming the loop that

@@ -74,7 +74,14 @@ func WriteCritPathOut(w io.Writer, p *Path, unit Unit) error {
 // WriteCritPathOut writes the path in the critPath.out format, as
 // WriteCritPathOut does.
 func (sp *StepPath) WriteCritPathOut(w io.Writer, unit Unit) error {
-	return sp.writeCritPathOut(w, unit, nil)
+	out := &outWriter{w: w, unit: unit, buf: make([]byte, 0, outFlush+256)}
+	if err := sp.Steps(func(st *reconstruct.ReplayStep) error {
+		out.visit(st)
+		return out.flush(false)
+	}); err != nil {
+		return err
+	}
+	return out.flush(true)
 }
 
 // WriteCritPathOutSummary writes critPath.out as WriteCritPathOut does and
@@ -85,53 +92,14 @@ func WriteCritPathOutSummary(w io.Writer, p *Path, unit Unit, top int) (*Summary
 }
 
 // WriteCritPathOutSummary writes critPath.out and returns the path's
-// summary (Summarize), reading the steps twice rather than three times.
+// summary (Summarize), in one pass over the steps besides the collectives'.
 func (sp *StepPath) WriteCritPathOutSummary(w io.Writer, unit Unit, top int) (*Summary, error) {
-	sz, err := newSummarizer(sp, top)
-	if err != nil {
-		return nil, err
-	}
-	if err := sp.writeCritPathOut(w, unit, sz); err != nil {
-		return nil, err
-	}
-	return sz.finish(), nil
+	sum, _, err := sp.Report(ReportOptions{Out: w, Unit: unit, Top: top})
+	return sum, err
 }
 
-// outFlush is when writeCritPathOut hands its buffer to the writer.
+// outFlush is when critPath.out's writer hands its buffer on.
 const outFlush = 64 << 10
-
-// writeCritPathOut writes critPath.out, and feeds each step to sz when it
-// is not nil.
-func (sp *StepPath) writeCritPathOut(w io.Writer, unit Unit, sz *summarizer) error {
-	buf := make([]byte, 0, outFlush+256)
-	first := true
-	err := sp.Steps(func(st *reconstruct.ReplayStep) error {
-		if !first {
-			if st.In.Kind == taskgraph.Message {
-				buf = strconv.AppendInt(buf, st.In.Bytes, 10)
-			} else {
-				buf = strconv.AppendInt(buf, unit.roundInt(st.In.Weight), 10)
-			}
-			buf = append(buf, '\n')
-		}
-		first = false
-		buf = vertexLine(buf, st.Name, st.Rank)
-		if sz != nil {
-			sz.visit(st)
-		}
-		if len(buf) < outFlush {
-			return nil
-		}
-		_, err := w.Write(buf)
-		buf = buf[:0]
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(buf)
-	return err
-}
 
 // ModelWeights weighs the streaming replay with model m as Compute weighs
 // the graph: a message by the model at its bytes, a collective by the

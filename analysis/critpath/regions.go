@@ -66,6 +66,11 @@ func AttributeRegions(sp *StepPath, sum *Summary, spans RegionSpans) (*RegionSum
 	if err != nil {
 		return nil, err
 	}
+	return a.regions(sum, spans), nil
+}
+
+// regions is AttributeRegions of an attribution.
+func (a *attribution) regions(sum *Summary, spans RegionSpans) *RegionSummary {
 	rs := &RegionSummary{InRegions: float64(a.in), Unplaced: a.unplaced, Nodes: []RegionShare{}}
 	rs.Share, rs.ComputationShare = sum.shares(rs.InRegions)
 	children := map[string]int64{}
@@ -89,7 +94,7 @@ func AttributeRegions(sp *StepPath, sum *Summary, spans RegionSpans) (*RegionSum
 	slices.SortFunc(rs.Nodes, func(a, b RegionShare) int {
 		return cmp.Or(cmp.Compare(b.Ns, a.Ns), cmp.Compare(a.Depth, b.Depth), cmp.Compare(a.Key, b.Key))
 	})
-	return rs, nil
+	return rs
 }
 
 // Describe names a node for people: `region "timestep"`, `kernel "axpy"

@@ -139,7 +139,6 @@ const FoldTarget = 300
 // folds.
 func Fold(p *Path) *Folded {
 	f, _ := p.StepPath().Fold() // a graph's path never fails
-	f.p = p
 	return f
 }
 
@@ -159,6 +158,12 @@ func (sp *StepPath) Fold() (*Folded, error) {
 
 // fold is Fold of st.
 func (st *steps) fold(big bool) *Folded {
+	f := st.foldLevels(big)
+	f.p = st.sp.p
+	return f
+}
+
+func (st *steps) foldLevels(big bool) *Folded {
 	var fd fold.Finder
 	var folds [numLevels]*Folded
 	var leaves [numLevels]int
@@ -283,6 +288,19 @@ type steps struct {
 
 // newSteps makes the path's steps: one pass over it.
 func (sp *StepPath) newSteps() (*steps, error) {
+	visit, finish := sp.stepsVisitor()
+	if err := sp.Steps(func(s *reconstruct.ReplayStep) error {
+		visit(s)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return finish()
+}
+
+// stepsVisitor returns newSteps' pass: visit sees each step in order,
+// finish returns the steps.
+func (sp *StepPath) stepsVisitor() (visit func(*reconstruct.ReplayStep), finish func() (*steps, error)) {
 	n := sp.NumSteps
 	st := &steps{sp: sp, fn: make([]uint32, 0, n), rank: make([]int32, 0, n), kind: make([]taskgraph.EdgeKind, 0, n),
 		site: make([]uint32, 0, n), prog: newProgramSites(sp.tables())}
@@ -291,7 +309,7 @@ func (sp *StepPath) newSteps() (*steps, error) {
 	var cls []int32 // by class, grown with the names
 	known := true
 	prev := -1
-	err := sp.Steps(func(s *reconstruct.ReplayStep) error {
+	visit = func(s *reconstruct.ReplayStep) {
 		i := len(st.fn)
 		if lastIdx < 0 || s.Name != lastName {
 			x, ok := idx[s.Name]
@@ -328,16 +346,14 @@ func (sp *StepPath) newSteps() (*steps, error) {
 			}
 		}
 		prev = s.Rank
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	if len(st.fn) != n {
-		return nil, fmt.Errorf("internal error: critpath: a path of %d steps gave %d", n, len(st.fn))
+	return visit, func() (*steps, error) {
+		if len(st.fn) != n {
+			return nil, fmt.Errorf("internal error: critpath: a path of %d steps gave %d", n, len(st.fn))
+		}
+		st.lastCls = cls
+		return st, nil
 	}
-	st.lastCls = cls
-	return st, nil
 }
 
 // nameIdx returns vertex i's function's nameIdx.

@@ -78,6 +78,14 @@ type SiteSummary struct {
 	Steps []StepGroup `json:"heaviest_steps"`
 }
 
+// groupKey is a StepGroup's: the kind of its hops (or a collective
+// vertex), and the shares of the call sites at their ends.
+type groupKey struct {
+	kind     taskgraph.EdgeKind
+	coll     bool
+	from, to int32
+}
+
 type siteKey struct {
 	site, fn string
 }
@@ -92,6 +100,19 @@ func AttributeSites(p *Path, top int, label SiteLabel) *SiteSummary {
 // function, and groups its hops by the call sites at their ends, keeping
 // the top heaviest groups (all when top < 0).
 func (sp *StepPath) AttributeSites(top int, label SiteLabel) (*SiteSummary, error) {
+	visit, finish := sp.siteVisitor(top, label)
+	if err := sp.Steps(func(st *reconstruct.ReplayStep) error {
+		visit(st)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return finish(), nil
+}
+
+// siteVisitor returns AttributeSites' pass: visit sees each step in
+// order, finish makes the summary.
+func (sp *StepPath) siteVisitor(top int, label SiteLabel) (visit func(*reconstruct.ReplayStep), finish func() *SiteSummary) {
 	// Each vertex's (rank, site, function) maps to a share by an integer
 	// key; the shares and their labels are made once per distinct key.
 	type vkey struct {
@@ -149,11 +170,7 @@ func (sp *StepPath) AttributeSites(top int, label SiteLabel) (*SiteSummary, erro
 		lastIdx = i
 		return i
 	}
-	type skey struct {
-		kind     taskgraph.EdgeKind
-		coll     bool
-		from, to int32
-	}
+	type skey = groupKey
 	steps := map[skey]*StepGroup{}
 	step := func(k skey, w float64, bytes int64) {
 		x, ok := steps[k]
@@ -172,7 +189,7 @@ func (sp *StepPath) AttributeSites(top int, label SiteLabel) (*SiteSummary, erro
 	}
 	prev := int32(-1)
 	first := true
-	err := sp.Steps(func(st *reconstruct.ReplayStep) error {
+	visit = func(st *reconstruct.ReplayStep) {
 		k := shareOf(st)
 		to := shares[k]
 		to.Count++
@@ -193,11 +210,12 @@ func (sp *StepPath) AttributeSites(top int, label SiteLabel) (*SiteSummary, erro
 		}
 		first = false
 		prev = k
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
+	return visit, func() *SiteSummary { return sp.siteSummary(shares, steps, top) }
+}
+
+// siteSummary sorts the shares and groups of steps of AttributeSites.
+func (sp *StepPath) siteSummary(shares []*SiteShare, steps map[groupKey]*StepGroup, top int) *SiteSummary {
 	frac := func(x float64) float64 {
 		if sp.Length <= 0 {
 			return 0
@@ -224,7 +242,7 @@ func (sp *StepPath) AttributeSites(top int, label SiteLabel) (*SiteSummary, erro
 	if top >= 0 && len(s.Steps) > top {
 		s.Steps = s.Steps[:top]
 	}
-	return s, nil
+	return s
 }
 
 // WriteText writes the path by call site and its heaviest groups of steps.

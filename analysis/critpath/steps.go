@@ -32,6 +32,7 @@ type StepPath struct {
 	w     *weigher // the fits of the model's collectives
 	// tables returns the ranks' call-site tables (those that have one).
 	tables func() map[int]*tracefmt.Sites
+	p      *Path // the path of the graph read, nil for a replay's
 	run    func(measured int64) *RunInfo
 }
 
@@ -85,7 +86,7 @@ func hopWeight(st *reconstruct.ReplayStep) float64 {
 
 // StepPath returns p read as its steps.
 func (p *Path) StepPath() *StepPath {
-	return &StepPath{Length: p.Length, Weights: p.Weights, NumSteps: p.NumVertices(), RunTime: RunTime(p.orig),
+	return &StepPath{Length: p.Length, Weights: p.Weights, NumSteps: p.NumVertices(), RunTime: RunTime(p.orig), p: p,
 		each: p.steps, colls: p.collSteps, w: p.w, run: func(measured int64) *RunInfo { return p.RunInfo(measured) },
 		tables: func() map[int]*tracefmt.Sites {
 			m := map[int]*tracefmt.Sites{}

@@ -115,17 +115,8 @@ func Summarize(p *Path, top int) *Summary {
 // bounded heap), so that its memory does not grow with the path.
 // WriteCritPathOutSummary does the same while it writes critPath.out.
 func (sp *StepPath) Summarize(top int) (*Summary, error) {
-	sz, err := newSummarizer(sp, top)
-	if err != nil {
-		return nil, err
-	}
-	if err := sp.Steps(func(st *reconstruct.ReplayStep) error {
-		sz.visit(st)
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	return sz.finish(), nil
+	sum, _, err := sp.Report(ReportOptions{Top: top})
+	return sum, err
 }
 
 // summarizer sums a path for Summarize: newSummarizer visits the

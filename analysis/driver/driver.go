@@ -14,6 +14,7 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"slices"
@@ -50,6 +51,12 @@ type Options struct {
 	Observe Observer
 	// Resolver resolves the call sites; nil for the default resolver.
 	Resolver *callsite.Resolver
+	// Stream finds the path with the streaming replay, in memory that does
+	// not grow with the trace, without the task graph (Graph and Path are
+	// then nil; Steps is the path): when the trace allows it, else (the
+	// replay declines lost events, overlapping calls of threads,
+	// undescribed communicators, or fails) as without.
+	Stream bool
 }
 
 // Analysis is a trace's task graph and critical path, and what derives
@@ -67,6 +74,9 @@ type Analysis struct {
 	// graph is still there.
 	Path    *critpath.Path
 	PathErr error
+	// Steps is the path under the model read as its steps: Path's, or the
+	// replay's (Options.Stream). Nil when there is none.
+	Steps *critpath.StepPath
 	// Note, when not "", is a note for the user about the reading (a
 	// record filter that may explain unmatched messages).
 	Note string
@@ -81,9 +91,13 @@ type Analysis struct {
 	loopRanks   []*loops.RankLoops     // the aggregators' Finish
 	regionRanks []*regions.RankRegions // the aggregators' Finish
 
-	clocks   *clockObserver
-	mpath    *critpath.Path // the path under measured weights, once computed
-	mpathErr error
+	clocks    *clockObserver
+	mpath     *critpath.StepPath // the path under measured weights, once computed
+	mpathErr  error
+	mgraph    *critpath.Path // and of the graph
+	mgraphErr error
+
+	replays []*reconstruct.ReplayResult // the replays' results, to Close
 }
 
 // LoadModel returns the latency model of the file path (a --model), or
@@ -119,6 +133,53 @@ func Analyze(t *tracefmt.Trace, o Options) (*Analysis, error) {
 	if a.Model, a.ModelName, err = LoadModel(o.Model); err != nil {
 		return nil, err
 	}
+	if o.Stream {
+		if err := a.replay(o); err == nil {
+			return a, nil
+		}
+		// Declined (or failed, which Build says better): the graph, with
+		// what the replay observed forgotten.
+		a = &Analysis{Trace: t, clocks: newClockObserver(), resolver: o.Resolver, Model: a.Model, ModelName: a.ModelName}
+	}
+	a.Graph, a.Diags, err = reconstruct.Build(t, reconstruct.Options{Filtered: RecordFilter(t) != "", Observe: a.observer(o)})
+	if err != nil {
+		return nil, err
+	}
+	a.Note = filterNote(t, a.Diags)
+	a.Path, a.PathErr = critpath.Compute(a.Graph, a.Model)
+	if a.Path != nil {
+		a.Steps = a.Path.StepPath()
+	}
+	return a, nil
+}
+
+// replay finds the path with the streaming replay: an error when the
+// replay declines the trace or fails.
+func (a *Analysis) replay(o Options) error {
+	t := a.Trace
+	res, err := reconstruct.ReplayTrace(t, critpath.ModelWeights(a.Model), reconstruct.Options{Filtered: RecordFilter(t) != "", Observe: a.observer(o)})
+	if err != nil {
+		return err
+	}
+	a.replays = append(a.replays, res)
+	a.Diags = res.Diags
+	a.Note = filterNote(t, a.Diags)
+	a.Steps = critpath.ReplayPath(res, critpath.WeightsModel, a.Model, nil)
+	return nil
+}
+
+// Close releases the temporary files of the replays.
+func (a *Analysis) Close() {
+	for _, res := range a.replays {
+		res.Close()
+	}
+	a.replays = nil
+}
+
+// observer returns what sees each rank's events while the trace is read:
+// the loops, the regions, the clock offsets and o.Observe.
+func (a *Analysis) observer(o Options) func(h *tracefmt.Header, strs *tracefmt.Strings) func(*tracefmt.Event) {
+	t := a.Trace
 	var mu sync.Mutex
 	observe := func(h *tracefmt.Header, strs *tracefmt.Strings) func(*tracefmt.Event) {
 		// Where the loops and regions ran, for the critical path's share
@@ -149,13 +210,7 @@ func Analyze(t *tracefmt.Trace, o Options) (*Analysis, error) {
 			}
 		}
 	}
-	a.Graph, a.Diags, err = reconstruct.Build(t, reconstruct.Options{Filtered: RecordFilter(t) != "", Observe: observe})
-	if err != nil {
-		return nil, err
-	}
-	a.Note = filterNote(t, a.Diags)
-	a.Path, a.PathErr = critpath.Compute(a.Graph, a.Model)
-	return a, nil
+	return observe
 }
 
 // ErrNoMPI is the error of a program recorded without MPI: there is no
@@ -203,8 +258,12 @@ func (a *Analysis) SiteLabel() critpath.SiteLabel {
 			r = callsite.NewResolver()
 		}
 		ranks := map[int]*tracefmt.Sites{}
-		for _, rk := range a.Graph.Ranks() {
-			ranks[rk] = a.Graph.RankSites(rk)
+		if a.Graph != nil {
+			for _, rk := range a.Graph.Ranks() {
+				ranks[rk] = a.Graph.RankSites(rk)
+			}
+		} else if len(a.replays) > 0 {
+			ranks = a.replays[0].Sites()
 		}
 		a.sites = SiteTable(r, ranks)
 	}
@@ -242,7 +301,11 @@ func SiteTable(r *callsite.Resolver, ranks map[int]*tracefmt.Sites) *callsite.Ta
 // once.
 func (a *Analysis) Folded() *critpath.Folded {
 	if a.fold == nil {
-		a.fold = critpath.Fold(a.Path)
+		if a.Path != nil {
+			a.fold = critpath.Fold(a.Path)
+		} else if f, err := a.Steps.Fold(); err == nil {
+			a.fold = f
+		}
 	}
 	return a.fold
 }
@@ -265,62 +328,80 @@ func finishOnce[A interface{ Finish() R }, R any](done *[]R, aggs []A) []R {
 	return *done
 }
 
-// Summarize summarises path, a critical path of a's graph (unless sum,
-// made while writing critPath.out, already does): its repetition, and
-// when the trace has them its call sites, loops and regions.
-func (a *Analysis) Summarize(path *critpath.Path, sum *critpath.Summary, top int) (*critpath.Summary, error) {
-	sp := path.StepPath()
-	if sum == nil {
-		var err error
-		if sum, err = sp.Summarize(top); err != nil {
-			return nil, err
-		}
-	}
-	var f *critpath.Folded
-	if path == a.Path {
-		f = a.Folded()
-	} else {
-		f = critpath.Fold(path) // the measured path: folded for its summary only
-	}
-	var err error
-	if sum.Repetition, err = critpath.SummarizeRepetition(f); err != nil {
-		return nil, err
-	}
-	if label := a.SiteLabel(); label != nil {
-		if sum.Sites, err = sp.AttributeSites(top, label); err != nil {
-			return nil, err
-		}
-		sum.Run.LabelSites(label)
-	}
+// Report writes critPath.out of sp, a path of a (Steps, or
+// MeasuredPath's), to out when it is not nil, and returns its summary:
+// its repetition and, when the trace has them, its call sites, loops and
+// regions (critpath.StepPath.Report).
+func (a *Analysis) Report(sp *critpath.StepPath, out io.Writer, unit critpath.Unit, top int) (*critpath.Summary, error) {
+	o := critpath.ReportOptions{Out: out, Unit: unit, Top: top, Label: a.SiteLabel(), Fold: true}
 	if spans := loops.NewSpans(a.Loops()); !spans.Empty() {
-		if sum.Loops, err = critpath.AttributeLoops(sp, sum, spans); err != nil {
-			return nil, err
-		}
+		o.Loops = spans
 	}
 	if spans := regions.NewSpans(a.Regions()); !spans.Empty() {
-		if sum.Regions, err = critpath.AttributeRegions(sp, sum, spans); err != nil {
-			return nil, err
-		}
+		o.Regions = spans
 	}
+	sum, f, err := sp.Report(o)
+	if err != nil {
+		return nil, err
+	}
+	if sp == a.Steps && a.fold == nil && a.Path != nil {
+		a.fold = f // for the picture
+	}
+	sum.Run.LabelSites(o.Label)
 	return sum, nil
 }
 
 // MeasuredPath returns the critical path under measured weights,
-// computing it once.
-func (a *Analysis) MeasuredPath() (*critpath.Path, error) {
-	if a.mpath == nil && a.mpathErr == nil {
-		a.mpath, a.mpathErr = critpath.ComputeMeasured(a.Graph, &a.clocks.clocks)
+// computing it once: from the graph, or with a second replay of the trace
+// (the clock offsets seen by the first).
+func (a *Analysis) MeasuredPath() (*critpath.StepPath, error) {
+	if a.mpath != nil || a.mpathErr != nil {
+		return a.mpath, a.mpathErr
 	}
-	return a.mpath, a.mpathErr
+	if a.Graph != nil {
+		var p *critpath.Path
+		if p, a.mpathErr = a.measuredGraphPath(); p != nil {
+			a.mpath = p.StepPath()
+		}
+		return a.mpath, a.mpathErr
+	}
+	res, err := reconstruct.ReplayTraceMeasured(a.Trace, a.clocks.clocks.Offset, reconstruct.Options{Filtered: RecordFilter(a.Trace) != ""})
+	if err != nil {
+		a.mpathErr = err
+		return nil, err
+	}
+	a.replays = append(a.replays, res)
+	a.mpath = critpath.ReplayPath(res, critpath.WeightsMeasured, nil, &a.clocks.clocks)
+	return a.mpath, nil
+}
+
+// measuredGraphPath is the path of the graph under measured weights,
+// computed once.
+func (a *Analysis) measuredGraphPath() (*critpath.Path, error) {
+	if a.mgraph == nil && a.mgraphErr == nil {
+		a.mgraph, a.mgraphErr = critpath.ComputeMeasured(a.Graph, &a.clocks.clocks)
+	}
+	return a.mgraph, a.mgraphErr
 }
 
 // Explain adds to sum, when the model's path is far below the measured
-// run, where the difference went.
+// run, where the difference went. It needs the task graph: after a
+// replay it builds it.
 func (a *Analysis) Explain(sum *critpath.Summary) error {
-	if !sum.NeedsWhy(a.Path.Length) {
+	if !sum.NeedsWhy(a.Steps.Length) {
 		return nil
 	}
-	mp, err := a.MeasuredPath()
+	if a.Graph == nil {
+		g, _, err := reconstruct.Build(a.Trace, reconstruct.Options{Filtered: RecordFilter(a.Trace) != ""})
+		if err != nil {
+			return err
+		}
+		a.Graph = g
+		if a.Path, err = critpath.Compute(g, a.Model); err != nil {
+			return err
+		}
+	}
+	mp, err := a.measuredGraphPath()
 	if err != nil {
 		return err
 	}
@@ -333,7 +414,7 @@ func (a *Analysis) Explain(sum *critpath.Summary) error {
 // prof's MPI functions, the critical path's length and parts by function,
 // the regions' and loops' times, and the model's fingerprint when it is
 // not the built-in one.
-func (a *Analysis) Baseline(name string, prof *stats.Profile) *baseline.Baseline {
+func (a *Analysis) Baseline(name string, prof *stats.Profile) (*baseline.Baseline, error) {
 	b := baseline.New(name, a.Trace.Size)
 	if fp := a.Model.Fingerprint(); fp != latency.Default().Fingerprint() {
 		b.Model = fp
@@ -342,7 +423,10 @@ func (a *Analysis) Baseline(name string, prof *stats.Profile) *baseline.Baseline
 		b.Shape.Calls[f.Name] = f.Calls
 		b.Times[baseline.MPIFunction(f.Name)] = f.TotalNs
 	}
-	sum := critpath.Summarize(a.Path, 0) // the figures only: no loops, regions or call sites
+	sum, err := a.Steps.Summarize(0) // the figures only: no loops, regions or call sites
+	if err != nil {
+		return nil, err
+	}
 	b.SetTime(baseline.CritpathLength, sum.Length)
 	b.SetTime(baseline.CritpathComputation, sum.Computation)
 	b.SetTime(baseline.CritpathCommunication, sum.Communication)
@@ -355,7 +439,7 @@ func (a *Analysis) Baseline(name string, prof *stats.Profile) *baseline.Baseline
 		stack = append(stack[:min(l.Depth, len(stack))], l.Location)
 		b.Times[baseline.Loop(strings.Join(stack, " > "))] = l.Measured
 	}
-	return b
+	return b, nil
 }
 
 // addRegions adds the inclusive time of nodes and their children, each

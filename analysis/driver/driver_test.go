@@ -68,7 +68,10 @@ func TestAnalyzeModel(t *testing.T) {
 		a  *Analysis
 		fp string
 	}{{def, ""}, {slow, m.Fingerprint()}} {
-		b := c.a.Baseline("name", prof)
+		b, err := c.a.Baseline("name", prof)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if b.Model != c.fp || b.Trace != "name" {
 			t.Errorf("baseline of %s: model %q trace %q, want %q", c.a.ModelName, b.Model, b.Trace, c.fp)
 		}
@@ -91,20 +94,31 @@ func TestLoadModelErrors(t *testing.T) {
 // TestMeasuredOnce: the measured path is computed once and differs from
 // nothing but its weighting.
 func TestMeasuredOnce(t *testing.T) {
-	a, err := Analyze(open(t, stencil), Options{})
-	if err != nil {
-		t.Fatal(err)
+	var lengths []float64
+	for _, stream := range []bool{false, true} {
+		a, err := Analyze(open(t, stencil), Options{Stream: stream})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (a.Graph == nil) != stream || a.Steps == nil {
+			t.Fatalf("stream %v: graph %v, steps %v", stream, a.Graph != nil, a.Steps != nil)
+		}
+		p1, err1 := a.MeasuredPath()
+		p2, err2 := a.MeasuredPath()
+		if err1 != nil || err2 != nil || p1 != p2 || p1 == a.Steps {
+			t.Errorf("MeasuredPath: %p %v, %p %v (model path %p)", p1, err1, p2, err2, a.Steps)
+		}
+		if a.Folded() != a.Folded() {
+			t.Error("Folded folds twice")
+		}
+		if errors.Is(a.NeedPath(), ErrNoMPI) || a.NoMPI() {
+			t.Error("an MPI trace taken for a program without MPI")
+		}
+		lengths = append(lengths, a.Steps.Length, p1.Length)
+		a.Close()
 	}
-	p1, err1 := a.MeasuredPath()
-	p2, err2 := a.MeasuredPath()
-	if err1 != nil || err2 != nil || p1 != p2 || p1 == a.Path {
-		t.Errorf("MeasuredPath: %p %v, %p %v (model path %p)", p1, err1, p2, err2, a.Path)
-	}
-	if a.Folded() != a.Folded() {
-		t.Error("Folded folds twice")
-	}
-	if errors.Is(a.NeedPath(), ErrNoMPI) || a.NoMPI() {
-		t.Error("an MPI trace taken for a program without MPI")
+	if lengths[0] != lengths[2] || lengths[1] != lengths[3] {
+		t.Errorf("the graph's paths weigh %v and %v, the replay's %v and %v", lengths[0], lengths[1], lengths[2], lengths[3])
 	}
 }
 

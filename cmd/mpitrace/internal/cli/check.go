@@ -192,7 +192,7 @@ func traceBaseline(dir, modelPath string, s *Streams) (*baseline.Baseline, error
 	if n := a.Diags.Count(tracefmt.DataLoss); n > 0 {
 		return nil, badInput(fmt.Errorf("%s lost data (%d data-loss diagnostics, see above): its figures would not compare; record the run again", dir, n))
 	}
-	return a.Baseline(dir, prof), nil
+	return a.Baseline(dir, prof)
 }
 
 // writeComparison writes the table of a comparison, or the shape's

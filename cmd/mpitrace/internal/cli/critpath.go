@@ -170,11 +170,14 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	if err != nil {
 		return err
 	}
-	a, err := analyzePath(opts.Dir, driver.Options{Model: opts.Model, Resolver: resolver}, s)
+	// The path is found by the streaming replay, or the task graph when
+	// the trace needs it.
+	a, err := analyzePath(opts.Dir, driver.Options{Model: opts.Model, Resolver: resolver, Stream: true}, s)
 	if err != nil {
 		return err
 	}
-	path := a.Path
+	defer a.Close()
+	path := a.Steps
 	if weights == critpath.WeightsMeasured {
 		if path, err = a.MeasuredPath(); err != nil {
 			return err
@@ -190,14 +193,14 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	// critPath.out and the summary in one pass over the path.
 	var sum *critpath.Summary
 	if out != "" {
-		if err := writeOutputTo(s, out, func(w io.Writer) (err error) {
-			sum, err = critpath.WriteCritPathOutSummary(w, path, unit, opts.Top)
+		err = writeOutputTo(s, out, func(w io.Writer) (err error) {
+			sum, err = a.Report(path, w, unit, opts.Top)
 			return err
-		}); err != nil {
-			return err
-		}
+		})
+	} else {
+		sum, err = a.Report(path, nil, unit, opts.Top)
 	}
-	if sum, err = a.Summarize(path, sum, opts.Top); err != nil {
+	if err != nil {
 		return err
 	}
 	if err := a.Explain(sum); err != nil {
@@ -211,7 +214,7 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 			Unit        string                    `json:"unit"`
 			Output      string                    `json:"critpath_out,omitempty"`
 			Summary     *critpath.Summary         `json:"summary"`
-			Path        *critpath.Path            `json:"path"`
+			Path        *critpath.StepPath        `json:"path"`
 			Unfinished  []tracefmt.UnfinishedCall `json:"unfinished,omitempty"`
 			Diagnostics *diagnosticsJSON          `json:"diagnostics"`
 		}{opts.Dir, a.ModelName, unit.String(), out, sum, path, a.Trace.Unfinished(), newDiagnosticsJSON(a.Diags)})

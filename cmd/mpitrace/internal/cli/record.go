@@ -276,8 +276,11 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	if err != nil {
 		return err
 	}
-	sum, err := writeCritPathFile(filepath.Join(dir, critPathFile), a.Path, critpath.Microsecond, 5)
-	if err != nil {
+	var sum *critpath.Summary
+	if err := writeOutput(filepath.Join(dir, critPathFile), func(w io.Writer) (err error) {
+		sum, err = a.Report(a.Steps, w, critpath.Microsecond, 5)
+		return err
+	}); err != nil {
 		return err
 	}
 	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.ModelName, CriticalOnly: a.Graph.NumNodes() > bigDOTGraph,
@@ -287,9 +290,6 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 		write, _, _ = pathPicture(a, ro)
 	}
 	if err := writeOutput(filepath.Join(dir, taskGraphDOT), write); err != nil {
-		return err
-	}
-	if sum, err = a.Summarize(a.Path, sum, 5); err != nil {
 		return err
 	}
 	if err := writeSummary(s.Err, opts.Out, a, filepath.Join(opts.Out, critPathFile), sum, critpath.Microsecond); err != nil {
