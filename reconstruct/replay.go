@@ -149,6 +149,8 @@ type ReplayResult struct {
 
 	store store
 	path  blocks
+	colls blocks // the collective steps
+	cenc  []byte
 	sites map[int]*tracefmt.Sites
 	enc   []byte
 	names []string
@@ -1488,7 +1490,8 @@ func (e *engine) run() (*ReplayResult, error) {
 	e.names.mu.Lock()
 	res.names = append(slices.Clip(e.names.names), "MPI_Init", "MPI_Init_thread", "MPI_Finalize")
 	e.names.mu.Unlock()
-	res.path = blocks{s: &res.store, limit: 4096}
+	res.path = blocks{s: &res.store, limit: 64 << 10}
+	res.colls = blocks{s: &res.store, limit: 16 << 10}
 	if err := e.back(res); err != nil {
 		res.Close()
 		return nil, err
@@ -1653,6 +1656,7 @@ func (e *engine) back(res *ReplayResult) error {
 		}
 	}
 	res.path.flush()
+	res.colls.flush()
 	return res.store.err
 }
 
@@ -1729,30 +1733,109 @@ func (w *walkCache) at(e *engine, r *streamRank, i uint32) (*itemRec, error) {
 
 // The path's steps, spilled as the walk back finds them.
 
-// add appends step st, whose name is res.names[name].
+// A step is spilled as a word of flags, its rank and name, then only the
+// fields the flags say differ from their usual value (most steps are an
+// operation reached along its rank's chain: a few varints).
+const (
+	sfKind      = 7 // taskgraph.NodeKind
+	sfCross     = 1 << 3
+	sfIndex     = 1 << 4 // Event.Index (else -1)
+	sfComp      = 1 << 5 // Event.Completion (else -1)
+	sfBytes     = 1 << 6
+	sfMsgBytes  = 1 << 7
+	sfInRank    = 1 << 8 // In.Rank (else Rank)
+	sfInWeight  = 1 << 9
+	sfInBytes   = 1 << 10
+	sfSite      = 1 << 11
+	sfSiteRank  = 1 << 12 // SiteRank (else Rank)
+	sfWeight    = 1 << 13
+	sfInCross   = 1 << 14
+	sfInEndAt   = 1 << 15 // In.End is Start
+	sfInEnd     = 1 << 16 // In.End (from Start)
+	sfStart     = 1 << 17
+	sfDur       = 1 << 18 // End (from Start)
+	sfInKindPos = 19      // In.Kind, 4 bits
+)
+
+// add appends step st, whose name is res.names[name]; a collective's goes
+// to the collectives' steps too, with its index on the path from its end.
 func (res *ReplayResult) add(st *ReplayStep, name int) {
-	b := res.enc[:0]
-	b = append(b, byte(st.Kind))
+	var f uint64
+	f |= uint64(st.Kind) & sfKind
 	if st.Cross {
-		b[0] |= 0x80
+		f |= sfCross
 	}
+	set := func(bit uint64, ok bool) {
+		if ok {
+			f |= bit
+		}
+	}
+	set(sfIndex, st.Event.Index != -1)
+	set(sfComp, st.Event.Completion != -1)
+	set(sfBytes, st.Bytes != 0)
+	set(sfMsgBytes, st.MsgBytes != 0)
+	set(sfInRank, st.In.Rank != st.Rank)
+	set(sfInWeight, st.In.Weight != 0)
+	set(sfInBytes, st.In.Bytes != 0)
+	set(sfSite, st.Site != 0)
+	set(sfSiteRank, st.SiteRank != st.Rank)
+	set(sfWeight, st.Weight != 0)
+	set(sfInCross, st.In.Cross != 0)
+	switch {
+	case st.In.End == st.Start:
+		f |= sfInEndAt
+	case st.In.End != 0:
+		f |= sfInEnd
+	}
+	set(sfStart, st.Start != 0)
+	set(sfDur, st.End != st.Start)
+	f |= uint64(st.In.Kind&15) << sfInKindPos
+	b := res.enc[:0]
+	b = binary.AppendUvarint(b, f)
 	b = binary.AppendUvarint(b, uint64(st.Rank+1))
 	b = binary.AppendUvarint(b, uint64(name))
-	b = binary.AppendVarint(b, st.Event.Index)
-	b = binary.AppendVarint(b, int64(st.Event.Completion))
-	b = binary.AppendVarint(b, st.Start)
-	b = binary.AppendUvarint(b, uint64(st.End-st.Start))
-	b = binary.AppendUvarint(b, uint64(st.Bytes))
-	b = binary.AppendUvarint(b, uint64(st.MsgBytes))
-	b = append(b, byte(st.In.Kind))
-	b = binary.AppendUvarint(b, uint64(st.In.Rank+1))
-	b = binary.AppendVarint(b, st.In.Weight)
-	b = binary.AppendUvarint(b, uint64(st.In.Bytes))
-	b = binary.AppendUvarint(b, uint64(st.Site))
-	b = binary.AppendUvarint(b, uint64(st.SiteRank+1))
-	b = binary.AppendUvarint(b, math.Float64bits(st.Weight))
-	b = binary.AppendUvarint(b, math.Float64bits(st.In.Cross))
-	b = binary.AppendVarint(b, st.In.End-st.Start)
+	if f&sfIndex != 0 {
+		b = binary.AppendVarint(b, st.Event.Index)
+	}
+	if f&sfComp != 0 {
+		b = binary.AppendVarint(b, int64(st.Event.Completion))
+	}
+	if f&sfStart != 0 {
+		b = binary.AppendVarint(b, st.Start)
+	}
+	if f&sfDur != 0 {
+		b = binary.AppendUvarint(b, uint64(st.End-st.Start))
+	}
+	if f&sfBytes != 0 {
+		b = binary.AppendUvarint(b, uint64(st.Bytes))
+	}
+	if f&sfMsgBytes != 0 {
+		b = binary.AppendUvarint(b, uint64(st.MsgBytes))
+	}
+	if f&sfInRank != 0 {
+		b = binary.AppendUvarint(b, uint64(st.In.Rank+1))
+	}
+	if f&sfInWeight != 0 {
+		b = binary.AppendVarint(b, st.In.Weight)
+	}
+	if f&sfInBytes != 0 {
+		b = binary.AppendUvarint(b, uint64(st.In.Bytes))
+	}
+	if f&sfSite != 0 {
+		b = binary.AppendUvarint(b, uint64(st.Site))
+	}
+	if f&sfSiteRank != 0 {
+		b = binary.AppendUvarint(b, uint64(st.SiteRank+1))
+	}
+	if f&sfWeight != 0 {
+		b = binary.AppendUvarint(b, math.Float64bits(st.Weight))
+	}
+	if f&sfInCross != 0 {
+		b = binary.AppendUvarint(b, math.Float64bits(st.In.Cross))
+	}
+	if f&sfInEnd != 0 {
+		b = binary.AppendVarint(b, st.In.End-st.Start)
+	}
 	if st.Kind == taskgraph.KindCollective {
 		nb := uint64(0)
 		if st.Nonblocking {
@@ -1762,6 +1845,12 @@ func (res *ReplayResult) add(st *ReplayStep, name int) {
 		b = binary.AppendUvarint(b, uint64(st.Procs))
 		b = binary.AppendUvarint(b, uint64(st.Participants))
 		b = binary.AppendUvarint(b, nb)
+		// The collectives' own steps: their index from the path's end
+		// first.
+		c := binary.AppendUvarint(res.cenc[:0], uint64(res.NumSteps))
+		c = append(c, b...)
+		res.colls.add(c)
+		res.cenc = c
 	}
 	res.enc = b
 	res.path.add(b)
@@ -1780,63 +1869,122 @@ const (
 func (res *ReplayResult) sharedName(which int) int { return len(res.names) - numShared + which }
 
 // Steps calls fn for each step of the path, from MPI_Init to
-// MPI_Finalize; it stops at fn's first error.
+// MPI_Finalize; it stops at fn's first error. The step is fn's only
+// during the call.
 func (res *ReplayResult) Steps(fn func(*ReplayStep) error) error {
+	return res.readSteps(&res.path, false, func(_ int, st *ReplayStep) error { return fn(st) })
+}
+
+// Collectives calls fn for each collective step of the path, in order,
+// with its index on the path; it stops at fn's first error.
+func (res *ReplayResult) Collectives(fn func(i int, st *ReplayStep) error) error {
+	return res.readSteps(&res.colls, true, fn)
+}
+
+// readSteps decodes the steps of b, written backwards, in path order;
+// indexed: each starts with its index from the path's end.
+func (res *ReplayResult) readSteps(b *blocks, indexed bool, fn func(int, *ReplayStep) error) error {
 	var buf []byte
 	var steps []ReplayStep
-	for k := len(res.path.idx) - 1; k >= 0; k-- {
-		b, _, err := res.path.read(k, buf)
+	var at []int
+	for k := len(b.idx); k >= 0; k-- {
+		blk, _, err := b.read(k, buf)
 		if err != nil {
 			return err
 		}
-		buf = b
-		steps = steps[:0]
-		d := recDec{b: b}
+		if k < len(b.idx) {
+			buf = blk
+		}
+		steps, at = steps[:0], at[:0]
+		d := recDec{b: blk}
 		for len(d.b) > 0 {
-			var st ReplayStep
-			st.Kind, st.Cross = taskgraph.NodeKind(d.b[0]&0x7f), d.b[0]&0x80 != 0
-			d.b = d.b[1:]
-			st.Rank = int(d.u()) - 1
-			if id := d.u(); id < uint64(len(res.names)) {
-				st.Name = res.names[id]
+			if indexed {
+				at = append(at, res.NumSteps-1-int(d.u()))
 			}
-			st.Event = taskgraph.EventRef{Rank: st.Rank, Index: d.s(), Completion: int(d.s())}
-			st.Start = d.s()
-			st.End = st.Start + int64(d.u())
-			st.Bytes = int64(d.u())
-			st.MsgBytes = int64(d.u())
-			if len(d.b) > 0 {
-				st.In.Kind = taskgraph.EdgeKind(d.b[0])
-				d.b = d.b[1:]
-			} else {
-				d.bad = true
-			}
-			st.In.Rank = int(d.u()) - 1
-			st.In.Weight = d.s()
-			st.In.Bytes = int64(d.u())
-			st.Site = uint32(d.u())
-			st.SiteRank = int(d.u()) - 1
-			st.Weight = math.Float64frombits(d.u())
-			st.In.Cross = math.Float64frombits(d.u())
-			st.In.End = st.Start + d.s()
-			if st.Kind == taskgraph.KindCollective {
-				st.GID = d.u()
-				st.Procs = int(d.u())
-				st.Participants = int(d.u())
-				st.Nonblocking = d.u() != 0
-			}
+			steps = append(steps, ReplayStep{})
+			res.decodeStep(&d, &steps[len(steps)-1])
 			if d.bad {
 				return fmt.Errorf("internal error: reconstruct: a path step does not decode")
 			}
-			steps = append(steps, st)
 		}
 		for i := len(steps) - 1; i >= 0; i-- {
-			if err := fn(&steps[i]); err != nil {
+			x := 0
+			if indexed {
+				x = at[i]
+			}
+			if err := fn(x, &steps[i]); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// decodeStep decodes a step that add encoded.
+func (res *ReplayResult) decodeStep(d *recDec, st *ReplayStep) {
+	f := d.u()
+	st.Kind = taskgraph.NodeKind(f & sfKind)
+	st.Cross = f&sfCross != 0
+	st.Rank = int(d.u()) - 1
+	if id := d.u(); id < uint64(len(res.names)) {
+		st.Name = res.names[id]
+	}
+	st.Event = taskgraph.EventRef{Rank: st.Rank, Index: -1, Completion: -1}
+	if f&sfIndex != 0 {
+		st.Event.Index = d.s()
+	}
+	if f&sfComp != 0 {
+		st.Event.Completion = int(d.s())
+	}
+	if f&sfStart != 0 {
+		st.Start = d.s()
+	}
+	st.End = st.Start
+	if f&sfDur != 0 {
+		st.End += int64(d.u())
+	}
+	if f&sfBytes != 0 {
+		st.Bytes = int64(d.u())
+	}
+	if f&sfMsgBytes != 0 {
+		st.MsgBytes = int64(d.u())
+	}
+	st.In.Kind = taskgraph.EdgeKind(f >> sfInKindPos & 15)
+	st.In.Rank = st.Rank
+	if f&sfInRank != 0 {
+		st.In.Rank = int(d.u()) - 1
+	}
+	if f&sfInWeight != 0 {
+		st.In.Weight = d.s()
+	}
+	if f&sfInBytes != 0 {
+		st.In.Bytes = int64(d.u())
+	}
+	if f&sfSite != 0 {
+		st.Site = uint32(d.u())
+	}
+	st.SiteRank = st.Rank
+	if f&sfSiteRank != 0 {
+		st.SiteRank = int(d.u()) - 1
+	}
+	if f&sfWeight != 0 {
+		st.Weight = math.Float64frombits(d.u())
+	}
+	if f&sfInCross != 0 {
+		st.In.Cross = math.Float64frombits(d.u())
+	}
+	switch {
+	case f&sfInEndAt != 0:
+		st.In.End = st.Start
+	case f&sfInEnd != 0:
+		st.In.End = st.Start + d.s()
+	}
+	if st.Kind == taskgraph.KindCollective {
+		st.GID = d.u()
+		st.Procs = int(d.u())
+		st.Participants = int(d.u())
+		st.Nonblocking = d.u() != 0
+	}
 }
 
 // RankSites returns rank's call-site table (nil when it has none).

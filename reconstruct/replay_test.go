@@ -97,6 +97,31 @@ func compareReplay(srcs func() []tracefmt.Source) (string, error) {
 	if run := critpath.RunTime(g); res.RunTime != run {
 		return fmt.Sprintf("run time %d, replay %d", run, res.RunTime), nil
 	}
+	// The collectives' own steps are the path's, at their index.
+	var colls []int
+	if err := res.Collectives(func(i int, st *reconstruct.ReplayStep) error {
+		if i < 0 || i >= len(steps) || *st != steps[i] {
+			return fmt.Errorf("collective step %d: %+v, the path's %+v", i, *st, steps[min(max(i, 0), len(steps)-1)])
+		}
+		colls = append(colls, i)
+		return nil
+	}); err != nil {
+		return err.Error(), nil
+	}
+	var want []int
+	for i := range steps {
+		if steps[i].Kind == taskgraph.KindCollective {
+			want = append(want, i)
+		}
+	}
+	if !slices.Equal(colls, want) {
+		return fmt.Sprintf("collective steps at %v, want %v", colls, want), nil
+	}
+	return compareSteps(g, path, gw, steps)
+}
+
+// compareSteps compares the replay's steps with the graph's path.
+func compareSteps(g *taskgraph.Graph, path *taskgraph.Path, gw graphWeights, steps []reconstruct.ReplayStep) (string, error) {
 	want := replayStepsOf(g, path, gw)
 	if len(want) != len(steps) {
 		return fmt.Sprintf("%d steps, replay %d:\n%v\n%v", len(want), len(steps), want, steps), nil

@@ -193,7 +193,7 @@ func ReplayPath(res *reconstruct.ReplayResult, weights Weighting, m Model, clock
 		m = zeroModel{}
 	}
 	sp := &StepPath{Length: res.Length, Weights: weights, NumSteps: res.NumSteps, RunTime: res.RunTime,
-		each: res.Steps, w: &weigher{m: m, colls: make(map[taskgraph.CollectiveInfo]collW)},
+		each: res.Steps, colls: res.Collectives, w: &weigher{m: m, colls: make(map[taskgraph.CollectiveInfo]collW)},
 		tables: func() map[int]*tracefmt.Sites {
 			m := map[int]*tracefmt.Sites{}
 			for r, t := range res.Sites() {

@@ -1,7 +1,9 @@
 package driver
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mpitrace/mpitrace/analysis/baseline"
+	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/analysis/stats"
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -133,4 +136,78 @@ func TestParseRecorderOptions(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
 	}
+}
+
+// TestStreamAsGraph: on every stored trace of a real run, the analysis
+// with the streaming replay (where it does not decline) writes the
+// critPath.out and makes the summary the graph's analysis makes, under
+// the model and measured weights, with the same baseline.
+func TestStreamAsGraph(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("..", "..", "fixtures", "traces", "v*", "*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatal(dirs, err)
+	}
+	streamed := 0
+	for _, dir := range dirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		var outs, sums, bases [2]string
+		for k, stream := range []bool{false, true} {
+			a, err := Analyze(open(t, dir), Options{Stream: stream})
+			if err != nil {
+				t.Fatalf("%s: %v", dir, err)
+			}
+			if a.NeedPath() != nil {
+				outs[k] = "no path"
+				continue
+			}
+			if stream && a.Graph == nil {
+				streamed++
+			}
+			prof, err := stats.OfTrace(open(t, dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := a.Baseline("x", prof)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bases[k] = fmt.Sprint(b)
+			mp, err := a.MeasuredPath()
+			if err != nil {
+				t.Fatalf("%s: %v", dir, err)
+			}
+			for _, sp := range []*critpath.StepPath{a.Steps, mp} {
+				var out strings.Builder
+				sum, err := a.Report(sp, &out, critpath.Microsecond, 10)
+				if err != nil {
+					t.Fatalf("%s: %v", dir, err)
+				}
+				if err := a.Explain(sum); err != nil {
+					t.Fatalf("%s: %v", dir, err)
+				}
+				js, err := json.MarshalIndent(sum, "", " ")
+				if err != nil {
+					t.Fatal(err)
+				}
+				outs[k] += out.String()
+				sums[k] += string(js)
+			}
+			a.Close()
+		}
+		if outs[0] != outs[1] {
+			t.Errorf("%s: critPath.out of the graph\n%s\nof the replay\n%s", dir, outs[0], outs[1])
+		}
+		if sums[0] != sums[1] {
+			t.Errorf("%s: summary of the graph\n%s\nof the replay\n%s", dir, sums[0], sums[1])
+		}
+		if bases[0] != bases[1] {
+			t.Errorf("%s: baseline of the graph\n%s\nof the replay\n%s", dir, bases[0], bases[1])
+		}
+	}
+	if streamed < len(dirs)/2 {
+		t.Errorf("the replay analysed %d of %d traces", streamed, len(dirs))
+	}
+	t.Logf("%d of %d traces replayed", streamed, len(dirs))
 }

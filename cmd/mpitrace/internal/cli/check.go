@@ -176,10 +176,11 @@ func traceBaseline(dir, modelPath string, s *Streams) (*baseline.Baseline, error
 	if err != nil {
 		return nil, badInput(err)
 	}
-	a, err := analyzeTracePath(t, driver.Options{Model: modelPath}, s)
+	a, err := analyzeTracePath(t, driver.Options{Model: modelPath, Stream: true}, s)
 	if err != nil {
 		return nil, badInput(err)
 	}
+	defer a.Close()
 	// A trace with errors or lost data is bad input: its figures would
 	// compare as another run's.
 	if err := reportDiagnostics(s, a.Diags, &traceFlags{}); err != nil {

@@ -79,7 +79,7 @@ func readRegions(t *tracefmt.Trace, modelPath string, s *Streams) (*regions.Repo
 		mu         sync.Mutex
 		validators = map[int]*tracefmt.Validator{}
 	)
-	a, err := analyze(t, driver.Options{Model: modelPath, Observe: func(h *tracefmt.Header, strs *tracefmt.Strings, file string) func(*tracefmt.Event) {
+	a, err := analyze(t, driver.Options{Model: modelPath, Stream: true, Observe: func(h *tracefmt.Header, strs *tracefmt.Strings, file string) func(*tracefmt.Event) {
 		v := tracefmt.NewValidator(h, strs, file)
 		mu.Lock()
 		validators[h.Rank] = v
@@ -114,8 +114,12 @@ func readRegions(t *tracefmt.Trace, modelPath string, s *Streams) (*regions.Repo
 	case a.PathErr != nil:
 		rep.NoCriticalPath(a.PathErr.Error())
 	default:
-		sum := critpath.Summarize(a.Path, 0)
-		at, err := critpath.AttributeRegions(a.Path.StepPath(), sum, regions.NewSpans(a.Regions()))
+		sum, err := a.Steps.Summarize(0)
+		if err != nil {
+			return nil, nil, err
+		}
+		at, err := critpath.AttributeRegions(a.Steps, sum, regions.NewSpans(a.Regions()))
+		a.Close()
 		if err != nil {
 			return nil, nil, err
 		}
