@@ -125,6 +125,19 @@ type ReplayEdge struct {
 	// of Rank's MPI_Finalize); 0 for any other edge. The computation ran
 	// from End-Weight to End.
 	End int64
+	// Orig is a chain edge's weight (any edge but a message and a
+	// nonblocking collective's fan-out) on the times as recorded: its
+	// weight under the model, which measured weights change (Weight is
+	// then the retimed one).
+	Orig int64
+	// FromShift is how much later the call the edge leaves ended on rank
+	// Rank as recorded than as retimed under measured weights (a send's own
+	// duration); 0 under the model.
+	FromShift int64
+	// FromSite and ToSite are, when the edge leaves or reaches a
+	// collective, the call site of rank Rank's call of it (0: unknown, or
+	// not a collective).
+	FromSite, ToSite uint32
 }
 
 // ReplayResult is the longest path Replay found. Its steps are in a
@@ -431,6 +444,7 @@ type sinst struct {
 	bestNB   bool
 	bestW    int64   // the best arrival's edge weight (blocking: its chain edge)
 	bestAt   int64   // and when that edge ended (its call's start)
+	bestSite uint32  // and its call's site
 	doneT    int64   // measured weights: when it was done, on rank 0's clock
 	w        float64 // its weight, with val
 	// Measured weights of a nonblocking instance (replay_measured.go):
@@ -469,6 +483,7 @@ type instRec struct {
 	nb         bool
 	bestW      int64
 	bestAt     int64
+	bestSite   uint32
 	bytes      int64
 	procs      int32
 	parts      int32
@@ -479,7 +494,7 @@ type instRec struct {
 }
 
 // instRecSize is an instRec's size in engine.recs.
-const instRecSize = 80
+const instRecSize = 84
 
 func (e *engine) putInst(ir *instRec) {
 	var b [instRecSize]byte
@@ -506,6 +521,7 @@ func (e *engine) putInst(ir *instRec) {
 	le.PutUint32(b[64:], uint32(ir.low))
 	le.PutUint32(b[68:], ir.lowSite)
 	le.PutUint64(b[72:], uint64(ir.bestAt))
+	le.PutUint32(b[80:], ir.bestSite)
 	e.recs.append(b[:])
 }
 
@@ -522,31 +538,41 @@ func (e *engine) inst(id int32) (*instRec, error) {
 		bestNB: b[14]&1 != 0, bestInit: b[14]&2 != 0, nb: b[14]&4 != 0, bestW: int64(le.Uint64(b[16:])), bytes: int64(le.Uint64(b[24:])),
 		procs: int32(le.Uint32(b[32:])), parts: int32(le.Uint32(b[36:])), gid: le.Uint64(b[40:]),
 		start: int64(le.Uint64(b[48:])), end: int64(le.Uint64(b[56:])), low: int32(le.Uint32(b[64:])), lowSite: le.Uint32(b[68:]),
-		bestAt: int64(le.Uint64(b[72:]))}, nil
+		bestAt: int64(le.Uint64(b[72:])), bestSite: le.Uint32(b[80:])}, nil
 }
 
 // sop is an operation read and not replayed yet.
 // Under measured weights (replay_measured.go) start and end become the
 // measured times, xw is the weight of the message (or nonblocking
 // collective) that reaches the operation, and timed says they are set.
-// 72 bytes.
+// 88 bytes.
 type sop struct {
-	start, end int64
-	ev         int64
-	bytes      uint64
-	xw         float64
-	in         *srecv // the receive it completes
-	collIn     *sinst // the nonblocking collective it completes
-	comp       int32
-	site       uint32
-	name       taskgraph.NameID
-	kind       spec.Kind
-	timed      bool
+	start, end   int64
+	ostart, oend int64 // the times as recorded (measured weights move start, end)
+	ev           int64
+	bytes        uint64
+	xw           float64
+	in           *srecv // the receive it completes
+	collIn       *sinst // the nonblocking collective it completes
+	comp         int32
+	site         uint32
+	psite        uint32 // the site of the rank's call of collIn
+	name         taskgraph.NameID
+	kind         spec.Kind
+	timed        bool
+}
+
+// nbPart is a rank's nonblocking collective call not completed yet: the
+// instance and the call's site.
+type nbPart struct {
+	in   *sinst
+	site uint32
 }
 
 // spart is a collective call of a rank.
 type spart struct {
 	at         uint32
+	site       uint32
 	inst       *sinst
 	start, end int64
 	ev         int64
@@ -556,18 +582,20 @@ type spart struct {
 // Items are what a rank's chain holds, in order: its operations and its
 // blocking collective calls. itemRec is an item's path record.
 type itemRec struct {
-	ev         int64
-	start, end int64
-	bytes      uint64  // the operation's
-	mbytes     uint64  // the message's that reaches it
-	xw         float64 // the weight of the cross edge that reaches it
-	cw         float64 // a collective's weight (reached by the item)
-	from       int32   // message: sender's index; collective: instance id
-	fitem      uint32  // message: the sender's item
-	comp       int32
-	site       uint32
-	name       taskgraph.NameID
-	kind       uint8
+	ev           int64
+	start, end   int64
+	ostart, oend int64   // as recorded (measured weights move start, end)
+	psite        uint32  // a part's site; an itemCollIn's call of the collective's
+	bytes        uint64  // the operation's
+	mbytes       uint64  // the message's that reaches it
+	xw           float64 // the weight of the cross edge that reaches it
+	cw           float64 // a collective's weight (reached by the item)
+	from         int32   // message: sender's index; collective: instance id
+	fitem        uint32  // message: the sender's item
+	comp         int32
+	site         uint32
+	name         taskgraph.NameID
+	kind         uint8
 }
 
 const (
@@ -618,7 +646,7 @@ type streamRank struct {
 	bh        int
 	nb        []spart
 	nh        int
-	nbLive    map[int32]*sinst
+	nbLive    map[int32]nbPart
 	count     []uint32 // collective calls per rank-local communicator key
 
 	// Replay.
@@ -678,7 +706,7 @@ func (r *streamRank) AddOp(o taskgraph.Op) uint32 {
 	if o.Event == r.siteEv {
 		site = r.site
 	}
-	r.q = append(r.q, sop{start: o.Start, end: o.End, ev: o.Event, bytes: o.Bytes, name: o.Name, kind: o.Kind, comp: comp, site: site})
+	r.q = append(r.q, sop{start: o.Start, end: o.End, ostart: o.Start, oend: o.End, ev: o.Event, bytes: o.Bytes, name: o.Name, kind: o.Kind, comp: comp, site: site})
 	r.nops++
 	return r.nops - 1
 }
@@ -766,11 +794,12 @@ func (r *streamRank) cancel(id int32) {
 // recv takes a receive record of the pass.
 func (r *streamRank) recv(rc recvRec) {
 	if rc.coll() {
-		in := r.nbLive[int32(rc.ch)]
+		nb := r.nbLive[int32(rc.ch)]
+		in := nb.in
 		delete(r.nbLive, int32(rc.ch))
 		if in != nil && rc.node != noNode {
 			o := r.op(rc.node)
-			o.collIn = in
+			o.collIn, o.psite = in, nb.site
 			if r.e.meas {
 				in.completed(r, o.end+r.e.off[r.idx])
 			}
@@ -989,12 +1018,15 @@ func (e *engine) part(r *streamRank, pr *partRec, abs int32) {
 	}
 	in.anyNB = in.anyNB || pr.nb
 	sp := spart{at: pr.at, inst: in, start: pr.start, end: pr.end, ev: pr.ev}
+	if pr.ev == r.siteEv {
+		sp.site = r.site
+	}
 	if pr.nb {
 		r.nb = append(r.nb, sp)
 		if r.nbLive == nil {
-			r.nbLive = make(map[int32]*sinst)
+			r.nbLive = make(map[int32]nbPart)
 		}
-		r.nbLive[abs] = in
+		r.nbLive[abs] = nbPart{in, sp.site}
 		return
 	}
 	r.blk = append(r.blk, sp)
@@ -1052,9 +1084,10 @@ func (e *engine) logged(mem memberSet, fn func(*streamRank)) {
 
 // arrive is rank r's arrival at in with value v, by an edge of weight
 // w (from MPI_Init when init) from item (see sinst.bestItem).
-func (e *engine) arrive(in *sinst, r *streamRank, v float64, item int64, nb bool, w, at int64, init bool) {
+func (e *engine) arrive(in *sinst, r *streamRank, v float64, item int64, nb bool, w, at int64, site uint32, init bool) {
 	if in.arrived == 0 || v > in.best || v == in.best && r.idx < in.bestRank {
 		in.best, in.bestRank, in.bestItem, in.bestNB, in.bestW, in.bestAt, in.bestInit = v, r.idx, item, nb, w, at, init
+		in.bestSite = site
 	}
 	in.arrived++
 	if in.arrived >= in.expected {
@@ -1086,7 +1119,7 @@ func (e *engine) complete(in *sinst) {
 	in.id = e.nrecs
 	e.nrecs++
 	e.putInst(&instRec{name: in.lowName, bestRank: in.bestRank, bestNB: in.bestNB, bestItem: in.bestItem,
-		bestW: in.bestW, bestAt: in.bestAt, bestInit: in.bestInit, nb: in.anyNB, bytes: info.Bytes, procs: int32(min(procs, math.MaxInt32)),
+		bestW: in.bestW, bestAt: in.bestAt, bestSite: in.bestSite, bestInit: in.bestInit, nb: in.anyNB, bytes: info.Bytes, procs: int32(min(procs, math.MaxInt32)),
 		parts: int32(len(in.parts)), gid: in.key.ck.gid, start: in.start, end: in.end, low: in.low, lowSite: in.lowSite})
 	e.checkInstance(in)
 	if !e.meas || !in.anyNB || in.timed {
@@ -1282,7 +1315,7 @@ func (e *engine) replayRank(r *streamRank) {
 				if !pt.arrived {
 					pt.arrived = true
 					w := r.chainW(r.lastKind, r.lastEnd, posPart, pt.start)
-					e.arrive(in, r, r.val+float64(w), int64(r.items)-1, false, w, pt.start, r.lastKind == posInit)
+					e.arrive(in, r, r.val+float64(w), int64(r.items)-1, false, w, pt.start, pt.site, r.lastKind == posInit)
 				}
 				if !in.done {
 					e.waitFor(r, in)
@@ -1297,7 +1330,8 @@ func (e *engine) replayRank(r *streamRank) {
 			if e.err != nil {
 				return
 			}
-			r.logItem(&itemRec{kind: itemPart, from: int32(in.id), ev: pt.ev, start: pt.start, end: pend, cw: in.w})
+			r.logItem(&itemRec{kind: itemPart, from: int32(in.id), ev: pt.ev, start: pt.start, end: pend, ostart: pt.start, oend: pt.end,
+				psite: pt.site, cw: in.w})
 			r.items++
 			r.bh++
 			r.blk[r.bh-1] = spart{}
@@ -1324,7 +1358,7 @@ func (e *engine) replayRank(r *streamRank) {
 		o := &r.q[r.qh]
 		start, end := o.start, o.end
 		val := r.val + float64(r.chainW(r.lastKind, r.lastEnd, posOp, start))
-		rec := itemRec{kind: itemOp, ev: o.ev, start: start, end: end, bytes: o.bytes, comp: o.comp, name: o.name, site: o.site}
+		rec := itemRec{kind: itemOp, ev: o.ev, start: start, end: end, ostart: o.ostart, oend: o.oend, bytes: o.bytes, comp: o.comp, name: o.name, site: o.site}
 		if x := o.in; x != nil {
 			if x.state != recvPaired && x.state != recvUnmatched {
 				if !e.resolve(r, x) {
@@ -1364,7 +1398,7 @@ func (e *engine) replayRank(r *streamRank) {
 			}
 			if sv += xw; sv > val {
 				val = sv
-				rec.kind, rec.from, rec.cw, rec.xw = itemCollIn, int32(in.id), in.w, xw
+				rec.kind, rec.from, rec.cw, rec.xw, rec.psite = itemCollIn, int32(in.id), in.w, xw, o.psite
 			}
 		}
 		k := r.k
@@ -1389,10 +1423,10 @@ func (e *engine) replayRank(r *streamRank) {
 		}
 		r.outbox, r.oh = dropHead(r.outbox, r.oh)
 		for r.nh < len(r.nb) && r.nb[r.nh].at == k {
-			in := r.nb[r.nh].inst
+			in, site := r.nb[r.nh].inst, r.nb[r.nh].site
 			r.nb[r.nh] = spart{}
 			r.nh++
-			e.arrive(in, r, val, int64(item), true, 0, 0, false)
+			e.arrive(in, r, val, int64(item), true, 0, 0, site, false)
 		}
 		r.nb, r.nh = dropHead(r.nb, r.nh)
 	}
@@ -1534,13 +1568,14 @@ func (e *engine) back(res *ReplayResult) error {
 		return *rec, nil
 	}
 	// chainIn is the chain edge of rank r into an element of kind b
-	// starting at start, from item i-1 (MPI_Init when i is 0): the edge,
-	// and whether it leaves a blocking collective call.
-	chainIn := func(r *streamRank, i int64, b uint8, start int64) (ReplayEdge, bool, error) {
+	// starting at start (ostart as recorded), from item i-1 (MPI_Init when
+	// i is 0): the edge, and whether it leaves a blocking collective call.
+	chainIn := func(r *streamRank, i int64, b uint8, start, ostart int64) (ReplayEdge, bool, error) {
 		var ed ReplayEdge
 		part := false
 		if i == 0 {
-			ed = ReplayEdge{Kind: taskgraph.InitOut, Rank: r.rank, Weight: r.chainW(posInit, r.initEnd, b, start)}
+			ed = ReplayEdge{Kind: taskgraph.InitOut, Rank: r.rank, Weight: r.chainW(posInit, r.initEnd, b, start),
+				Orig: r.chainW(posInit, r.initRec, b, ostart), FromShift: r.initRec - r.initEnd}
 		} else {
 			prev, err := at(r, i-1)
 			if err != nil {
@@ -1549,8 +1584,10 @@ func (e *engine) back(res *ReplayResult) error {
 			a := posOp
 			if part = prev.kind == itemPart; part {
 				a = posPart
+				ed.FromSite = prev.psite
 			}
-			ed = ReplayEdge{Kind: chainKindOf(a, b), Rank: r.rank, Weight: r.chainW(a, prev.end, b, start)}
+			ed.Kind, ed.Rank, ed.Weight = chainKindOf(a, b), r.rank, r.chainW(a, prev.end, b, start)
+			ed.Orig, ed.FromShift = r.chainW(a, prev.oend, b, ostart), prev.oend-prev.end
 		}
 		if ed.Weight > 0 {
 			ed.End = start
@@ -1563,7 +1600,7 @@ func (e *engine) back(res *ReplayResult) error {
 	pending := ReplayStep{Kind: taskgraph.KindFinalize, Rank: -1, Event: noEvent, SiteRank: -1}
 	{
 		r := e.ranks[ri]
-		in, _, err := chainIn(r, item+1, posFin, r.finStr)
+		in, _, err := chainIn(r, item+1, posFin, r.finStr, r.finStr)
 		if err != nil {
 			return err
 		}
@@ -1585,10 +1622,22 @@ func (e *engine) back(res *ReplayResult) error {
 		case ir.bestNB:
 			st.In = ReplayEdge{Kind: taskgraph.CollIn, Rank: br.rank}
 		case ir.bestInit:
-			st.In = ReplayEdge{Kind: taskgraph.InitOut, Rank: br.rank, Weight: ir.bestW}
+			st.In = ReplayEdge{Kind: taskgraph.InitOut, Rank: br.rank, Weight: ir.bestW,
+				Orig: br.chainW(posInit, br.initRec, posPart, ir.bestAt), FromShift: br.initRec - br.initEnd}
 		default:
-			st.In = ReplayEdge{Kind: taskgraph.CollIn, Rank: br.rank, Weight: ir.bestW}
+			prev, err := at(br, ir.bestItem)
+			if err != nil {
+				return err
+			}
+			a := posOp
+			if prev.kind == itemPart {
+				a = posPart
+				st.In.FromSite = prev.psite
+			}
+			st.In.Kind, st.In.Rank, st.In.Weight = taskgraph.CollIn, br.rank, ir.bestW
+			st.In.Orig, st.In.FromShift = br.chainW(a, prev.oend, posPart, ir.bestAt), prev.oend-prev.end
 		}
+		st.In.ToSite = ir.bestSite
 		if st.In.Weight > 0 {
 			st.In.End = ir.bestAt
 		}
@@ -1622,13 +1671,13 @@ func (e *engine) back(res *ReplayResult) error {
 			ri, item = rec.from, int64(rec.fitem)
 		case itemCollIn:
 			st.Cross = true
-			st.In = ReplayEdge{Kind: taskgraph.CollOut, Rank: r.rank, Cross: rec.xw}
+			st.In = ReplayEdge{Kind: taskgraph.CollOut, Rank: r.rank, Cross: rec.xw, FromSite: rec.psite}
 			res.add(&st, int(rec.name))
 			if err := collective(rec.from, rec.cw); err != nil {
 				return err
 			}
 		default:
-			in, _, err := chainIn(r, item, posOp, rec.start)
+			in, _, err := chainIn(r, item, posOp, rec.start, rec.ostart)
 			if err != nil {
 				return err
 			}
@@ -1755,6 +1804,10 @@ const (
 	sfStart     = 1 << 17
 	sfDur       = 1 << 18 // End (from Start)
 	sfInKindPos = 19      // In.Kind, 4 bits
+	sfOrig      = 1 << 23 // In.Orig (else In.Weight)
+	sfFromShift = 1 << 24
+	sfFromSite  = 1 << 25
+	sfToSite    = 1 << 26
 )
 
 // add appends step st, whose name is res.names[name]; a collective's goes
@@ -1789,6 +1842,10 @@ func (res *ReplayResult) add(st *ReplayStep, name int) {
 	}
 	set(sfStart, st.Start != 0)
 	set(sfDur, st.End != st.Start)
+	set(sfOrig, st.In.Orig != st.In.Weight)
+	set(sfFromShift, st.In.FromShift != 0)
+	set(sfFromSite, st.In.FromSite != 0)
+	set(sfToSite, st.In.ToSite != 0)
 	f |= uint64(st.In.Kind&15) << sfInKindPos
 	b := res.enc[:0]
 	b = binary.AppendUvarint(b, f)
@@ -1835,6 +1892,18 @@ func (res *ReplayResult) add(st *ReplayStep, name int) {
 	}
 	if f&sfInEnd != 0 {
 		b = binary.AppendVarint(b, st.In.End-st.Start)
+	}
+	if f&sfOrig != 0 {
+		b = binary.AppendVarint(b, st.In.Orig-st.In.Weight)
+	}
+	if f&sfFromShift != 0 {
+		b = binary.AppendVarint(b, st.In.FromShift)
+	}
+	if f&sfFromSite != 0 {
+		b = binary.AppendUvarint(b, uint64(st.In.FromSite))
+	}
+	if f&sfToSite != 0 {
+		b = binary.AppendUvarint(b, uint64(st.In.ToSite))
 	}
 	if st.Kind == taskgraph.KindCollective {
 		nb := uint64(0)
@@ -1978,6 +2047,19 @@ func (res *ReplayResult) decodeStep(d *recDec, st *ReplayStep) {
 		st.In.End = st.Start
 	case f&sfInEnd != 0:
 		st.In.End = st.Start + d.s()
+	}
+	st.In.Orig = st.In.Weight
+	if f&sfOrig != 0 {
+		st.In.Orig += d.s()
+	}
+	if f&sfFromShift != 0 {
+		st.In.FromShift = d.s()
+	}
+	if f&sfFromSite != 0 {
+		st.In.FromSite = uint32(d.u())
+	}
+	if f&sfToSite != 0 {
+		st.In.ToSite = uint32(d.u())
 	}
 	if st.Kind == taskgraph.KindCollective {
 		st.GID = d.u()

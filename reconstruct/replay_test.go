@@ -50,9 +50,15 @@ func replayStepsOf(g *taskgraph.Graph, p *taskgraph.Path, w graphWeights) []reco
 		s := reconstruct.ReplayStep{Kind: n.Kind, Name: n.Name, Rank: n.Rank, Event: taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}}
 		if i > 0 {
 			e := p.Edge(i - 1)
-			s.In = reconstruct.ReplayEdge{Kind: e.Kind, Rank: e.Rank, Weight: e.Weight, Bytes: e.Bytes, End: g.EdgeEnd(e)}
+			s.In = reconstruct.ReplayEdge{Kind: e.Kind, Rank: e.Rank, Weight: e.Weight, Bytes: e.Bytes, End: g.EdgeEnd(e), Orig: e.Weight}
 			if e.Kind == taskgraph.Message {
 				s.In.Cross = w.Message(e.Bytes)
+			}
+			if g.Kind(e.From) == taskgraph.KindCollective {
+				s.In.FromSite = g.PartSite(e.From, e.Rank)
+			}
+			if g.Kind(e.To) == taskgraph.KindCollective {
+				s.In.ToSite = g.PartSite(e.To, e.Rank)
 			}
 		}
 		s.SiteRank, s.Site = critpath.VertexSite(g, p.Node(i))
@@ -630,6 +636,16 @@ func compareMeasured(ranks []*tracefmt.RankData) (string, error) {
 	}
 	if diff, err := sameFold(gp, rp); diff != "" || err != nil {
 		return "measured: " + diff, err
+	}
+	// The why block from the replay's steps is the graph's.
+	label := func(rank int, site uint32) string { return fmt.Sprintf("r%d@%d", rank, site) }
+	wwhy, werr := critpath.ExplainSteps(p.Length/2, latency.Default(), gp, 3, label)
+	gwhy, rerr := critpath.ExplainSteps(p.Length/2, latency.Default(), rp, 3, label)
+	if werr != nil || rerr != nil {
+		return "", errors.Join(werr, rerr)
+	}
+	if w, g := fmt.Sprintf("%+v", *wwhy), fmt.Sprintf("%+v", *gwhy); w != g {
+		return fmt.Sprintf("measured why\n%s\nreplay:\n%s", w, g), nil
 	}
 	wrun, grun := *wsum.Run, *gsum.Run
 	wsum.Run, gsum.Run = nil, nil

@@ -236,15 +236,25 @@ func (r *streamRank) logItem(rec *itemRec) {
 		r.enc.prevEv, r.enc.prevT = 0, 0
 	}
 	b := r.enc.buf[:0]
-	b = append(b, rec.kind)
+	orig := rec.ostart != rec.start || rec.oend != rec.end
+	if orig {
+		b = append(b, rec.kind|itemOrig)
+	} else {
+		b = append(b, rec.kind)
+	}
 	b = binary.AppendVarint(b, rec.ev-r.enc.prevEv)
 	b = binary.AppendVarint(b, rec.start-r.enc.prevT)
 	b = binary.AppendUvarint(b, uint64(rec.end-rec.start))
+	if orig {
+		b = binary.AppendVarint(b, rec.ostart-rec.start)
+		b = binary.AppendVarint(b, rec.oend-rec.end)
+	}
 	r.enc.prevEv, r.enc.prevT = rec.ev, rec.end
 	switch rec.kind {
 	case itemPart:
 		b = binary.AppendUvarint(b, uint64(rec.from))
 		b = binary.AppendUvarint(b, math.Float64bits(rec.cw))
+		b = binary.AppendUvarint(b, uint64(rec.psite))
 	default:
 		b = binary.AppendUvarint(b, uint64(rec.name))
 		b = binary.AppendUvarint(b, uint64(rec.comp+1))
@@ -260,11 +270,16 @@ func (r *streamRank) logItem(rec *itemRec) {
 			b = binary.AppendUvarint(b, uint64(rec.from))
 			b = binary.AppendUvarint(b, math.Float64bits(rec.cw))
 			b = binary.AppendUvarint(b, math.Float64bits(rec.xw))
+			b = binary.AppendUvarint(b, uint64(rec.psite))
 		}
 	}
 	r.enc.buf = b
 	l.add(b)
 }
+
+// itemOrig marks, in an item record's kind, the times as recorded that
+// follow its retimed ones (measured weights).
+const itemOrig = 0x80
 
 // decodeItems decodes a block of item records.
 func decodeItems(b []byte, out []itemRec) ([]itemRec, error) {
@@ -273,17 +288,24 @@ func decodeItems(b []byte, out []itemRec) ([]itemRec, error) {
 	var ev, t int64
 	for len(d.b) > 0 {
 		var rec itemRec
-		rec.kind = d.b[0]
+		rec.kind = d.b[0] &^ itemOrig
+		orig := d.b[0]&itemOrig != 0
 		d.b = d.b[1:]
 		ev += d.s()
 		rec.ev = ev
 		rec.start = t + d.s()
 		rec.end = rec.start + int64(d.u())
+		rec.ostart, rec.oend = rec.start, rec.end
+		if orig {
+			rec.ostart += d.s()
+			rec.oend += d.s()
+		}
 		t = rec.end
 		switch rec.kind {
 		case itemPart:
 			rec.from = int32(d.u())
 			rec.cw = math.Float64frombits(d.u())
+			rec.psite = uint32(d.u())
 		case itemOp, itemMsg, itemCollIn:
 			rec.name = taskgraph.NameID(d.u())
 			rec.comp = int32(d.u()) - 1
@@ -299,6 +321,7 @@ func decodeItems(b []byte, out []itemRec) ([]itemRec, error) {
 				rec.from = int32(d.u())
 				rec.cw = math.Float64frombits(d.u())
 				rec.xw = math.Float64frombits(d.u())
+				rec.psite = uint32(d.u())
 			}
 		default:
 			d.bad = true

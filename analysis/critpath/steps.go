@@ -157,6 +157,19 @@ func (p *Path) step(i int, fn func(int, *reconstruct.ReplayStep) error) error {
 			// A nonblocking collective's fan-out to a call completing it.
 			st.Cross = true
 			st.In.Cross = p.w.Cross(e.From, e.To, 0)
+		default:
+			// A chain edge: its weight on the times as recorded, and how
+			// much the call it leaves moved.
+			st.In.Orig = origChain(p.orig, e.From, e.To, e.Rank)
+			_, oe := nodeTimes(p.orig, e.From, e.Rank)
+			_, re := nodeTimes(g, e.From, e.Rank)
+			st.In.FromShift = oe - re
+		}
+		if g.Kind(e.From) == taskgraph.KindCollective {
+			st.In.FromSite = g.PartSite(e.From, e.Rank)
+		}
+		if g.Kind(e.To) == taskgraph.KindCollective {
+			st.In.ToSite = g.PartSite(e.To, e.Rank)
 		}
 	}
 	switch kind {

@@ -272,7 +272,8 @@ type candidate struct {
 	weight float64
 	hop    bool
 	index  int
-	item   Item // the summary's item, once admitted
+	item   Item     // the summary's item, once admitted
+	why    *WhyItem // or Explain's
 }
 
 // heavier reports whether a goes before b in Top: by weight, heaviest

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/mpitrace/mpitrace/analysis/internal/textout"
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -139,11 +140,18 @@ func (l *siteLabels) of(r int, site uint32) string {
 // the differences; top is how many single elements (and, with names of
 // the call sites of a trace that has them, call sites) to list.
 func Explain(model, meas *Path, top int, names SiteLabel) *Why {
-	why := &Why{ModelLength: model.Length, Run: meas.Length}
-	if meas.w.meas != nil {
-		why.ClockErr = meas.w.meas.clocks.MaxErr()
+	why, _ := ExplainSteps(model.Length, model.w.m, meas.StepPath(), top, names) // a graph's path never fails
+	return why
+}
+
+// ExplainSteps is Explain of meas read as its steps, the model's path
+// being modelLength long under model m.
+func ExplainSteps(modelLength float64, m Model, meas *StepPath, top int, names SiteLabel) (*Why, error) {
+	why := &Why{ModelLength: modelLength, Run: meas.Length}
+	if run := meas.RunInfo(0); run != nil {
+		why.ClockErr = run.ClockErr
 	}
-	g, orig, mw := meas.g, meas.orig, model.w
+	mw := &weigher{m: m, colls: make(map[taskgraph.CollectiveInfo]collW)}
 	labels := &siteLabels{label: names}
 	type key struct{ cause, fn, site string }
 	causes := map[key]*WhyCause{}
@@ -159,63 +167,95 @@ func Explain(model, meas *Path, top int, names SiteLabel) *Why {
 		x.Model += modelNS
 	}
 	heavy := newHeaviest(top)
-	// add adds an element of the run's path, of cause at a call of fn:
-	// node v as rank r saw it.
-	add := func(cause, fn string, v taskgraph.NodeID, r int, measured, modelNS float64, c candidate) {
-		sum(causes, key{cause, fn, ""}, measured, modelNS)
-		if site := labels.of(siteOn(g, v, r)); site != "" {
-			sum(bySite, key{cause, fn, site}, measured, modelNS)
-		}
-		why.ModelOfRun += modelNS
-		if c.index >= 0 {
-			c.weight = measured - modelNS
+	admit := func(c candidate, it func() WhyItem) {
+		if heavy.admits(c) {
+			x := it()
+			x.Model = x.Measured - c.weight // (as the summary has always had it, to the last bit)
+			c.why = &x
 			heavy.add(c)
 		}
 	}
-	n := meas.NumVertices()
-	for i := 0; i < n; i++ {
-		v := meas.p.Node(i)
-		kind, _, name, _ := g.Describe(v)
-		if kind == taskgraph.KindCollective {
-			add("collective", name, v, -1, meas.w.Collective(v), mw.Collective(v), candidate{index: i})
+	// add adds an element of the run's path, of cause at a call of fn
+	// made at call site (sr, site).
+	add := func(cause, fn string, sr int, site uint32, measured, modelNS float64) {
+		sum(causes, key{cause, fn, ""}, measured, modelNS)
+		if l := labels.of(sr, site); l != "" {
+			sum(bySite, key{cause, fn, l}, measured, modelNS)
+		}
+		why.ModelOfRun += modelNS
+	}
+	var prev reconstruct.ReplayStep
+	i := -1 // st's index on the path
+	err := meas.Steps(func(st *reconstruct.ReplayStep) error {
+		i++
+		defer func() { prev = *st }()
+		if st.Kind == taskgraph.KindCollective {
+			w, mod := st.Weight, mw.collOf(taskgraph.CollectiveInfo{Name: st.Name, Bytes: st.Bytes, Procs: st.Procs}).ns
+			add("collective", st.Name, st.SiteRank, st.Site, w, mod)
+			admit(candidate{weight: w - mod, index: i}, func() WhyItem {
+				l, s := stepLabel(st), labels.of(st.SiteRank, st.Site)
+				return WhyItem{Cause: "collective", From: l, To: l, Measured: w, Model: mod, FromSite: s, ToSite: s}
+			})
 		}
 		if i == 0 {
-			continue
+			return nil
 		}
-		h := meas.Hop(i - 1)
+		h := &st.In
+		w := hopWeight(st)
+		// The sites of the hop's ends as its rank saw them.
+		from := &prev
+		fr, fs := from.SiteRank, from.Site
+		if from.Kind == taskgraph.KindCollective && h.FromSite != 0 {
+			fr, fs = h.Rank, h.FromSite
+		}
+		tr, ts := st.SiteRank, st.Site
+		if st.Kind == taskgraph.KindCollective && h.ToSite != 0 {
+			tr, ts = h.Rank, h.ToSite
+		}
+		item := func(mod float64) func() WhyItem {
+			return func() WhyItem {
+				return WhyItem{Cause: h.Kind.String(), From: stepLabel(from), To: stepLabel(st), Bytes: h.Bytes, Measured: w, Model: mod,
+					FromSite: labels.of(fr, fs), ToSite: labels.of(tr, ts)}
+			}
+		}
 		switch {
 		case h.Kind == taskgraph.Message:
-			add("message", name, v, h.Rank, h.Weight, mw.Message(h.Bytes), candidate{hop: true, index: i - 1})
-		case h.Kind == taskgraph.CollOut && g.IsNonblocking(h.From):
-			add("collective", g.Name(h.From), h.From, h.Rank, h.Weight, 0, candidate{hop: true, index: i - 1})
+			mod := mw.Message(h.Bytes)
+			add("message", st.Name, tr, ts, w, mod)
+			admit(candidate{weight: w - mod, hop: true, index: i - 1}, item(mod))
+		case h.Kind == taskgraph.CollOut && st.Cross:
+			add("collective", from.Name, fr, fs, w, 0)
+			admit(candidate{weight: w, hop: true, index: i - 1}, item(0))
 		default:
-			m := float64(origChain(orig, h.From, h.To, h.Rank))
-			if h.Weight == m { // the computation itself is on both
-				why.ModelOfRun += m
-				continue
+			mod := float64(h.Orig)
+			if w == mod { // the computation itself is on both
+				why.ModelOfRun += mod
+				return nil
 			}
 			// The measured chain edge adds the time inside the call it
 			// leads into that no wait explains, and the time inside the
 			// call it leaves from after that call took effect (a send's
 			// own duration).
-			_, oe := nodeTimes(orig, h.From, h.Rank)
-			_, re := nodeTimes(g, h.From, h.Rank)
-			from := oe - re
-			fromCause, fromFn := "inside", g.Name(h.From)
-			switch g.Kind(h.From) {
+			shift := float64(h.FromShift)
+			fromCause := "inside"
+			switch from.Kind {
 			case taskgraph.KindInit:
 				fromCause = "skew"
 			case taskgraph.KindCollective:
 				fromCause = "collective"
 			}
-			if from != 0 {
-				add(fromCause, fromFn, h.From, h.Rank, float64(from), 0, candidate{index: -1})
+			if shift != 0 {
+				add(fromCause, from.Name, fr, fs, shift, 0)
 			}
-			add("inside", name, v, h.Rank, h.Weight-float64(from), m, candidate{index: -1})
-			heavy.add(candidate{hop: true, index: i - 1, weight: h.Weight - m})
+			add("inside", st.Name, tr, ts, w-shift, mod)
+			admit(candidate{weight: w - mod, hop: true, index: i - 1}, item(mod))
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	why.OtherRoute = max(0, model.Length-why.ModelOfRun)
+	why.OtherRoute = max(0, modelLength-why.ModelOfRun)
 	why.ByCause = sortedCauses(causes)
 	if names != nil {
 		for _, x := range sortedCauses(bySite) {
@@ -229,21 +269,9 @@ func Explain(model, meas *Path, top int, names SiteLabel) *Why {
 	}
 	why.Largest = []WhyItem{}
 	for _, c := range heavy.sorted() {
-		var it WhyItem
-		if c.hop {
-			h := meas.Hop(c.index)
-			from, to := meas.Vertex(c.index), meas.Vertex(c.index+1)
-			it = WhyItem{Cause: h.Kind.String(), From: label(&from), To: label(&to), Bytes: h.Bytes, Measured: h.Weight,
-				FromSite: labels.of(siteOn(g, from.ID, h.Rank)), ToSite: labels.of(siteOn(g, to.ID, h.Rank))}
-		} else {
-			v := meas.Vertex(c.index)
-			s := labels.of(siteOn(g, v.ID, -1))
-			it = WhyItem{Cause: "collective", From: label(&v), To: label(&v), Measured: v.Weight, FromSite: s, ToSite: s}
-		}
-		it.Model = it.Measured - c.weight
-		why.Largest = append(why.Largest, it)
+		why.Largest = append(why.Largest, *c.why)
 	}
-	return why
+	return why, nil
 }
 
 // sortedCauses returns the causes of m, the largest difference first.

@@ -91,11 +91,9 @@ type Analysis struct {
 	loopRanks   []*loops.RankLoops     // the aggregators' Finish
 	regionRanks []*regions.RankRegions // the aggregators' Finish
 
-	clocks    *clockObserver
-	mpath     *critpath.StepPath // the path under measured weights, once computed
-	mpathErr  error
-	mgraph    *critpath.Path // and of the graph
-	mgraphErr error
+	clocks   *clockObserver
+	mpath    *critpath.StepPath // the path under measured weights, once computed
+	mpathErr error
 
 	replays []*reconstruct.ReplayResult // the replays' results, to Close
 }
@@ -360,7 +358,7 @@ func (a *Analysis) MeasuredPath() (*critpath.StepPath, error) {
 	}
 	if a.Graph != nil {
 		var p *critpath.Path
-		if p, a.mpathErr = a.measuredGraphPath(); p != nil {
+		if p, a.mpathErr = critpath.ComputeMeasured(a.Graph, &a.clocks.clocks); p != nil {
 			a.mpath = p.StepPath()
 		}
 		return a.mpath, a.mpathErr
@@ -375,37 +373,20 @@ func (a *Analysis) MeasuredPath() (*critpath.StepPath, error) {
 	return a.mpath, nil
 }
 
-// measuredGraphPath is the path of the graph under measured weights,
-// computed once.
-func (a *Analysis) measuredGraphPath() (*critpath.Path, error) {
-	if a.mgraph == nil && a.mgraphErr == nil {
-		a.mgraph, a.mgraphErr = critpath.ComputeMeasured(a.Graph, &a.clocks.clocks)
-	}
-	return a.mgraph, a.mgraphErr
-}
-
 // Explain adds to sum, when the model's path is far below the measured
-// run, where the difference went. It needs the task graph: after a
-// replay it builds it.
+// run, where the difference went: the path under measured weights
+// weighed again with the model (critpath.ExplainSteps).
 func (a *Analysis) Explain(sum *critpath.Summary) error {
 	if !sum.NeedsWhy(a.Steps.Length) {
 		return nil
 	}
-	if a.Graph == nil {
-		g, _, err := reconstruct.Build(a.Trace, reconstruct.Options{Filtered: RecordFilter(a.Trace) != ""})
-		if err != nil {
-			return err
-		}
-		a.Graph = g
-		if a.Path, err = critpath.Compute(g, a.Model); err != nil {
-			return err
-		}
-	}
-	mp, err := a.measuredGraphPath()
+	mp, err := a.MeasuredPath()
 	if err != nil {
 		return err
 	}
-	sum.Why = critpath.Explain(a.Path, mp, 5, a.SiteLabel())
+	if sum.Why, err = critpath.ExplainSteps(a.Steps.Length, a.Model, mp, 5, a.SiteLabel()); err != nil {
+		return err
+	}
 	sum.Why.Hosts = Hosts(a.Trace)
 	return nil
 }

@@ -18,10 +18,10 @@ import (
 // ranks need, not what the run recorded; check and regions replay the
 // trace (reconstruct.ReplayTrace) in memory independent of the events
 // (50-60 MB, most of it the readers' 32 MiB of windows); critpath replays
-// it too but folds its path (about 30 bytes a vertex) and, when the why
-// block is needed, builds the graph; the commands that build the task
-// graph hold at most 128 bytes an event (export 101-111 on this run:
-// docs/performance.md).
+// it too (twice with measured weights or the why block) but folds its
+// path, 13 bytes a vertex and the fold's work (115-172 MB on this run's
+// 3.2 M vertices); the commands that build the task graph hold at most
+// 128 bytes an event (export 101-111 on this run: docs/performance.md).
 func TestLongRunEveryCommand(t *testing.T) {
 	const iters = 400_000
 	// Per rank: 2 MPI_Irecv, 2 MPI_Isend and an MPI_Waitall an iteration,
@@ -30,7 +30,8 @@ func TestLongRunEveryCommand(t *testing.T) {
 	const events = 2 * perRank
 	const flat = 64 << 20 // what a streaming command may hold, whatever the length
 	const graphBound = flat + 128*events
-	const replayBound = flat + 32<<20 // the replay's engine, whatever the length
+	const replayBound = flat + 32<<20         // the replay's engine, whatever the length
+	const foldBound = replayBound + 40*events // and the fold of a path of every call
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
 			m.require(t)
@@ -61,10 +62,10 @@ func TestLongRunEveryCommand(t *testing.T) {
 						t.Errorf("calls per rank %+v, want %d each", j.Ranks, perRank)
 					}
 				}},
-				{[]string{"critpath", tr, "-o", out("critPath.out")}, 0, graphBound, func(t *testing.T, r result) {
+				{[]string{"critpath", tr, "-o", out("critPath.out")}, 0, foldBound, func(t *testing.T, r result) {
 					checkLongPath(t, out("critPath.out"), r.stdout, iters)
 				}},
-				{[]string{"critpath", tr, "--weights", "measured", "-o", out("measured.out")}, 0, graphBound, func(t *testing.T, r result) {
+				{[]string{"critpath", tr, "--weights", "measured", "-o", out("measured.out")}, 0, foldBound, func(t *testing.T, r result) {
 					checkLongPath(t, out("measured.out"), r.stdout, iters)
 				}},
 				{[]string{"dot", tr, "--critical-only", "-o", out("path.dot")}, 0, graphBound, func(t *testing.T, r result) {
