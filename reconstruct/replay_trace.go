@@ -9,16 +9,20 @@ import "github.com/mpitrace/mpitrace/tracefmt"
 // the trace keeps as after ForEachRank: Trace.Diagnostics, Unfinished)
 // followed by the replay's, as Build's.
 func ReplayTrace(t *tracefmt.Trace, w ReplayWeights, opts Options) (*ReplayResult, error) {
-	return replayTrace(t, func(srcs []tracefmt.Source) (*ReplayResult, error) { return ReplaySources(srcs, w, opts) })
+	return replayTrace(t, true, func(srcs []tracefmt.Source) (*ReplayResult, error) { return ReplaySources(srcs, w, opts) })
 }
 
 // ReplayTraceMeasured is ReplayTrace under measured weights
-// (ReplayMeasured).
+// (ReplayMeasured), but it leaves t alone: it does not tell t.OnRead what
+// it reads nor record into t's diagnostics (its own are the replay's), so
+// that it may run beside a ReplayTrace of t.
 func ReplayTraceMeasured(t *tracefmt.Trace, offsets map[int]int64, opts Options) (*ReplayResult, error) {
-	return replayTrace(t, func(srcs []tracefmt.Source) (*ReplayResult, error) { return ReplayMeasured(srcs, offsets, opts) })
+	return replayTrace(t, false, func(srcs []tracefmt.Source) (*ReplayResult, error) { return ReplayMeasured(srcs, offsets, opts) })
 }
 
-func replayTrace(t *tracefmt.Trace, replay func([]tracefmt.Source) (*ReplayResult, error)) (*ReplayResult, error) {
+// replayTrace runs replay on t's ranks; counted: as ReplayTrace (OnRead
+// told, the readers recorded into t), else leaving t alone.
+func replayTrace(t *tracefmt.Trace, counted bool, replay func([]tracefmt.Source) (*ReplayResult, error)) (*ReplayResult, error) {
 	sp := tracefmt.NewSpool("")
 	defer sp.Close()
 	sp.SetWindow(min(max((32<<20)/max(len(t.Files), 1), 1<<10), 256<<10))
@@ -29,8 +33,12 @@ func replayTrace(t *tracefmt.Trace, replay func([]tracefmt.Source) (*ReplayResul
 		}
 	}()
 	srcs := make([]tracefmt.Source, 0, len(t.Files))
+	open := t.OpenRank
+	if !counted {
+		open = t.OpenRankUncounted
+	}
 	for _, f := range t.Files {
-		rr, err := t.OpenRank(f.Rank)
+		rr, err := open(f.Rank)
 		if err != nil {
 			return nil, err
 		}
@@ -39,8 +47,8 @@ func replayTrace(t *tracefmt.Trace, replay func([]tracefmt.Source) (*ReplayResul
 		srcs = append(srcs, traceRank{rr})
 	}
 	res, err := replay(srcs)
-	if err != nil {
-		return nil, err
+	if err != nil || !counted {
+		return res, err
 	}
 	t.Record(readers)
 	d := t.Diagnostics()

@@ -302,6 +302,16 @@ func (t *Trace) OpenRank(rank int) (*RankReader, error) {
 	return openRank(f.Path, t.OnRead)
 }
 
+// OpenRankUncounted is OpenRank without telling OnRead: a second reading
+// of the trace beside one whose progress OnRead shows.
+func (t *Trace) OpenRankUncounted(rank int) (*RankReader, error) {
+	f, ok := t.Rank(rank)
+	if !ok {
+		return nil, fmt.Errorf("%s: no usable file for rank %d (the world has %d ranks)", t.Dir, rank, t.Size)
+	}
+	return openRank(f.Path, nil)
+}
+
 // FileBytes returns the size of the usable rank files together, what
 // OnRead's counts add up to when every event is read (a file that cannot be
 // sized counts 0).

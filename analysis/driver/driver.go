@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -57,6 +58,10 @@ type Options struct {
 	// replay declines lost events, overlapping calls of threads,
 	// undescribed communicators, or fails) as without.
 	Stream bool
+	// Measured says the caller will want MeasuredPath: with Stream, the
+	// path under measured weights is replayed at once beside the model's
+	// (on another core), with the clock offsets ClockOffsets reads first.
+	Measured bool
 }
 
 // Analysis is a trace's task graph and critical path, and what derives
@@ -155,15 +160,66 @@ func Analyze(t *tracefmt.Trace, o Options) (*Analysis, error) {
 // replay declines the trace or fails.
 func (a *Analysis) replay(o Options) error {
 	t := a.Trace
-	res, err := reconstruct.ReplayTrace(t, critpath.ModelWeights(a.Model), reconstruct.Options{Filtered: RecordFilter(t) != "", Observe: a.observer(o)})
+	filtered := RecordFilter(t) != ""
+	var mres *reconstruct.ReplayResult
+	var merr error
+	var offsets map[int]int64
+	var wg sync.WaitGroup
+	if o.Measured {
+		offsets = ClockOffsets(t).Offset
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mres, merr = reconstruct.ReplayTraceMeasured(t, offsets, reconstruct.Options{Filtered: filtered})
+		}()
+	}
+	res, err := reconstruct.ReplayTrace(t, critpath.ModelWeights(a.Model), reconstruct.Options{Filtered: filtered, Observe: a.observer(o)})
+	wg.Wait()
 	if err != nil {
+		if mres != nil {
+			mres.Close()
+		}
 		return err
 	}
 	a.replays = append(a.replays, res)
 	a.Diags = res.Diags
 	a.Note = filterNote(t, a.Diags)
 	a.Steps = critpath.ReplayPath(res, critpath.WeightsModel, a.Model, nil)
+	switch {
+	case mres == nil:
+	case merr == nil && maps.Equal(offsets, a.clocks.clocks.Offset):
+		a.replays = append(a.replays, mres)
+		a.mpath = critpath.ReplayPath(mres, critpath.WeightsMeasured, nil, &a.clocks.clocks)
+	default:
+		mres.Close() // MeasuredPath replays with the offsets seen
+	}
 	return nil
+}
+
+// ClockOffsets reads each rank's clock offset to rank 0 and its
+// uncertainty as the analysis observes them (its MPI_Init clock
+// synchronisation, else its first), reading each log only as far as that
+// (its first events, for a recorder that synchronises at MPI_Init). A
+// rank whose log cannot be read has none.
+func ClockOffsets(t *tracefmt.Trace) *critpath.Clocks {
+	c := newClockObserver()
+	for _, f := range t.Files {
+		rr, err := t.OpenRankUncounted(f.Rank)
+		if err != nil {
+			continue
+		}
+		see := c.observe(rr.Header())
+		for rr.Next() {
+			if ev := rr.Event(); ev.Kind == spec.ClockSync {
+				see(ev)
+				if ev.Phase() == spec.PhaseInit {
+					break
+				}
+			}
+		}
+		rr.Close()
+	}
+	return &c.clocks
 }
 
 // Close releases the temporary files of the replays.

@@ -154,7 +154,7 @@ func TestStreamAsGraph(t *testing.T) {
 		}
 		var outs, sums, bases [2]string
 		for k, stream := range []bool{false, true} {
-			a, err := Analyze(open(t, dir), Options{Stream: stream})
+			a, err := Analyze(open(t, dir), Options{Stream: stream, Measured: stream})
 			if err != nil {
 				t.Fatalf("%s: %v", dir, err)
 			}
@@ -164,6 +164,9 @@ func TestStreamAsGraph(t *testing.T) {
 			}
 			if stream && a.Graph == nil {
 				streamed++
+				if a.mpath == nil {
+					t.Errorf("%s: the measured path was not replayed beside the model's", dir)
+				}
 			}
 			prof, err := stats.OfTrace(open(t, dir))
 			if err != nil {

@@ -172,7 +172,8 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	}
 	// The path is found by the streaming replay, or the task graph when
 	// the trace needs it.
-	a, err := analyzePath(opts.Dir, driver.Options{Model: opts.Model, Resolver: resolver, Stream: true}, s)
+	a, err := analyzePath(opts.Dir, driver.Options{Model: opts.Model, Resolver: resolver, Stream: true,
+		Measured: weights == critpath.WeightsMeasured}, s)
 	if err != nil {
 		return err
 	}
