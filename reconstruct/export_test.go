@@ -10,3 +10,7 @@ var ReplayEvery = &replayEvery
 // SweepMin is how many channels must be empty for the replay to sweep
 // them (tests lower it to sweep all the time).
 var SweepMin = &sweepMin
+
+// PreInitMax is the most calls a rank may make before MPI_Init in a
+// replay.
+var PreInitMax = &preInitMax

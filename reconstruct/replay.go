@@ -235,6 +235,11 @@ func newEngine(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*engine, 
 	return e, nil
 }
 
+// preInitMax is the most calls a rank may make before MPI_Init in a
+// replay: Build keeps them until MPI_Init drops them, which a log without
+// MPI_Init never does (a variable for the tests).
+var preInitMax = 1 << 16
+
 // blockBudget is what the ranks' blocks being filled may take together
 // (a rank's is 256 bytes to 64 KiB): the walk back's cache holds a decoded
 // block of each of up to 256 ranks, about 9 times as large.
@@ -1166,6 +1171,11 @@ func (e *engine) read(r *streamRank, n int) bool {
 			}
 		}
 		r.p.Event(ev)
+		if r.p.phase == phaseBefore && len(r.q)-r.qh > preInitMax {
+			// Kept until MPI_Init drops them: without it, all of the log.
+			r.decline(fmt.Sprintf("more than %d calls before MPI_Init", preInitMax))
+			return false
+		}
 		e.afterEvent(r)
 		if r.observe != nil {
 			r.observe(ev)

@@ -874,6 +874,36 @@ func TestReplayHugeWorld(t *testing.T) {
 	}
 }
 
+// TestReplayBeforeInit: a rank's calls before MPI_Init wait in memory for
+// MPI_Init to drop them; a log that makes more than PreInitMax of them
+// (one without MPI_Init: a hostile file's 0.94 M MPI_Test calls held 190
+// MB) is declined, and under the limit replayed as Build does.
+func TestReplayBeforeInit(t *testing.T) {
+	defer func(n int) { *reconstruct.PreInitMax = n }(*reconstruct.PreInitMax)
+	*reconstruct.PreInitMax = 100
+	for _, calls := range []int{99, 101} {
+		for _, init := range []bool{false, true} {
+			var sb strings.Builder
+			sb.WriteString("rank 0\n")
+			for i := range calls {
+				fmt.Fprintf(&sb, "t=%d Call fn=MPI_Initialized dur=1\n", 10*i)
+			}
+			if init {
+				fmt.Fprintf(&sb, "t=%d Call fn=MPI_Init dur=100\n", 10*calls)
+			}
+			fmt.Fprintf(&sb, "t=%d Call fn=MPI_Barrier dur=5\nt=%d Call fn=MPI_Finalize dur=100\nend reason=finalize\n", 10*calls+200, 10*calls+300)
+			ranks, err := tracefmt.ParseText(strings.NewReader(sb.String()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			diff, err := compareReplay(dataSources(ranks))
+			if want := map[bool]string{false: "", true: "declined"}[calls > 100]; err != nil || diff != want {
+				t.Errorf("%d calls before MPI_Init (MPI_Init %v): %v %q, want %q", calls, init, err, diff, want)
+			}
+		}
+	}
+}
+
 // TestReplayMeasuredReadAhead: a nonblocking instance's first exit is
 // found without reading ahead the participants whose completing calls
 // cannot change it: a blocking member of a mixed instance, a request

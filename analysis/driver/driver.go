@@ -141,7 +141,8 @@ func Analyze(t *tracefmt.Trace, o Options) (*Analysis, error) {
 			return a, nil
 		}
 		// Declined (or failed, which Build says better): the graph, with
-		// what the replay observed forgotten.
+		// what the replay observed forgotten, in the memory it held.
+		runtime.GC()
 		a = &Analysis{Trace: t, clocks: newClockObserver(), resolver: o.Resolver, Model: a.Model, ModelName: a.ModelName}
 	}
 	a.Graph, a.Diags, err = reconstruct.Build(t, reconstruct.Options{Filtered: RecordFilter(t) != "", Observe: a.observer(o)})
