@@ -136,8 +136,10 @@ type ReplayEdge struct {
 	FromShift int64
 	// FromSite and ToSite are, when the edge leaves or reaches a
 	// collective, the call site of rank Rank's call of it (0: unknown, or
-	// not a collective).
-	FromSite, ToSite uint32
+	// not a collective); FromEvent and ToEvent that call's index in rank
+	// Rank's event stream (-1: not a collective).
+	FromSite, ToSite   uint32
+	FromEvent, ToEvent int64
 }
 
 // ReplayResult is the longest path Replay found. Its steps are in a
@@ -450,6 +452,7 @@ type sinst struct {
 	bestW    int64   // the best arrival's edge weight (blocking: its chain edge)
 	bestAt   int64   // and when that edge ended (its call's start)
 	bestSite uint32  // and its call's site
+	bestEv   int64   // and event
 	doneT    int64   // measured weights: when it was done, on rank 0's clock
 	w        float64 // its weight, with val
 	// Measured weights of a nonblocking instance (replay_measured.go):
@@ -489,6 +492,7 @@ type instRec struct {
 	bestW      int64
 	bestAt     int64
 	bestSite   uint32
+	bestEv     int64
 	bytes      int64
 	procs      int32
 	parts      int32
@@ -499,7 +503,7 @@ type instRec struct {
 }
 
 // instRecSize is an instRec's size in engine.recs.
-const instRecSize = 84
+const instRecSize = 92
 
 func (e *engine) putInst(ir *instRec) {
 	var b [instRecSize]byte
@@ -527,6 +531,7 @@ func (e *engine) putInst(ir *instRec) {
 	le.PutUint32(b[68:], ir.lowSite)
 	le.PutUint64(b[72:], uint64(ir.bestAt))
 	le.PutUint32(b[80:], ir.bestSite)
+	le.PutUint64(b[84:], uint64(ir.bestEv))
 	e.recs.append(b[:])
 }
 
@@ -543,7 +548,7 @@ func (e *engine) inst(id int32) (*instRec, error) {
 		bestNB: b[14]&1 != 0, bestInit: b[14]&2 != 0, nb: b[14]&4 != 0, bestW: int64(le.Uint64(b[16:])), bytes: int64(le.Uint64(b[24:])),
 		procs: int32(le.Uint32(b[32:])), parts: int32(le.Uint32(b[36:])), gid: le.Uint64(b[40:]),
 		start: int64(le.Uint64(b[48:])), end: int64(le.Uint64(b[56:])), low: int32(le.Uint32(b[64:])), lowSite: le.Uint32(b[68:]),
-		bestAt: int64(le.Uint64(b[72:])), bestSite: le.Uint32(b[80:])}, nil
+		bestAt: int64(le.Uint64(b[72:])), bestSite: le.Uint32(b[80:]), bestEv: int64(le.Uint64(b[84:]))}, nil
 }
 
 // sop is an operation read and not replayed yet.
@@ -562,6 +567,7 @@ type sop struct {
 	comp         int32
 	site         uint32
 	psite        uint32 // the site of the rank's call of collIn
+	pev          int64  // and its event
 	name         taskgraph.NameID
 	kind         spec.Kind
 	timed        bool
@@ -572,6 +578,7 @@ type sop struct {
 type nbPart struct {
 	in   *sinst
 	site uint32
+	ev   int64
 }
 
 // spart is a collective call of a rank.
@@ -591,6 +598,7 @@ type itemRec struct {
 	start, end   int64
 	ostart, oend int64   // as recorded (measured weights move start, end)
 	psite        uint32  // a part's site; an itemCollIn's call of the collective's
+	pev          int64   // an itemCollIn's call of the collective's event
 	bytes        uint64  // the operation's
 	mbytes       uint64  // the message's that reaches it
 	xw           float64 // the weight of the cross edge that reaches it
@@ -804,7 +812,7 @@ func (r *streamRank) recv(rc recvRec) {
 		delete(r.nbLive, int32(rc.ch))
 		if in != nil && rc.node != noNode {
 			o := r.op(rc.node)
-			o.collIn, o.psite = in, nb.site
+			o.collIn, o.psite, o.pev = in, nb.site, nb.ev
 			if r.e.meas {
 				in.completed(r, o.end+r.e.off[r.idx])
 			}
@@ -1031,7 +1039,7 @@ func (e *engine) part(r *streamRank, pr *partRec, abs int32) {
 		if r.nbLive == nil {
 			r.nbLive = make(map[int32]nbPart)
 		}
-		r.nbLive[abs] = nbPart{in, sp.site}
+		r.nbLive[abs] = nbPart{in, sp.site, sp.ev}
 		return
 	}
 	r.blk = append(r.blk, sp)
@@ -1089,10 +1097,10 @@ func (e *engine) logged(mem memberSet, fn func(*streamRank)) {
 
 // arrive is rank r's arrival at in with value v, by an edge of weight
 // w (from MPI_Init when init) from item (see sinst.bestItem).
-func (e *engine) arrive(in *sinst, r *streamRank, v float64, item int64, nb bool, w, at int64, site uint32, init bool) {
+func (e *engine) arrive(in *sinst, r *streamRank, v float64, item int64, nb bool, w, at int64, pt *spart, init bool) {
 	if in.arrived == 0 || v > in.best || v == in.best && r.idx < in.bestRank {
 		in.best, in.bestRank, in.bestItem, in.bestNB, in.bestW, in.bestAt, in.bestInit = v, r.idx, item, nb, w, at, init
-		in.bestSite = site
+		in.bestSite, in.bestEv = pt.site, pt.ev
 	}
 	in.arrived++
 	if in.arrived >= in.expected {
@@ -1124,7 +1132,7 @@ func (e *engine) complete(in *sinst) {
 	in.id = e.nrecs
 	e.nrecs++
 	e.putInst(&instRec{name: in.lowName, bestRank: in.bestRank, bestNB: in.bestNB, bestItem: in.bestItem,
-		bestW: in.bestW, bestAt: in.bestAt, bestSite: in.bestSite, bestInit: in.bestInit, nb: in.anyNB, bytes: info.Bytes, procs: int32(min(procs, math.MaxInt32)),
+		bestW: in.bestW, bestAt: in.bestAt, bestSite: in.bestSite, bestEv: in.bestEv, bestInit: in.bestInit, nb: in.anyNB, bytes: info.Bytes, procs: int32(min(procs, math.MaxInt32)),
 		parts: int32(len(in.parts)), gid: in.key.ck.gid, start: in.start, end: in.end, low: in.low, lowSite: in.lowSite})
 	e.checkInstance(in)
 	if !e.meas || !in.anyNB || in.timed {
@@ -1325,7 +1333,7 @@ func (e *engine) replayRank(r *streamRank) {
 				if !pt.arrived {
 					pt.arrived = true
 					w := r.chainW(r.lastKind, r.lastEnd, posPart, pt.start)
-					e.arrive(in, r, r.val+float64(w), int64(r.items)-1, false, w, pt.start, pt.site, r.lastKind == posInit)
+					e.arrive(in, r, r.val+float64(w), int64(r.items)-1, false, w, pt.start, pt, r.lastKind == posInit)
 				}
 				if !in.done {
 					e.waitFor(r, in)
@@ -1408,7 +1416,7 @@ func (e *engine) replayRank(r *streamRank) {
 			}
 			if sv += xw; sv > val {
 				val = sv
-				rec.kind, rec.from, rec.cw, rec.xw, rec.psite = itemCollIn, int32(in.id), in.w, xw, o.psite
+				rec.kind, rec.from, rec.cw, rec.xw, rec.psite, rec.pev = itemCollIn, int32(in.id), in.w, xw, o.psite, o.pev
 			}
 		}
 		k := r.k
@@ -1433,10 +1441,10 @@ func (e *engine) replayRank(r *streamRank) {
 		}
 		r.outbox, r.oh = dropHead(r.outbox, r.oh)
 		for r.nh < len(r.nb) && r.nb[r.nh].at == k {
-			in, site := r.nb[r.nh].inst, r.nb[r.nh].site
+			pt := r.nb[r.nh]
 			r.nb[r.nh] = spart{}
 			r.nh++
-			e.arrive(in, r, val, int64(item), true, 0, 0, site, false)
+			e.arrive(pt.inst, r, val, int64(item), true, 0, 0, &pt, false)
 		}
 		r.nb, r.nh = dropHead(r.nb, r.nh)
 	}
@@ -1581,11 +1589,11 @@ func (e *engine) back(res *ReplayResult) error {
 	// starting at start (ostart as recorded), from item i-1 (MPI_Init when
 	// i is 0): the edge, and whether it leaves a blocking collective call.
 	chainIn := func(r *streamRank, i int64, b uint8, start, ostart int64) (ReplayEdge, bool, error) {
-		var ed ReplayEdge
+		ed := ReplayEdge{FromEvent: -1, ToEvent: -1}
 		part := false
 		if i == 0 {
 			ed = ReplayEdge{Kind: taskgraph.InitOut, Rank: r.rank, Weight: r.chainW(posInit, r.initEnd, b, start),
-				Orig: r.chainW(posInit, r.initRec, b, ostart), FromShift: r.initRec - r.initEnd}
+				Orig: r.chainW(posInit, r.initRec, b, ostart), FromShift: r.initRec - r.initEnd, FromEvent: -1, ToEvent: -1}
 		} else {
 			prev, err := at(r, i-1)
 			if err != nil {
@@ -1594,7 +1602,7 @@ func (e *engine) back(res *ReplayResult) error {
 			a := posOp
 			if part = prev.kind == itemPart; part {
 				a = posPart
-				ed.FromSite = prev.psite
+				ed.FromSite, ed.FromEvent = prev.psite, prev.ev
 			}
 			ed.Kind, ed.Rank, ed.Weight = chainKindOf(a, b), r.rank, r.chainW(a, prev.end, b, start)
 			ed.Orig, ed.FromShift = r.chainW(a, prev.oend, b, ostart), prev.oend-prev.end
@@ -1630,24 +1638,25 @@ func (e *engine) back(res *ReplayResult) error {
 		br := e.ranks[ir.bestRank]
 		switch {
 		case ir.bestNB:
-			st.In = ReplayEdge{Kind: taskgraph.CollIn, Rank: br.rank}
+			st.In = ReplayEdge{Kind: taskgraph.CollIn, Rank: br.rank, FromEvent: -1}
 		case ir.bestInit:
 			st.In = ReplayEdge{Kind: taskgraph.InitOut, Rank: br.rank, Weight: ir.bestW,
-				Orig: br.chainW(posInit, br.initRec, posPart, ir.bestAt), FromShift: br.initRec - br.initEnd}
+				Orig: br.chainW(posInit, br.initRec, posPart, ir.bestAt), FromShift: br.initRec - br.initEnd, FromEvent: -1}
 		default:
 			prev, err := at(br, ir.bestItem)
 			if err != nil {
 				return err
 			}
 			a := posOp
+			st.In.FromEvent = -1
 			if prev.kind == itemPart {
 				a = posPart
-				st.In.FromSite = prev.psite
+				st.In.FromSite, st.In.FromEvent = prev.psite, prev.ev
 			}
 			st.In.Kind, st.In.Rank, st.In.Weight = taskgraph.CollIn, br.rank, ir.bestW
 			st.In.Orig, st.In.FromShift = br.chainW(a, prev.oend, posPart, ir.bestAt), prev.oend-prev.end
 		}
-		st.In.ToSite = ir.bestSite
+		st.In.ToSite, st.In.ToEvent = ir.bestSite, ir.bestEv
 		if st.In.Weight > 0 {
 			st.In.End = ir.bestAt
 		}
@@ -1676,12 +1685,12 @@ func (e *engine) back(res *ReplayResult) error {
 		switch rec.kind {
 		case itemMsg:
 			st.Cross, st.MsgBytes = true, int64(min(rec.mbytes, math.MaxInt64))
-			st.In = ReplayEdge{Kind: taskgraph.Message, Rank: r.rank, Bytes: st.MsgBytes, Cross: rec.xw}
+			st.In = ReplayEdge{Kind: taskgraph.Message, Rank: r.rank, Bytes: st.MsgBytes, Cross: rec.xw, FromEvent: -1, ToEvent: -1}
 			res.add(&st, int(rec.name))
 			ri, item = rec.from, int64(rec.fitem)
 		case itemCollIn:
 			st.Cross = true
-			st.In = ReplayEdge{Kind: taskgraph.CollOut, Rank: r.rank, Cross: rec.xw, FromSite: rec.psite}
+			st.In = ReplayEdge{Kind: taskgraph.CollOut, Rank: r.rank, Cross: rec.xw, FromSite: rec.psite, FromEvent: rec.pev, ToEvent: -1}
 			res.add(&st, int(rec.name))
 			if err := collective(rec.from, rec.cw); err != nil {
 				return err
@@ -1818,6 +1827,8 @@ const (
 	sfFromShift = 1 << 24
 	sfFromSite  = 1 << 25
 	sfToSite    = 1 << 26
+	sfFromEv    = 1 << 27 // In.FromEvent (else -1)
+	sfToEv      = 1 << 28 // In.ToEvent (else -1)
 )
 
 // add appends step st, whose name is res.names[name]; a collective's goes
@@ -1856,6 +1867,8 @@ func (res *ReplayResult) add(st *ReplayStep, name int) {
 	set(sfFromShift, st.In.FromShift != 0)
 	set(sfFromSite, st.In.FromSite != 0)
 	set(sfToSite, st.In.ToSite != 0)
+	set(sfFromEv, st.In.FromEvent != -1)
+	set(sfToEv, st.In.ToEvent != -1)
 	f |= uint64(st.In.Kind&15) << sfInKindPos
 	b := res.enc[:0]
 	b = binary.AppendUvarint(b, f)
@@ -1914,6 +1927,12 @@ func (res *ReplayResult) add(st *ReplayStep, name int) {
 	}
 	if f&sfToSite != 0 {
 		b = binary.AppendUvarint(b, uint64(st.In.ToSite))
+	}
+	if f&sfFromEv != 0 {
+		b = binary.AppendVarint(b, st.In.FromEvent)
+	}
+	if f&sfToEv != 0 {
+		b = binary.AppendVarint(b, st.In.ToEvent)
 	}
 	if st.Kind == taskgraph.KindCollective {
 		nb := uint64(0)
@@ -2070,6 +2089,13 @@ func (res *ReplayResult) decodeStep(d *recDec, st *ReplayStep) {
 	}
 	if f&sfToSite != 0 {
 		st.In.ToSite = uint32(d.u())
+	}
+	st.In.FromEvent, st.In.ToEvent = -1, -1
+	if f&sfFromEv != 0 {
+		st.In.FromEvent = d.s()
+	}
+	if f&sfToEv != 0 {
+		st.In.ToEvent = d.s()
 	}
 	if st.Kind == taskgraph.KindCollective {
 		st.GID = d.u()

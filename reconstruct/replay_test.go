@@ -54,11 +54,12 @@ func replayStepsOf(g *taskgraph.Graph, p *taskgraph.Path, w graphWeights) []reco
 			if e.Kind == taskgraph.Message {
 				s.In.Cross = w.Message(e.Bytes)
 			}
-			if g.Kind(e.From) == taskgraph.KindCollective {
-				s.In.FromSite = g.PartSite(e.From, e.Rank)
+			s.In.FromEvent, s.In.ToEvent = -1, -1
+			if ev, ok := g.PartEvent(e.From, e.Rank); ok {
+				s.In.FromSite, s.In.FromEvent = g.PartSite(e.From, e.Rank), ev
 			}
-			if g.Kind(e.To) == taskgraph.KindCollective {
-				s.In.ToSite = g.PartSite(e.To, e.Rank)
+			if ev, ok := g.PartEvent(e.To, e.Rank); ok {
+				s.In.ToSite, s.In.ToEvent = g.PartSite(e.To, e.Rank), ev
 			}
 		}
 		s.SiteRank, s.Site = critpath.VertexSite(g, p.Node(i))

@@ -271,6 +271,7 @@ func (r *streamRank) logItem(rec *itemRec) {
 			b = binary.AppendUvarint(b, math.Float64bits(rec.cw))
 			b = binary.AppendUvarint(b, math.Float64bits(rec.xw))
 			b = binary.AppendUvarint(b, uint64(rec.psite))
+			b = binary.AppendVarint(b, rec.pev)
 		}
 	}
 	r.enc.buf = b
@@ -322,6 +323,7 @@ func decodeItems(b []byte, out []itemRec) ([]itemRec, error) {
 				rec.cw = math.Float64frombits(d.u())
 				rec.xw = math.Float64frombits(d.u())
 				rec.psite = uint32(d.u())
+				rec.pev = d.s()
 			}
 		default:
 			d.bad = true

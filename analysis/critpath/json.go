@@ -46,11 +46,11 @@ func (sp *StepPath) MarshalJSON() ([]byte, error) {
 	err := sp.Steps(func(st *reconstruct.ReplayStep) error {
 		v := vertexJSON{Name: st.Name, Rank: st.Rank, Kind: st.Kind.String()}
 		if st.Kind == taskgraph.KindCollective {
-			v.Weight, v.Model, v.Bytes, v.Procs = st.Weight, sp.fit(st), st.Bytes, st.Procs
+			v.Weight, v.Model, v.Bytes, v.Procs = st.Weight, sp.Fit(st), st.Bytes, st.Procs
 		}
 		if !first {
 			vs.WriteByte(',')
-			e := edgeJSON{Kind: st.In.Kind.String(), Rank: st.In.Rank, Weight: hopWeight(st), Bytes: st.In.Bytes}
+			e := edgeJSON{Kind: st.In.Kind.String(), Rank: st.In.Rank, Weight: HopWeight(st), Bytes: st.In.Bytes}
 			if st.In.Kind != taskgraph.Message {
 				e.Measured = st.In.Weight
 			}

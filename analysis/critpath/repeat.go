@@ -565,7 +565,7 @@ func (f *Folded) weights(ranges [][2]int) ([]float64, error) {
 	errDone := errors.New("done")
 	err := f.st.sp.Steps(func(st *reconstruct.ReplayStep) error {
 		if v > 0 {
-			sw += hopWeight(st)
+			sw += HopWeight(st)
 		}
 		if st.Kind == taskgraph.KindCollective {
 			sw += st.Weight

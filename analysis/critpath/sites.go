@@ -198,7 +198,7 @@ func (sp *StepPath) siteVisitor(top int, label SiteLabel) (visit func(*reconstru
 			step(skey{coll: true, from: k, to: k}, st.Weight, 0)
 		}
 		if !first {
-			w := hopWeight(st)
+			w := HopWeight(st)
 			var bytes int64
 			if st.In.Kind == taskgraph.Message {
 				to.Communication += w

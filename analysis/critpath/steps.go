@@ -65,19 +65,19 @@ func (sp *StepPath) RunInfo(measured int64) *RunInfo {
 	return sp.run(measured)
 }
 
-// fit is the fit the model used for collective step st ("measured" under
+// Fit is the fit the model used for collective step st ("measured" under
 // measured weights).
-func (sp *StepPath) fit(st *reconstruct.ReplayStep) string {
+func (sp *StepPath) Fit(st *reconstruct.ReplayStep) string {
 	if sp.Weights == WeightsMeasured {
 		return "measured"
 	}
 	return sp.w.collOf(taskgraph.CollectiveInfo{Name: st.Name, Bytes: st.Bytes, Procs: st.Procs}).used
 }
 
-// hopWeight is the share of the path of the edge into st: a cross edge's
+// HopWeight is the share of the path of the edge into st: a cross edge's
 // weight (a message's, a nonblocking collective's fan-out), else the
 // edge's measured time.
-func hopWeight(st *reconstruct.ReplayStep) float64 {
+func HopWeight(st *reconstruct.ReplayStep) float64 {
 	if st.In.Kind == taskgraph.Message || st.Cross && st.In.Kind == taskgraph.CollOut {
 		return st.In.Cross
 	}
@@ -165,12 +165,8 @@ func (p *Path) step(i int, fn func(int, *reconstruct.ReplayStep) error) error {
 			_, re := nodeTimes(g, e.From, e.Rank)
 			st.In.FromShift = oe - re
 		}
-		if g.Kind(e.From) == taskgraph.KindCollective {
-			st.In.FromSite = g.PartSite(e.From, e.Rank)
-		}
-		if g.Kind(e.To) == taskgraph.KindCollective {
-			st.In.ToSite = g.PartSite(e.To, e.Rank)
-		}
+		st.In.FromSite, st.In.FromEvent = partOf(g, e.From, e.Rank)
+		st.In.ToSite, st.In.ToEvent = partOf(g, e.To, e.Rank)
 	}
 	switch kind {
 	case taskgraph.KindOp:
@@ -183,6 +179,19 @@ func (p *Path) step(i int, fn func(int, *reconstruct.ReplayStep) error) error {
 		st.Weight = p.w.coll(v).ns
 	}
 	return fn(i, st)
+}
+
+// partOf is the call site and event of rank r's call of v when v is a
+// collective r takes part in; 0, -1 otherwise.
+func partOf(g *taskgraph.Graph, v taskgraph.NodeID, r int) (site uint32, ev int64) {
+	if g.Kind(v) != taskgraph.KindCollective {
+		return 0, -1
+	}
+	ev, ok := g.PartEvent(v, r)
+	if !ok {
+		return 0, -1
+	}
+	return g.PartSite(v, r), ev
 }
 
 // crossEdge reports whether from -> to is a cross edge of g: a message, or

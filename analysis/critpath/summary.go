@@ -153,7 +153,7 @@ func newSummarizer(sp *StepPath, top int) (*summarizer, error) {
 		sz.fn(st.Name).Communication += w
 		if c := (candidate{weight: w, index: i}); sz.heavy.admits(c) {
 			l := stepLabel(st)
-			c.item = Item{Kind: "collective", Index: i, From: l, To: l, Rank: -1, Weight: w, Model: sp.fit(st)}
+			c.item = Item{Kind: "collective", Index: i, From: l, To: l, Rank: -1, Weight: w, Model: sp.Fit(st)}
 			sz.heavy.add(c)
 		}
 		return nil
@@ -205,7 +205,7 @@ func (sz *summarizer) visit(st *reconstruct.ReplayStep) {
 		return
 	}
 	s := sz.s
-	weight := hopWeight(st)
+	weight := HopWeight(st)
 	if st.In.Kind == taskgraph.Message {
 		s.Messages++
 		s.MessageBytes += st.In.Bytes

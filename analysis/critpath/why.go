@@ -201,7 +201,7 @@ func ExplainSteps(modelLength float64, m Model, meas *StepPath, top int, names S
 			return nil
 		}
 		h := &st.In
-		w := hopWeight(st)
+		w := HopWeight(st)
 		// The sites of the hop's ends as its rank saw them.
 		from := &prev
 		fr, fs := from.SiteRank, from.Site

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -41,25 +42,13 @@ const (
 	stepCompute
 )
 
-// NewChromePath takes from graph g and its critical path p what
-// StreamChrome needs to mark the path. A call is on the path when one of
-// its operations is a vertex of p or, for a collective call, when one of
-// p's hops into or out of the collective's vertex is on the call's rank.
-func NewChromePath(g *taskgraph.Graph, p *critpath.Path) *ChromePath {
-	cp := &ChromePath{events: map[int][]int64{}, length: p.Length}
-	colls := map[int][]taskgraph.NodeID{} // by rank: the collectives the path enters or leaves on it
-	nv := p.NumVertices()
-	// The steps are counted first, to be allocated once at their size.
-	n := 0
-	for i := range nv {
-		if p.Vertex(i).Weight > 0 {
-			n++
-		}
-		if i < nv-1 && p.Hop(i).Weight > 0 {
-			n++
-		}
-	}
-	cp.steps = make([]pathStep, 0, n)
+// NewChromePath takes from critical path sp (of the graph or the replay)
+// what StreamChrome needs to mark the path, in one pass over its steps. A
+// call is on the path when one of its operations is a vertex of the path
+// or, for a collective call, when one of the path's hops into or out of
+// the collective's vertex is on the call's rank.
+func NewChromePath(sp *critpath.StepPath) (*ChromePath, error) {
+	cp := &ChromePath{events: map[int][]int64{}, length: sp.Length}
 	index := map[string]uint32{}
 	name := func(s string) uint32 {
 		i, ok := index[s]
@@ -70,48 +59,73 @@ func NewChromePath(g *taskgraph.Graph, p *critpath.Path) *ChromePath {
 		}
 		return i
 	}
-	for i := range nv {
-		x := p.Vertex(i)
-		if g.Kind(x.ID) == taskgraph.KindOp {
-			r := g.Rank(x.ID)
-			cp.events[r] = append(cp.events[r], g.OpEvent(x.ID))
+	// Counted first, to be allocated once at their size: the track's steps
+	// and each rank's calls.
+	nsteps, calls, i := 0, map[int]int{}, 0
+	if err := sp.Steps(func(st *reconstruct.ReplayStep) error {
+		if i++; st.Kind == taskgraph.KindOp {
+			calls[st.Rank]++
 		}
-		if x.Weight > 0 {
-			cp.steps = append(cp.steps, pathStep{kind: stepVertex, weight: x.Weight, a: name(x.Name), b: name(x.Model), from: int32(x.Procs), n: x.Bytes})
-		}
-		if i == nv-1 {
-			break
-		}
-		h := p.Hop(i)
-		for _, v := range []taskgraph.NodeID{h.From, h.To} {
-			if g.Kind(v) == taskgraph.KindCollective {
-				colls[h.Rank] = append(colls[h.Rank], v)
+		if i > 1 {
+			for _, ev := range [2]int64{st.In.FromEvent, st.In.ToEvent} {
+				if ev >= 0 {
+					calls[st.In.Rank]++
+				}
+			}
+			if critpath.HopWeight(st) > 0 {
+				nsteps++
 			}
 		}
-		if h.Weight <= 0 {
-			continue
+		if st.Kind == taskgraph.KindCollective && st.Weight > 0 {
+			nsteps++
 		}
-		if h.Kind == taskgraph.Message {
-			cp.steps = append(cp.steps, pathStep{kind: stepMessage, weight: h.Weight, a: name(g.Name(h.From)), b: name(g.Name(h.To)),
-				from: int32(g.Rank(h.From)), to: int32(g.Rank(h.To)), n: h.Bytes})
-			continue
-		}
-		cp.steps = append(cp.steps, pathStep{kind: stepCompute, weight: h.Weight, a: name(g.Name(h.From)), b: name(g.Name(h.To)), from: int32(h.Rank)})
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	for r, vs := range colls {
-		slices.Sort(vs)
-		g.RankCollectives(r, func(v taskgraph.NodeID, ev int64) bool {
-			if _, ok := slices.BinarySearch(vs, v); ok {
-				cp.events[r] = append(cp.events[r], ev)
+	cp.steps = make([]pathStep, 0, nsteps)
+	for r, n := range calls {
+		cp.events[r] = make([]int64, 0, n)
+	}
+	var prevName string
+	prevRank := -1
+	first := true
+	// The steps of the track are in path order: a vertex's own weight (a
+	// collective's) after the hop into it.
+	err := sp.Steps(func(st *reconstruct.ReplayStep) error {
+		defer func() { prevName, prevRank, first = st.Name, st.Rank, false }()
+		if st.Kind == taskgraph.KindOp {
+			cp.events[st.Rank] = append(cp.events[st.Rank], st.Event.Index)
+		}
+		if !first {
+			h := &st.In
+			for _, ev := range [2]int64{h.FromEvent, h.ToEvent} {
+				if ev >= 0 {
+					cp.events[h.Rank] = append(cp.events[h.Rank], ev)
+				}
 			}
-			return true
-		})
+			if w := critpath.HopWeight(st); w > 0 {
+				if h.Kind == taskgraph.Message {
+					cp.steps = append(cp.steps, pathStep{kind: stepMessage, weight: w, a: name(prevName), b: name(st.Name),
+						from: int32(prevRank), to: int32(st.Rank), n: h.Bytes})
+				} else {
+					cp.steps = append(cp.steps, pathStep{kind: stepCompute, weight: w, a: name(prevName), b: name(st.Name), from: int32(h.Rank)})
+				}
+			}
+		}
+		if st.Kind == taskgraph.KindCollective && st.Weight > 0 {
+			cp.steps = append(cp.steps, pathStep{kind: stepVertex, weight: st.Weight, a: name(st.Name), b: name(sp.Fit(st)), from: int32(st.Procs), n: st.Bytes})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	for r, evs := range cp.events {
 		slices.Sort(evs)
 		cp.events[r] = slices.Clip(slices.Compact(evs))
 	}
-	return cp
+	return cp, nil
 }
 
 // Events returns the indices, in rank r's event stream, of its calls on

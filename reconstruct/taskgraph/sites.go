@@ -91,6 +91,17 @@ func (g *Graph) PartSite(v NodeID, r int) uint32 {
 	return g.ranks[p.ri].sites.get(int64(p.ev))
 }
 
+// PartEvent returns the index, in rank r's event stream, of its call of
+// collective v (for a nonblocking collective, of its posting call); ok is
+// false when r is not a participant.
+func (g *Graph) PartEvent(v NodeID, r int) (ev int64, ok bool) {
+	p := g.part(v, r)
+	if p == nil {
+		return 0, false
+	}
+	return int64(p.ev), true
+}
+
 // RankSites returns rank r's call-site table and mappings; an empty
 // table when the rank has none (or no log).
 func (g *Graph) RankSites(r int) *tracefmt.Sites {

@@ -129,22 +129,26 @@ func runExport(opts *exportOptions, s *Streams) error {
 	return nil
 }
 
-// exportPath computes the critical path as critpath does (the task graph
-// and the path of the same model) and returns what the export needs of
-// it (nil without a path: pathErr says why, nil for a trace without MPI
-// operations) and reconstruction's diagnostics. The graph is released
-// before it returns: the export then needs no more memory than critpath.
+// exportPath computes the critical path as critpath does (the streaming
+// replay, or the task graph where the trace needs it, with the path of the
+// same model) and returns what the export needs of it (nil without a
+// path: pathErr says why, nil for a trace without MPI operations) and
+// reconstruction's diagnostics. A graph is released before it returns:
+// the export then needs no more memory than critpath.
 func exportPath(t *tracefmt.Trace, model string, s *Streams) (_ *render.ChromePath, _ *tracefmt.Diagnostics, pathErr error, _ error) {
-	a, err := analyze(t, driver.Options{Model: model, NoSpans: true}, s)
+	a, err := analyze(t, driver.Options{Model: model, NoSpans: true, Stream: true}, s)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if exportGraphBuilt != nil {
+	defer a.Close()
+	if exportGraphBuilt != nil && a.Graph != nil {
 		exportGraphBuilt(a.Graph)
 	}
 	var path *render.ChromePath
-	if a.Path != nil {
-		path = render.NewChromePath(a.Graph, a.Path)
+	if a.Steps != nil {
+		if path, err = render.NewChromePath(a.Steps); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	diags := a.Diags
 	if a.PathErr != nil && !errors.Is(a.PathErr, critpath.ErrEmpty) {
@@ -152,7 +156,7 @@ func exportPath(t *tracefmt.Trace, model string, s *Streams) (_ *render.ChromePa
 	}
 	// The graph is unreachable from here on; give its memory back before
 	// the stream's buffers are allocated.
-	a = nil
+	a.Graph, a.Path, a.Steps = nil, nil, nil
 	debug.FreeOSMemory()
 	return path, diags, pathErr, nil
 }

@@ -192,31 +192,41 @@ func maxU(a, b uint64) uint64 {
 	return b
 }
 
-// TestExportPathReleasesGraph: the default export keeps of the task
-// graph only the path (render.ChromePath): once exportPath returns, the
-// graph it built is unreachable (a weak pointer to it is cleared by a
-// collection), and the file is written without it.
+// TestExportPathReleasesGraph: the default export keeps of the path only
+// what it marks (render.ChromePath). It builds no task graph for a trace
+// the replay takes (halo6); for one the replay declines (mix4: a second
+// thread's call), the graph it built is unreachable once exportPath
+// returns (a weak pointer to it is cleared by a collection), and the file
+// is written without it.
 func TestExportPathReleasesGraph(t *testing.T) {
-	dir := exportTrace(t)
-	tr, err := tracefmt.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
+	for name, c := range map[string]struct {
+		dir   string
+		graph bool
+	}{"mix4": {exportTrace(t), true}, "halo6": {saveTrace(t, testgen.Halo(6, 25, 4)), false}} {
+		tr, err := tracefmt.OpenDir(c.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg weak.Pointer[taskgraph.Graph]
+		built := false
+		exportGraphBuilt = func(g *taskgraph.Graph) { wg, built = weak.Make(g), true }
+		cp, _, pathErr, err := exportPath(tr, "", &Streams{Out: io.Discard, Err: io.Discard})
+		exportGraphBuilt = nil
+		if err != nil || pathErr != nil || cp == nil {
+			t.Fatalf("%s: exportPath: %v, %v", name, err, pathErr)
+		}
+		runtime.GC()
+		if built != c.graph {
+			t.Errorf("%s: exportPath built the task graph: %v, want %v", name, built, c.graph)
+		}
+		if wg.Value() != nil {
+			t.Errorf("%s: the task graph is still reachable after exportPath", name)
+		}
+		if len(cp.Events(0)) == 0 {
+			t.Errorf("%s: no call of rank 0 on the path", name)
+		}
+		runtime.KeepAlive(cp)
 	}
-	var wg weak.Pointer[taskgraph.Graph]
-	exportGraphBuilt = func(g *taskgraph.Graph) { wg = weak.Make(g) }
-	defer func() { exportGraphBuilt = nil }()
-	cp, _, pathErr, err := exportPath(tr, "", &Streams{Out: io.Discard, Err: io.Discard})
-	if err != nil || pathErr != nil || cp == nil {
-		t.Fatalf("exportPath: %v, %v", err, pathErr)
-	}
-	runtime.GC()
-	if wg.Value() != nil {
-		t.Errorf("the task graph is still reachable after exportPath")
-	}
-	if len(cp.Events(0)) == 0 {
-		t.Errorf("no call of rank 0 on the path")
-	}
-	runtime.KeepAlive(cp)
 }
 
 // TestExportSpooled: an export whose second pass spools its readers'
