@@ -95,7 +95,8 @@ type Trace struct {
 	// ForEachRank's goroutines): a reader opened counts its file's bytes
 	// outside events blocks, and each events block counts when its events
 	// are decoded. Reading every event adds up to FileBytes: progress for a
-	// command to show.
+	// command to show. A caller that reads the trace again tells it minus
+	// what it read (analysis/driver, after a replay it gave up).
 	OnRead func(n int)
 
 	mu         sync.Mutex

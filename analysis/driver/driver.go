@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mpitrace/mpitrace/analysis/baseline"
 	"github.com/mpitrace/mpitrace/analysis/callsite"
@@ -48,7 +49,8 @@ type Options struct {
 	// NoSpans leaves out the loops' and regions' intervals: the path's
 	// share in them is then not known (export does not need it).
 	NoSpans bool
-	// Observe, when set, also sees each rank's events.
+	// Observe, when set, also sees each rank's events: twice for a trace
+	// the replay declines (Stream), the second time the graph's.
 	Observe Observer
 	// Resolver resolves the call sites; nil for the default resolver.
 	Resolver *callsite.Resolver
@@ -137,11 +139,23 @@ func Analyze(t *tracefmt.Trace, o Options) (*Analysis, error) {
 		return nil, err
 	}
 	if o.Stream {
-		if err := a.replay(o); err == nil {
+		// What the replay reads, so that the reading's progress can start
+		// again for the graph's.
+		var read atomic.Int64
+		onRead := t.OnRead
+		if onRead != nil {
+			t.OnRead = func(n int) { read.Add(int64(n)); onRead(n) }
+		}
+		err := a.replay(o)
+		t.OnRead = onRead
+		if err == nil {
 			return a, nil
 		}
 		// Declined (or failed, which Build says better): the graph, with
 		// what the replay observed forgotten, in the memory it held.
+		if onRead != nil {
+			onRead(-int(read.Load()))
+		}
 		runtime.GC()
 		a = &Analysis{Trace: t, clocks: newClockObserver(), resolver: o.Resolver, Model: a.Model, ModelName: a.ModelName}
 	}
@@ -354,15 +368,16 @@ func SiteTable(r *callsite.Resolver, ranks map[int]*tracefmt.Sites) *callsite.Ta
 
 // Folded returns the critical path folded (critpath.Fold), folding it
 // once.
-func (a *Analysis) Folded() *critpath.Folded {
+func (a *Analysis) Folded() (*critpath.Folded, error) {
 	if a.fold == nil {
+		var err error
 		if a.Path != nil {
 			a.fold = critpath.Fold(a.Path)
-		} else if f, err := a.Steps.Fold(); err == nil {
-			a.fold = f
+		} else if a.fold, err = a.Steps.Fold(); err != nil {
+			return nil, err
 		}
 	}
-	return a.fold
+	return a.fold, nil
 }
 
 // Loops returns each rank's loops, as the reconstruction saw them.
@@ -422,8 +437,18 @@ func (a *Analysis) MeasuredPath() (*critpath.StepPath, error) {
 	}
 	res, err := reconstruct.ReplayTraceMeasured(a.Trace, a.clocks.clocks.Offset, reconstruct.Options{Filtered: RecordFilter(a.Trace) != ""})
 	if err != nil {
-		a.mpathErr = err
-		return nil, err
+		// Where the model's replay went, this one goes too but for a
+		// failure of its own (a temporary file, say): the graph.
+		g, _, err := reconstruct.Build(a.Trace, reconstruct.Options{Filtered: RecordFilter(a.Trace) != ""})
+		if err != nil {
+			a.mpathErr = err
+			return nil, err
+		}
+		var p *critpath.Path
+		if p, a.mpathErr = critpath.ComputeMeasured(g, &a.clocks.clocks); p != nil {
+			a.mpath = p.StepPath()
+		}
+		return a.mpath, a.mpathErr
 	}
 	a.replays = append(a.replays, res)
 	a.mpath = critpath.ReplayPath(res, critpath.WeightsMeasured, nil, &a.clocks.clocks)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mpitrace/mpitrace/analysis/baseline"
@@ -15,6 +16,7 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/analysis/stats"
 	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
 var stencil = filepath.Join("..", "..", "fixtures", "traces", "v5", "stencil")
@@ -111,8 +113,10 @@ func TestMeasuredOnce(t *testing.T) {
 		if err1 != nil || err2 != nil || p1 != p2 || p1 == a.Steps {
 			t.Errorf("MeasuredPath: %p %v, %p %v (model path %p)", p1, err1, p2, err2, a.Steps)
 		}
-		if a.Folded() != a.Folded() {
-			t.Error("Folded folds twice")
+		f1, err1 := a.Folded()
+		f2, err2 := a.Folded()
+		if err1 != nil || err2 != nil || f1 != f2 {
+			t.Error("Folded folds twice", err1, err2)
 		}
 		if errors.Is(a.NeedPath(), ErrNoMPI) || a.NoMPI() {
 			t.Error("an MPI trace taken for a program without MPI")
@@ -213,4 +217,40 @@ func TestStreamAsGraph(t *testing.T) {
 		t.Errorf("the replay analysed %d of %d traces", streamed, len(dirs))
 	}
 	t.Logf("%d of %d traces replayed", streamed, len(dirs))
+}
+
+// TestFallbackProgress: a trace the replay declines (a rank's second
+// thread calls while the first is in a call) is analysed with the graph,
+// and the reading's progress (Trace.OnRead) starts again for it: what it
+// is told adds up to the trace's bytes once, not twice.
+func TestFallbackProgress(t *testing.T) {
+	b := testgen.New(2)
+	for r := range 2 {
+		rk := b.Rank(r)
+		rk.Call("MPI_Init")
+		rk.Compute(1000)
+		rk.Barrier()
+	}
+	b.Rank(1).Thread(1).Compute(100).Call("MPI_Comm_rank")
+	for r := range 2 {
+		b.Rank(r).Call("MPI_Finalize")
+	}
+	dir := filepath.Join(t.TempDir(), "traces")
+	if err := b.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	tr := open(t, dir)
+	var read atomic.Int64 // OnRead is told from several goroutines
+	tr.OnRead = func(n int) { read.Add(int64(n)) }
+	a, err := Analyze(tr, Options{Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Graph == nil {
+		t.Fatal("the replay took a trace with overlapping calls")
+	}
+	if read.Load() != tr.FileBytes() {
+		t.Errorf("progress told %d bytes, the trace has %d", read.Load(), tr.FileBytes())
+	}
 }

@@ -276,7 +276,10 @@ func runDot(opts *dotOptions, s *Streams) error {
 // vertices and the merge draws fewer; with the vertices it draws and how
 // it was made ("folded", "merged by call site").
 func pathPicture(a *driver.Analysis, ro render.DOTOptions) (write func(io.Writer) error, drawn int, how string) {
-	f := a.Folded()
+	f, err := a.Folded()
+	if err != nil {
+		return func(io.Writer) error { return err }, 0, "folded"
+	}
 	drawn = render.FoldedVertices(f)
 	if drawn > critpath.FoldTarget {
 		if sg := critpath.MergeSteps(a.Path); len(sg.Nodes) < drawn {

@@ -114,12 +114,12 @@ func readRegions(t *tracefmt.Trace, modelPath string, s *Streams) (*regions.Repo
 	case a.PathErr != nil:
 		rep.NoCriticalPath(a.PathErr.Error())
 	default:
+		defer a.Close()
 		sum, err := a.Steps.Summarize(0)
 		if err != nil {
 			return nil, nil, err
 		}
 		at, err := critpath.AttributeRegions(a.Steps, sum, regions.NewSpans(a.Regions()))
-		a.Close()
 		if err != nil {
 			return nil, nil, err
 		}
