@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -209,16 +210,18 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	}
 	switch {
 	case opts.JSON:
-		err = writeJSON(s.Out, struct {
+		// The path is streamed where a placeholder stands in the rest.
+		err = writeJSONWith(s.Out, struct {
 			Trace       string                    `json:"trace"`
 			Model       string                    `json:"model"`
 			Unit        string                    `json:"unit"`
 			Output      string                    `json:"critpath_out,omitempty"`
 			Summary     *critpath.Summary         `json:"summary"`
-			Path        *critpath.StepPath        `json:"path"`
+			Path        json.RawMessage           `json:"path"`
 			Unfinished  []tracefmt.UnfinishedCall `json:"unfinished,omitempty"`
 			Diagnostics *diagnosticsJSON          `json:"diagnostics"`
-		}{opts.Dir, a.ModelName, unit.String(), out, sum, path, a.Trace.Unfinished(), newDiagnosticsJSON(a.Diags)})
+		}{opts.Dir, a.ModelName, unit.String(), out, sum, jsonPlaceholder, a.Trace.Unfinished(), newDiagnosticsJSON(a.Diags)},
+			func(w io.Writer) error { return path.WriteJSON(w, "  ", "  ") })
 	case out != "-":
 		err = writeSummary(s.Out, opts.Dir, a, out, sum, unit)
 	}
@@ -234,6 +237,33 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// jsonPlaceholder stands, in a value writeJSONWith writes, for what it
+// streams (a field of the top-level object).
+var jsonPlaceholder = json.RawMessage(`"\u0000streamed\u0000"`)
+
+// writeJSONWith writes v as writeJSON does, but for the field holding
+// jsonPlaceholder, whose value stream writes (indented as a field of the
+// top-level object): a long critical path is written as it is read, not
+// held.
+func writeJSONWith(w io.Writer, v any, stream func(io.Writer) error) error {
+	var b bytes.Buffer
+	if err := writeJSON(&b, v); err != nil {
+		return err
+	}
+	before, after, ok := bytes.Cut(b.Bytes(), jsonPlaceholder)
+	if !ok {
+		return fmt.Errorf("internal error: mpitrace: no place for the streamed JSON")
+	}
+	if _, err := w.Write(before); err != nil {
+		return err
+	}
+	if err := stream(w); err != nil {
+		return err
+	}
+	_, err := w.Write(after)
+	return err
 }
 
 // writeSummary writes the text summary of critpath and record --critpath:
