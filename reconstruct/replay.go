@@ -784,14 +784,19 @@ func (r *streamRank) send(ck commKey, peer int32, tag int64, node uint32, bytes 
 // were cancelled (unsettled[uh:], by id).
 func (r *streamRank) unsettle(m *smsg) {
 	if n := len(r.unsettled) - r.uh; n >= 1024 && n >= 2*r.ukept {
-		// Drop the settled ones behind one that is not.
-		keep := r.unsettled[:0]
-		for _, u := range r.unsettled[r.uh:] {
-			if !r.e.settled(u) {
+		// Drop the settled ones behind one that is not. The list is
+		// detached while settled runs: settling one trims the list's head
+		// of the settled ones behind it, which would clear the entries
+		// still to go through.
+		old := r.unsettled[r.uh:]
+		r.unsettled, r.uh = nil, 0
+		keep := old[:0]
+		for _, u := range old {
+			if u != nil && !r.e.settled(u) {
 				keep = append(keep, u)
 			}
 		}
-		clear(r.unsettled[len(keep):])
+		clear(old[len(keep):])
 		r.unsettled, r.uh, r.ukept = keep, 0, len(keep)
 	}
 	r.unsettled = append(r.unsettled, m)

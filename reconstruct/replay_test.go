@@ -875,6 +875,58 @@ func TestReplayHugeWorld(t *testing.T) {
 	}
 }
 
+// TestReplayManyUnsettled: a rank with more than a thousand sends whose
+// requests no one has yet asked about (their receiver, rank 2, is read at
+// the end) compacts its list of messages not yet known uncancelled; a
+// later message, to rank 1, already known settled stood behind each.
+// Settling the first cleared the settled ones behind it while the
+// compaction went through them (make test from a fresh clone, MPICH
+// threads and nonblocking calls): the replay read a nil message and
+// panicked.
+func TestReplayManyUnsettled(t *testing.T) {
+	const n = 700
+	var r0, r1, r2 strings.Builder
+	r0.WriteString("rank 0\nt=0 Call fn=MPI_Init dur=100\n")
+	r1.WriteString("rank 1\nt=0 Call fn=MPI_Init dur=100\n")
+	r2.WriteString("rank 2\nt=0 Call fn=MPI_Init dur=100\n")
+	tm := 1000
+	for i := range n {
+		a, b := 2*i+1, 2*i+2
+		fmt.Fprintf(&r0, "t=%d Send fn=MPI_Isend dur=5 peer=2 tag=5 comm=1 bytes=8 req=%d\n", tm, a)
+		fmt.Fprintf(&r0, "t=%d Send fn=MPI_Isend dur=5 peer=1 tag=6 comm=1 bytes=8 req=%d\n", tm+10, b)
+		fmt.Fprintf(&r0, "t=%d Complete fn=MPI_Wait dur=5 flag=1 completions=[{req=%d src=0 stag=0 sbytes=0 flags=0}]\n", tm+20, a)
+		fmt.Fprintf(&r0, "t=%d Complete fn=MPI_Wait dur=5 flag=1 completions=[{req=%d src=0 stag=0 sbytes=0 flags=0}]\n", tm+30, b)
+		fmt.Fprintf(&r0, "t=%d Recv fn=MPI_Recv dur=5 peer=1 tag=9 comm=1 bytes=8 src=1 stag=9 sbytes=8\n", tm+40)
+		fmt.Fprintf(&r1, "t=%d Recv fn=MPI_Recv dur=5 peer=0 tag=6 comm=1 bytes=8 src=0 stag=6 sbytes=8\n", tm+15)
+		fmt.Fprintf(&r1, "t=%d Send fn=MPI_Send dur=5 peer=0 tag=9 comm=1 bytes=8 req=0\n", tm+25)
+		tm += 100
+	}
+	// Rank 2 waits first for rank 0's last message: it reads its receives
+	// of the others only then.
+	fmt.Fprintf(&r0, "t=%d Send fn=MPI_Send dur=5 peer=2 tag=4 comm=1 bytes=8 req=0\n", tm)
+	fmt.Fprintf(&r2, "t=%d Recv fn=MPI_Recv dur=5 peer=0 tag=4 comm=1 bytes=8 src=0 stag=4 sbytes=8\n", tm+10)
+	tm += 100
+	for range n {
+		fmt.Fprintf(&r2, "t=%d Recv fn=MPI_Recv dur=5 peer=0 tag=5 comm=1 bytes=8 src=0 stag=5 sbytes=8\n", tm)
+		tm += 10
+	}
+	text := ""
+	for _, b := range []*strings.Builder{&r0, &r1, &r2} {
+		fmt.Fprintf(b, "t=%d Call fn=MPI_Finalize dur=100\nend reason=finalize\n", tm)
+		text += b.String()
+	}
+	ranks, err := tracefmt.ParseText(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff, err := compareReplay(dataSources(ranks)); err != nil || diff != "" {
+		t.Fatalf("%v %s", err, diff)
+	}
+	if diff, err := compareMeasured(ranks); err != nil || diff != "" {
+		t.Fatalf("measured: %v %s", err, diff)
+	}
+}
+
 // TestReplayBeforeInit: a rank's calls before MPI_Init wait in memory for
 // MPI_Init to drop them; a log that makes more than PreInitMax of them
 // (one without MPI_Init: a hostile file's 0.94 M MPI_Test calls held 190
