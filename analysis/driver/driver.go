@@ -138,6 +138,7 @@ func Analyze(t *tracefmt.Trace, o Options) (*Analysis, error) {
 	if a.Model, a.ModelName, err = LoadModel(o.Model); err != nil {
 		return nil, err
 	}
+	note := ""
 	if o.Stream {
 		// What the replay reads, so that the reading's progress can start
 		// again for the graph's.
@@ -150,6 +151,11 @@ func Analyze(t *tracefmt.Trace, o Options) (*Analysis, error) {
 		t.OnRead = onRead
 		if err == nil {
 			return a, nil
+		}
+		var bug replayPanic
+		if errors.As(err, &bug) {
+			// Said, so that it is reported; the graph gives the answer.
+			note = fmt.Sprintf("%v; the path was found with the task graph instead (please report this with the trace)", bug)
 		}
 		// Declined (or failed, which Build says better): the graph, with
 		// what the replay observed forgotten, in the memory it held.
@@ -164,6 +170,9 @@ func Analyze(t *tracefmt.Trace, o Options) (*Analysis, error) {
 		return nil, err
 	}
 	a.Note = filterNote(t, a.Diags)
+	if note != "" {
+		a.Note = strings.TrimPrefix(a.Note+"; "+note, "; ")
+	}
 	a.Path, a.PathErr = critpath.Compute(a.Graph, a.Model)
 	if a.Path != nil {
 		a.Steps = a.Path.StepPath()
@@ -173,22 +182,27 @@ func Analyze(t *tracefmt.Trace, o Options) (*Analysis, error) {
 
 // replay finds the path with the streaming replay: an error when the
 // replay declines the trace or fails.
-func (a *Analysis) replay(o Options) error {
+func (a *Analysis) replay(o Options) (err error) {
 	t := a.Trace
 	filtered := RecordFilter(t) != ""
 	var mres *reconstruct.ReplayResult
 	var merr error
 	var offsets map[int]int64
 	var wg sync.WaitGroup
+	defer wg.Wait() // the measured replay ends before the graph reads the trace
 	if o.Measured {
 		offsets = ClockOffsets(t).Offset
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			mres, merr = reconstruct.ReplayTraceMeasured(t, offsets, reconstruct.Options{Filtered: filtered})
+			mres, merr = safely(func() (*reconstruct.ReplayResult, error) {
+				return reconstruct.ReplayTraceMeasured(t, offsets, reconstruct.Options{Filtered: filtered})
+			})
 		}()
 	}
-	res, err := reconstruct.ReplayTrace(t, critpath.ModelWeights(a.Model), reconstruct.Options{Filtered: filtered, Observe: a.observer(o)})
+	res, err := safely(func() (*reconstruct.ReplayResult, error) {
+		return replayTrace(t, critpath.ModelWeights(a.Model), reconstruct.Options{Filtered: filtered, Observe: a.observer(o)})
+	})
 	wg.Wait()
 	if err != nil {
 		if mres != nil {
@@ -209,6 +223,30 @@ func (a *Analysis) replay(o Options) error {
 		mres.Close() // MeasuredPath replays with the offsets seen
 	}
 	return nil
+}
+
+// replayTrace is reconstruct.ReplayTrace (a test makes it panic).
+var replayTrace = reconstruct.ReplayTrace
+
+// replayPanic is a panic of the replay: an internal error, which the
+// analysis survives with the graph (and says).
+type replayPanic struct{ v any }
+
+func (p replayPanic) Error() string {
+	return fmt.Sprintf("internal error in the streaming replay: %v", p.v)
+}
+
+// safely runs a replay, its panic an error (replayPanic).
+func safely(replay func() (*reconstruct.ReplayResult, error)) (res *reconstruct.ReplayResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if res != nil {
+				res.Close()
+			}
+			res, err = nil, replayPanic{v}
+		}
+	}()
+	return replay()
 }
 
 // ClockOffsets reads each rank's clock offset to rank 0 and its
@@ -435,7 +473,9 @@ func (a *Analysis) MeasuredPath() (*critpath.StepPath, error) {
 		}
 		return a.mpath, a.mpathErr
 	}
-	res, err := reconstruct.ReplayTraceMeasured(a.Trace, a.clocks.clocks.Offset, reconstruct.Options{Filtered: RecordFilter(a.Trace) != ""})
+	res, err := safely(func() (*reconstruct.ReplayResult, error) {
+		return reconstruct.ReplayTraceMeasured(a.Trace, a.clocks.clocks.Offset, reconstruct.Options{Filtered: RecordFilter(a.Trace) != ""})
+	})
 	if err != nil {
 		// Where the model's replay went, this one goes too but for a
 		// failure of its own (a temporary file, say): the graph.

@@ -15,6 +15,7 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/analysis/stats"
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
@@ -252,5 +253,31 @@ func TestFallbackProgress(t *testing.T) {
 	}
 	if read.Load() != tr.FileBytes() {
 		t.Errorf("progress told %d bytes, the trace has %d", read.Load(), tr.FileBytes())
+	}
+}
+
+// TestReplayPanic: a panic in the replay (an internal error) does not end
+// the analysis: the graph finds the path, and the note says what
+// happened, to be reported.
+func TestReplayPanic(t *testing.T) {
+	defer func(f func(*tracefmt.Trace, reconstruct.ReplayWeights, reconstruct.Options) (*reconstruct.ReplayResult, error)) {
+		replayTrace = f
+	}(replayTrace)
+	replayTrace = func(*tracefmt.Trace, reconstruct.ReplayWeights, reconstruct.Options) (*reconstruct.ReplayResult, error) {
+		panic("a test's")
+	}
+	a, err := Analyze(open(t, stencil), Options{Stream: true, Measured: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Graph == nil || a.Path == nil {
+		t.Fatal("no graph after the replay panicked")
+	}
+	if !strings.Contains(a.Note, "internal error in the streaming replay: a test's") || !strings.Contains(a.Note, "please report") {
+		t.Errorf("note %q", a.Note)
+	}
+	if _, err := a.MeasuredPath(); err != nil {
+		t.Error(err)
 	}
 }
