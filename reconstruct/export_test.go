@@ -11,6 +11,10 @@ var ReplayEvery = &replayEvery
 // them (tests lower it to sweep all the time).
 var SweepMin = &sweepMin
 
+// UnsettledMin is how many unsettled messages a rank must hold for the
+// replay to compact them (tests lower it to compact all the time).
+var UnsettledMin = &unsettledMin
+
 // PreInitMax is the most calls a rank may make before MPI_Init in a
 // replay.
 var PreInitMax = &preInitMax

@@ -780,10 +780,14 @@ func (r *streamRank) send(ck commKey, peer int32, tag int64, node uint32, bytes 
 	return m.id
 }
 
+// unsettledMin is how many messages a rank must hold unsettled for
+// unsettle to compact them (a variable for the tests).
+var unsettledMin = 1024
+
 // unsettle adds m to the messages whose requests may still say they
 // were cancelled (unsettled[uh:], by id).
 func (r *streamRank) unsettle(m *smsg) {
-	if n := len(r.unsettled) - r.uh; n >= 1024 && n >= 2*r.ukept {
+	if n := len(r.unsettled) - r.uh; n >= unsettledMin && n >= 2*r.ukept {
 		// Drop the settled ones behind one that is not. The list is
 		// detached while settled runs: settling one trims the list's head
 		// of the settled ones behind it, which would clear the entries

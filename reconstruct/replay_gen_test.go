@@ -597,17 +597,18 @@ func mutate(rng *rand.Rand, text string) string {
 // TestReplayMPILike compares Replay with the graph on 1,500 generated
 // MPI-like traces (compareReplay: path, length, diagnostics; failing for
 // the same reason when both fail), a third of them with empty channels
-// swept all the time.
+// swept and the unsettled messages compacted all the time.
 func TestReplayMPILike(t *testing.T) {
 	n := 1500
 	if testing.Short() {
 		n = 300
 	}
-	defer func(old int) { *reconstruct.SweepMin = old }(*reconstruct.SweepMin)
+	defer func(old, u int) { *reconstruct.SweepMin, *reconstruct.UnsettledMin = old, u }(*reconstruct.SweepMin, *reconstruct.UnsettledMin)
 	rng := rand.New(rand.NewPCG(31, 32))
 	compared, declined := 0, 0
 	for i := 0; i < n; i++ {
 		*reconstruct.SweepMin = []int{4096, 4096, 0}[i%3]
+		*reconstruct.UnsettledMin = []int{1024, 1024, 1}[i%3]
 		text := mutate(rng, genText(rng))
 		ranks, err := tracefmt.ParseText(strings.NewReader(text))
 		if err != nil {

@@ -202,7 +202,8 @@ func TestReplayCases(t *testing.T) {
 
 // TestReplayRandom compares Replay with the graph on random traces
 // (TestRandomEvents' generator): messages, requests, wildcards,
-// collectives and bad data of every kind.
+// collectives and bad data of every kind, a third of them with empty
+// channels swept and unsettled messages compacted all the time.
 func TestReplayRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	n := 3000
@@ -210,7 +211,11 @@ func TestReplayRandom(t *testing.T) {
 		n = 500
 	}
 	declined := 0
+	defer func(old, u int) { *reconstruct.SweepMin, *reconstruct.UnsettledMin = old, u }(*reconstruct.SweepMin, *reconstruct.UnsettledMin)
 	for i := 0; i < n; i++ {
+		// A third with the tables compacted all the time.
+		*reconstruct.SweepMin = []int{4096, 4096, 0}[i%3]
+		*reconstruct.UnsettledMin = []int{1024, 1024, 1}[i%3]
 		ranks := randomRanks(rng)
 		diff, err := compareReplay(dataSources(ranks))
 		if err != nil {
