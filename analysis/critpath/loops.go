@@ -19,22 +19,12 @@ type Segment struct {
 	Start, End int64
 }
 
-// Segments calls yield for every computation hop of the path with a
-// positive measured time, in path order, with its interval on its rank's
-// clock: it ends where the call it leads into starts on that rank
-// (reconstruct.ReplayEdge.End). It returns the time of the computation
-// hops whose interval it cannot place: they are not yielded.
-func (sp *StepPath) Segments(yield func(Segment)) (unplaced float64, err error) {
-	visit := segmentVisitor(yield, &unplaced)
-	err = sp.Steps(func(st *reconstruct.ReplayStep) error {
-		visit(st)
-		return nil
-	})
-	return unplaced, err
-}
-
-// segmentVisitor returns Segments' pass: visit sees each step in order,
-// and adds to *unplaced what it cannot place.
+// segmentVisitor returns a pass over a path's steps that calls yield for
+// every computation hop with a positive measured time, in path order, with
+// its interval on its rank's clock: it ends where the call it leads into
+// starts on that rank (reconstruct.ReplayEdge.End). It adds to *unplaced
+// the time of the computation hops whose interval it cannot place: they
+// are not yielded.
 func segmentVisitor(yield func(Segment), unplaced *float64) (visit func(*reconstruct.ReplayStep)) {
 	first := true
 	return func(st *reconstruct.ReplayStep) {

@@ -311,13 +311,3 @@ func writeUnfinished(w io.Writer, t *tracefmt.Trace) error {
 	}
 	return nil
 }
-
-// writeCritPathFile writes critPath.out to path (see writeOutput) and
-// returns the path's summary with its top heaviest items.
-func writeCritPathFile(path string, p *critpath.Path, unit critpath.Unit, top int) (sum *critpath.Summary, err error) {
-	err = writeOutput(path, func(w io.Writer) error {
-		sum, err = critpath.WriteCritPathOutSummary(w, p, unit, top)
-		return err
-	})
-	return sum, err
-}
