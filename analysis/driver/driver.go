@@ -1,9 +1,10 @@
 // Package driver runs an analysis of a trace from end to end: it loads
-// the latency model, reads every rank's log once (the task graph, with
-// the loops, regions and clock offsets seen on the way), finds the
-// critical path, and derives from it what the commands report — the
-// summary with its call sites, loops, regions and "why" block, the fold,
-// the path under measured weights, a check baseline.
+// the latency model, reads every rank's log once (the streaming replay, or
+// the task graph where the trace needs it, with the loops, regions and
+// clock offsets seen on the way), finds the critical path, and derives
+// from it, read as steps (critpath.StepPath), what the commands report —
+// critPath.out, the summary with its call sites, loops, regions, fold and
+// "why" block, the path under measured weights, a check baseline.
 //
 // The commands (cmd/mpitrace/internal/cli) parse flags, open the trace,
 // show progress and print; every command that computes a path does it
@@ -129,9 +130,11 @@ func firstLine(s string) string {
 	return s
 }
 
-// Analyze rebuilds the task graph of an opened trace and looks for its
-// critical path with the latency model o.Model. A trace whose path cannot
-// be found is not an error: PathErr says why.
+// Analyze looks for the critical path of an opened trace with the latency
+// model o.Model: with o.Stream by the streaming replay (Steps), else, or
+// for a trace the replay declines, with the task graph (Graph, Path,
+// Steps). A trace whose path cannot be found is not an error: PathErr
+// says why, and the graph is there.
 func Analyze(t *tracefmt.Trace, o Options) (*Analysis, error) {
 	a := &Analysis{Trace: t, clocks: newClockObserver(), resolver: o.Resolver}
 	var err error
