@@ -63,7 +63,8 @@ type Options struct {
 	Stream bool
 	// Measured says the caller will want MeasuredPath: with Stream, the
 	// path under measured weights is replayed at once beside the model's
-	// (on another core), with the clock offsets ClockOffsets reads first.
+	// (on another core), with the clock offsets ClockOffsets reads first,
+	// when the files of both fit the process's limit of open files.
 	Measured bool
 }
 
@@ -193,7 +194,7 @@ func (a *Analysis) replay(o Options) (err error) {
 	var offsets map[int]int64
 	var wg sync.WaitGroup
 	defer wg.Wait() // the measured replay ends before the graph reads the trace
-	if o.Measured {
+	if o.Measured && besideFits(len(t.Files), openFileLimit()) {
 		offsets = ClockOffsets(t).Offset
 		wg.Add(1)
 		go func() {
@@ -226,6 +227,17 @@ func (a *Analysis) replay(o Options) (err error) {
 		mres.Close() // MeasuredPath replays with the offsets seen
 	}
 	return nil
+}
+
+// besideFits reports whether two replays of a trace of files rank files
+// may run at once: each holds every rank's file open, and the process may
+// open limit files (0: not known). 16,384 ranks under a limit of 20,000
+// made the second replay fail, then run again alone.
+func besideFits(files, limit int) bool {
+	if limit <= 0 {
+		limit = 1024
+	}
+	return 2*files+256 <= limit
 }
 
 // replayTrace is reconstruct.ReplayTrace (a test makes it panic).

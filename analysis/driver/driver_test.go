@@ -281,3 +281,19 @@ func TestReplayPanic(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestBesideFits: two replays run at once only when both hold their ranks'
+// files open within the process's limit.
+func TestBesideFits(t *testing.T) {
+	for _, c := range []struct {
+		files, limit int
+		want         bool
+	}{{16384, 20000, false}, {4096, 20000, true}, {16384, 65536, true}, {500, 0, false}, {300, 0, true}, {9872, 20000, true}, {9873, 20000, false}} {
+		if got := besideFits(c.files, c.limit); got != c.want {
+			t.Errorf("besideFits(%d, %d) = %v, want %v", c.files, c.limit, got, c.want)
+		}
+	}
+	if openFileLimit() < 0 {
+		t.Errorf("open file limit %d", openFileLimit())
+	}
+}
