@@ -32,17 +32,8 @@ type attribution struct {
 	unplaced float64          // computation that could not be placed in time
 }
 
-// attribute intersects the path's computation with spans.
-func attribute(sp *StepPath, spans Spans) (*attribution, error) {
-	a, visit := newAttribution(spans)
-	err := sp.Steps(func(st *reconstruct.ReplayStep) error {
-		visit(st)
-		return nil
-	})
-	return a, err
-}
-
-// newAttribution returns attribute's pass: visit sees each step in order.
+// newAttribution returns a pass over a path's steps (visit sees each in
+// order) that intersects its computation with spans.
 func newAttribution(spans Spans) (*attribution, func(*reconstruct.ReplayStep)) {
 	a := &attribution{byKey: map[string]int64{}}
 	return a, segmentVisitor(func(s Segment) {

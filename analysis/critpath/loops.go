@@ -71,17 +71,9 @@ type LoopShare struct {
 	ComputationShare float64 `json:"computation_share"` // of its computation
 }
 
-// AttributeLoops intersects the path's computation with the loops' spans.
-// Loops are listed by time on the path, most first (then by name).
-func AttributeLoops(sp *StepPath, sum *Summary, spans Spans) (*LoopSummary, error) {
-	a, err := attribute(sp, spans)
-	if err != nil {
-		return nil, err
-	}
-	return a.loops(sum, spans), nil
-}
-
-// loops is AttributeLoops of an attribution.
+// loops is the path's computation inside the loops (ReportOptions.Loops)
+// of an attribution, the loops by time on the path, most first (then by
+// name).
 func (a *attribution) loops(sum *Summary, spans Spans) *LoopSummary {
 	ls := &LoopSummary{Partial: spans.Partial(), Loops: []LoopShare{}, InLoops: float64(a.in), Unplaced: a.unplaced}
 	ls.Share, ls.ComputationShare = sum.shares(ls.InLoops)

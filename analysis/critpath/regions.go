@@ -58,18 +58,10 @@ type RegionShare struct {
 	Parent string `json:"-"`
 }
 
-// AttributeRegions intersects the path's computation with the spans of the
-// regions, kernels, copies and sections: per node, the time of the path's
-// computation inside it (with what is nested in it) and inside it alone.
-func AttributeRegions(sp *StepPath, sum *Summary, spans RegionSpans) (*RegionSummary, error) {
-	a, err := attribute(sp, spans)
-	if err != nil {
-		return nil, err
-	}
-	return a.regions(sum, spans), nil
-}
-
-// regions is AttributeRegions of an attribution.
+// regions is the path's computation inside the regions, kernels, copies
+// and sections (ReportOptions.Regions) of an attribution: per node, the
+// time of the path's computation inside it (with what is nested in it)
+// and inside it alone.
 func (a *attribution) regions(sum *Summary, spans RegionSpans) *RegionSummary {
 	rs := &RegionSummary{InRegions: float64(a.in), Unplaced: a.unplaced, Nodes: []RegionShare{}}
 	rs.Share, rs.ComputationShare = sum.shares(rs.InRegions)

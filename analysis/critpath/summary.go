@@ -49,11 +49,11 @@ type Summary struct {
 	ByFunction []FunctionShare `json:"by_function"`
 	Top        []Item          `json:"top"`
 	// Loops is the path's computation inside instrumented loops, set
-	// (AttributeLoops) only for a trace with loop events.
+	// (Report, with ReportOptions.Loops) only for a trace with loop events.
 	Loops *LoopSummary `json:"loops,omitempty"`
 	// Regions is the path's computation inside regions, kernels, deep
-	// copies and sections, set (AttributeRegions) only for a trace with
-	// region events.
+	// copies and sections, set (Report, with ReportOptions.Regions) only
+	// for a trace with region events.
 	Regions *RegionSummary `json:"regions,omitempty"`
 	// Repetition is the heaviest repeated stretch of the path, set
 	// (SummarizeRepetition) when it covers a tenth of the path or more.

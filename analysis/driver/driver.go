@@ -193,7 +193,6 @@ func (a *Analysis) replay(o Options) (err error) {
 	var merr error
 	var offsets map[int]int64
 	var wg sync.WaitGroup
-	defer wg.Wait() // the measured replay ends before the graph reads the trace
 	if o.Measured && besideFits(len(t.Files), openFileLimit()) {
 		offsets = ClockOffsets(t).Offset
 		wg.Add(1)

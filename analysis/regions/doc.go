@@ -54,6 +54,6 @@
 // # The critical path
 //
 // With KeepSpans, an Aggregator keeps every call's interval; Spans gives
-// them to the critical path's attribution (critpath.AttributeRegions),
+// them to the critical path's attribution (critpath.StepPath.Report),
 // whose result MarkCriticalPath marks on the report's nodes.
 package regions

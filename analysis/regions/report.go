@@ -317,7 +317,7 @@ func (r *Report) Node(key string) *Node { return r.byKey[key] }
 
 // MarkCriticalPath marks the nodes inside which the critical path's
 // computation ran: pathNs gives each node's share in ns by key (as
-// critpath.AttributeRegions finds it); length and computation are the
+// critpath.StepPath.Report finds it); length and computation are the
 // path's.
 func (r *Report) MarkCriticalPath(pathNs map[string]float64, length, computation float64) {
 	r.CriticalPath = &CriticalPath{Computed: true, LengthNs: length, ComputationNs: computation}

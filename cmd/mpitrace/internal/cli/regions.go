@@ -115,16 +115,13 @@ func readRegions(t *tracefmt.Trace, modelPath string, s *Streams) (*regions.Repo
 		rep.NoCriticalPath(a.PathErr.Error())
 	default:
 		defer a.Close()
-		sum, err := a.Steps.Summarize(0)
+		// The path's sums and its share in the regions, in one pass.
+		sum, _, err := a.Steps.Report(critpath.ReportOptions{Regions: regions.NewSpans(a.Regions())})
 		if err != nil {
 			return nil, nil, err
 		}
-		at, err := critpath.AttributeRegions(a.Steps, sum, regions.NewSpans(a.Regions()))
-		if err != nil {
-			return nil, nil, err
-		}
-		ns := make(map[string]float64, len(at.Nodes))
-		for _, x := range at.Nodes {
+		ns := make(map[string]float64, len(sum.Regions.Nodes))
+		for _, x := range sum.Regions.Nodes {
 			ns[x.Key] = x.Ns
 		}
 		rep.MarkCriticalPath(ns, sum.Length, sum.Computation)
