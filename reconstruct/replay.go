@@ -106,6 +106,9 @@ type ReplayStep struct {
 	// In is the edge by which the path reaches the vertex (none for
 	// MPI_Init): as taskgraph.Path.Edge gives it, without its end nodes.
 	In ReplayEdge
+	// ID is the vertex's id in the task graph Build makes of the trace,
+	// when ReplayResult.Shape.IDs says so.
+	ID taskgraph.NodeID
 }
 
 // ReplayEdge is an edge of a path Replay found.
@@ -161,6 +164,17 @@ type ReplayResult struct {
 	// of MPI_Init to the start of MPI_Finalize on the rank's clock, as
 	// recorded (taskgraph.Graph.RankSpan); 0 when no rank has both.
 	RunTime int64
+	// Shape is what the task graph of the trace would hold.
+	Shape GraphShape
+
+	// By index of rank (ranks: with a log, sorted): the id of its first
+	// operation, the instances before its first as lowest participant,
+	// its picture's origin (replay_shape.go).
+	ranks      []int
+	opBase     []taskgraph.NodeID
+	collBefore []uint32
+	origins    []int64
+	collBase   taskgraph.NodeID
 
 	store store
 	path  blocks
@@ -285,6 +299,7 @@ type engine struct {
 	maxQueued int
 	events    int64 // read
 	stalls    int   // times no replay could go on
+	shape     shapeCount
 }
 
 // replayEvery, when set (by tests), is called every 65,536 events read.
@@ -470,6 +485,7 @@ type sinst struct {
 	end      int64 // latest call end
 	val      float64
 	low      int32 // lowest participant's rank
+	lowEv    int64 // and the event of its call
 	lowName  taskgraph.NameID
 	lowFn    string
 	lowSite  uint32
@@ -500,10 +516,13 @@ type instRec struct {
 	start, end int64
 	low        int32 // lowest participant's rank
 	lowSite    uint32
+	// lowIdx is its place among the instances whose lowest participant
+	// is low, by that participant's call (Build's order of collectives).
+	lowIdx uint32
 }
 
 // instRecSize is an instRec's size in engine.recs.
-const instRecSize = 92
+const instRecSize = 96
 
 func (e *engine) putInst(ir *instRec) {
 	var b [instRecSize]byte
@@ -532,6 +551,7 @@ func (e *engine) putInst(ir *instRec) {
 	le.PutUint64(b[72:], uint64(ir.bestAt))
 	le.PutUint32(b[80:], ir.bestSite)
 	le.PutUint64(b[84:], uint64(ir.bestEv))
+	le.PutUint32(b[92:], ir.lowIdx)
 	e.recs.append(b[:])
 }
 
@@ -548,7 +568,8 @@ func (e *engine) inst(id int32) (*instRec, error) {
 		bestNB: b[14]&1 != 0, bestInit: b[14]&2 != 0, nb: b[14]&4 != 0, bestW: int64(le.Uint64(b[16:])), bytes: int64(le.Uint64(b[24:])),
 		procs: int32(le.Uint32(b[32:])), parts: int32(le.Uint32(b[36:])), gid: le.Uint64(b[40:]),
 		start: int64(le.Uint64(b[48:])), end: int64(le.Uint64(b[56:])), low: int32(le.Uint32(b[64:])), lowSite: le.Uint32(b[68:]),
-		bestAt: int64(le.Uint64(b[72:])), bestSite: le.Uint32(b[80:]), bestEv: int64(le.Uint64(b[84:]))}, nil
+		bestAt: int64(le.Uint64(b[72:])), bestSite: le.Uint32(b[80:]), bestEv: int64(le.Uint64(b[84:])),
+		lowIdx: le.Uint32(b[92:])}, nil
 }
 
 // sop is an operation read and not replayed yet.
@@ -607,6 +628,7 @@ type itemRec struct {
 	fitem        uint32  // message: the sender's item
 	comp         int32
 	site         uint32
+	op           uint32 // an operation's local index (decodeItems)
 	name         taskgraph.NameID
 	kind         uint8
 }
@@ -677,6 +699,7 @@ type streamRank struct {
 	waitsFor    *sinst // the instance it is among the waiters of
 	readAt      int64  // the start of the last event read
 	log         blocks // item records
+	firstStart  int64  // the start of its first operation, as recorded
 
 	// For the diagnostics of matching (Build's, in Build's order).
 	end        rankEnd
@@ -1018,7 +1041,7 @@ func (e *engine) part(r *streamRank, pr *partRec, abs int32) {
 		return
 	}
 	if int32(r.rank) < in.low {
-		in.low, in.lowName, in.lowFn, in.lowSite = int32(r.rank), pr.name, pr.fn, 0
+		in.low, in.lowEv, in.lowName, in.lowFn, in.lowSite = int32(r.rank), pr.ev, pr.name, pr.fn, 0
 		if pr.ev == r.siteEv {
 			in.lowSite = r.site
 		}
@@ -1140,7 +1163,8 @@ func (e *engine) complete(in *sinst) {
 	in.done = true
 	in.id = e.nrecs
 	e.nrecs++
-	e.putInst(&instRec{name: in.lowName, bestRank: in.bestRank, bestNB: in.bestNB, bestItem: in.bestItem,
+	lowIdx := e.shape.lowIndex(e.index(int(in.low)), in.lowEv, len(e.ranks))
+	e.putInst(&instRec{lowIdx: lowIdx, name: in.lowName, bestRank: in.bestRank, bestNB: in.bestNB, bestItem: in.bestItem,
 		bestW: in.bestW, bestAt: in.bestAt, bestSite: in.bestSite, bestEv: in.bestEv, bestInit: in.bestInit, nb: in.anyNB, bytes: info.Bytes, procs: int32(min(procs, math.MaxInt32)),
 		parts: int32(len(in.parts)), gid: in.key.ck.gid, start: in.start, end: in.end, low: in.low, lowSite: in.lowSite})
 	e.checkInstance(in)
@@ -1386,6 +1410,7 @@ func (e *engine) replayRank(r *streamRank) {
 		start, end := o.start, o.end
 		val := r.val + float64(r.chainW(r.lastKind, r.lastEnd, posOp, start))
 		rec := itemRec{kind: itemOp, ev: o.ev, start: start, end: end, ostart: o.ostart, oend: o.oend, bytes: o.bytes, comp: o.comp, name: o.name, site: o.site}
+		paired := false
 		if x := o.in; x != nil {
 			if x.state != recvPaired && x.state != recvUnmatched {
 				if !e.resolve(r, x) {
@@ -1394,6 +1419,7 @@ func (e *engine) replayRank(r *streamRank) {
 				o = &r.q[r.qh] // reading ahead may have moved the queue
 			}
 			if x.state == recvPaired {
+				paired = true
 				m := x.msg
 				if !m.visited {
 					m.waiter = r.idx + 1
@@ -1430,6 +1456,11 @@ func (e *engine) replayRank(r *streamRank) {
 		}
 		k := r.k
 		item := r.items
+		if k == 0 {
+			r.firstStart = o.ostart
+		}
+		e.shape.crossEdges += count(paired) + count(o.collIn != nil)
+		e.shape.messages += count(paired)
 		r.logItem(&rec)
 		r.items++
 		r.val, r.lastKind, r.lastEnd = val, posOp, end
@@ -1453,6 +1484,7 @@ func (e *engine) replayRank(r *streamRank) {
 			pt := r.nb[r.nh]
 			r.nb[r.nh] = spart{}
 			r.nh++
+			e.shape.nbCalls++
 			e.arrive(pt.inst, r, val, int64(item), true, 0, 0, &pt, false)
 		}
 		r.nb, r.nh = dropHead(r.nb, r.nh)
@@ -1553,6 +1585,7 @@ func (e *engine) run() (*ReplayResult, error) {
 	e.names.mu.Unlock()
 	res.path = blocks{s: &res.store, limit: 64 << 10}
 	res.colls = blocks{s: &res.store, limit: 16 << 10}
+	e.graphShape(res)
 	if err := e.back(res); err != nil {
 		res.Close()
 		return nil, err
@@ -1624,7 +1657,7 @@ func (e *engine) back(res *ReplayResult) error {
 	// The walk's position: rank index ri, item; the step found last,
 	// waiting for the edge into it.
 	ri, item := e.fin.rank, int64(e.ranks[e.fin.rank].items)-1
-	pending := ReplayStep{Kind: taskgraph.KindFinalize, Rank: -1, Event: noEvent, SiteRank: -1}
+	pending := ReplayStep{Kind: taskgraph.KindFinalize, Rank: -1, Event: noEvent, SiteRank: -1, ID: taskgraph.Finalize}
 	{
 		r := e.ranks[ri]
 		in, _, err := chainIn(r, item+1, posFin, r.finStr, r.finStr)
@@ -1643,7 +1676,7 @@ func (e *engine) back(res *ReplayResult) error {
 		}
 		st := ReplayStep{Kind: taskgraph.KindCollective, Rank: -1, Event: noEvent,
 			Start: ir.start, End: ir.end, Bytes: ir.bytes, GID: ir.gid, Procs: int(ir.procs), Participants: int(ir.parts), Nonblocking: ir.nb,
-			Site: ir.lowSite, SiteRank: int(ir.low), Weight: cw}
+			Site: ir.lowSite, SiteRank: int(ir.low), Weight: cw, ID: res.collID(e.index(int(ir.low)), ir)}
 		br := e.ranks[ir.bestRank]
 		switch {
 		case ir.bestNB:
@@ -1690,7 +1723,8 @@ func (e *engine) back(res *ReplayResult) error {
 		}
 		st := ReplayStep{Kind: taskgraph.KindOp, Rank: r.rank,
 			Event: taskgraph.EventRef{Rank: r.rank, Index: rec.ev, Completion: int(rec.comp)},
-			Start: rec.start, End: rec.end, Bytes: int64(min(rec.bytes, math.MaxInt64)), Site: rec.site, SiteRank: r.rank}
+			Start: rec.start, End: rec.end, Bytes: int64(min(rec.bytes, math.MaxInt64)), Site: rec.site, SiteRank: r.rank,
+			ID: res.opID(int(r.idx), rec.op)}
 		switch rec.kind {
 		case itemMsg:
 			st.Cross, st.MsgBytes = true, int64(min(rec.mbytes, math.MaxInt64))
@@ -1725,7 +1759,7 @@ func (e *engine) back(res *ReplayResult) error {
 	if some && all {
 		init = nameInitThread
 	}
-	res.add(&ReplayStep{Kind: taskgraph.KindInit, Rank: -1, Event: noEvent, SiteRank: -1}, res.sharedName(init))
+	res.add(&ReplayStep{Kind: taskgraph.KindInit, Rank: -1, Event: noEvent, SiteRank: -1, ID: taskgraph.Init}, res.sharedName(init))
 	res.sites = make(map[int]*tracefmt.Sites)
 	for _, r := range e.ranks {
 		if r.sites != nil {
@@ -1797,7 +1831,7 @@ func (w *walkCache) at(e *engine, r *streamRank, i uint32) (*itemRec, error) {
 	if k < len(r.log.idx) {
 		sl.buf = b
 	}
-	recs, err := decodeItems(b, sl.recs)
+	recs, err := decodeItems(b, sl.recs, r.log.auxOf(k))
 	if err != nil {
 		return nil, err
 	}
@@ -1942,6 +1976,17 @@ func (res *ReplayResult) add(st *ReplayStep, name int) {
 	}
 	if f&sfToEv != 0 {
 		b = binary.AppendVarint(b, st.In.ToEvent)
+	}
+	switch st.Kind {
+	case taskgraph.KindOp:
+		// The local index, from the event's (most often a few apart).
+		b = binary.AppendVarint(b, st.Event.Index-int64(st.ID-res.opBase[res.rankIndex(st.Rank)]))
+	case taskgraph.KindCollective:
+		x := uint64(0) // None
+		if st.ID != taskgraph.None {
+			x = uint64(st.ID-res.collBase) + 1
+		}
+		b = binary.AppendUvarint(b, x)
 	}
 	if st.Kind == taskgraph.KindCollective {
 		nb := uint64(0)
@@ -2105,6 +2150,22 @@ func (res *ReplayResult) decodeStep(d *recDec, st *ReplayStep) {
 	}
 	if f&sfToEv != 0 {
 		st.In.ToEvent = d.s()
+	}
+	switch st.Kind {
+	case taskgraph.KindInit:
+		st.ID = taskgraph.Init
+	case taskgraph.KindFinalize:
+		st.ID = taskgraph.Finalize
+	case taskgraph.KindOp:
+		st.ID = taskgraph.None
+		if ri := res.rankIndex(st.Rank); ri >= 0 {
+			st.ID = res.opBase[ri] + taskgraph.NodeID(st.Event.Index-d.s())
+		}
+	case taskgraph.KindCollective:
+		st.ID = taskgraph.None
+		if x := d.u(); x > 0 {
+			st.ID = res.collBase + taskgraph.NodeID(x-1)
+		}
 	}
 	if st.Kind == taskgraph.KindCollective {
 		st.GID = d.u()

@@ -47,7 +47,8 @@ func replayStepsOf(g *taskgraph.Graph, p *taskgraph.Path, w graphWeights) []reco
 	out := make([]reconstruct.ReplayStep, p.Len())
 	for i := range out {
 		n := g.Node(p.Node(i))
-		s := reconstruct.ReplayStep{Kind: n.Kind, Name: n.Name, Rank: n.Rank, Event: taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1}}
+		s := reconstruct.ReplayStep{Kind: n.Kind, Name: n.Name, Rank: n.Rank, Event: taskgraph.EventRef{Rank: -1, Index: -1, Completion: -1},
+			ID: p.Node(i)}
 		if i > 0 {
 			e := p.Edge(i - 1)
 			s.In = reconstruct.ReplayEdge{Kind: e.Kind, Rank: e.Rank, Weight: e.Weight, Bytes: e.Bytes, End: g.EdgeEnd(e), Orig: e.Weight}
@@ -104,6 +105,9 @@ func compareReplay(srcs func() []tracefmt.Source) (string, error) {
 	if run := critpath.RunTime(g); res.RunTime != run {
 		return fmt.Sprintf("run time %d, replay %d", run, res.RunTime), nil
 	}
+	if d := compareShape(g, res); d != "" {
+		return d, nil
+	}
 	// The collectives' own steps are the path's, at their index.
 	var colls []int
 	if err := res.Collectives(func(i int, st *reconstruct.ReplayStep) error {
@@ -124,11 +128,41 @@ func compareReplay(srcs func() []tracefmt.Source) (string, error) {
 	if !slices.Equal(colls, want) {
 		return fmt.Sprintf("collective steps at %v, want %v", colls, want), nil
 	}
-	return compareSteps(g, path, gw, steps)
+	return compareSteps(g, path, gw, steps, res.Shape.IDs)
+}
+
+// compareShape compares the graph's counts and origins with what the
+// replay counted.
+func compareShape(g *taskgraph.Graph, res *reconstruct.ReplayResult) string {
+	edges := 0
+	for range g.Edges {
+		edges++
+	}
+	want := reconstruct.GraphShape{Size: g.Size(), Ops: g.NumOps(), Collectives: g.NumCollectives(),
+		Messages: g.NumMessages(), Edges: edges, IDs: res.Shape.IDs}
+	if res.Shape != want {
+		return fmt.Sprintf("graph shape %+v, replay %+v", want, res.Shape)
+	}
+	if want.NumNodes() != g.NumNodes() {
+		return fmt.Sprintf("graph of %d vertices, replay %d", g.NumNodes(), want.NumNodes())
+	}
+	for _, r := range g.Ranks() {
+		initEnd, _, ok := g.RankSpan(r)
+		org := initEnd
+		if first, n := g.RankOps(r); !ok && initEnd == 0 && n > 0 {
+			org = g.Node(first).Start
+		}
+		if got := res.Origin(r); got != org {
+			return fmt.Sprintf("rank %d: origin %d, replay %d", r, org, got)
+		}
+	}
+	return ""
 }
 
 // compareSteps compares the replay's steps with the graph's path.
-func compareSteps(g *taskgraph.Graph, path *taskgraph.Path, gw graphWeights, steps []reconstruct.ReplayStep) (string, error) {
+// ids: the replay's steps carry the graph's ids (else they are not
+// compared).
+func compareSteps(g *taskgraph.Graph, path *taskgraph.Path, gw graphWeights, steps []reconstruct.ReplayStep, ids bool) (string, error) {
 	want := replayStepsOf(g, path, gw)
 	if len(want) != len(steps) {
 		return fmt.Sprintf("%d steps, replay %d:\n%v\n%v", len(want), len(steps), want, steps), nil
@@ -136,6 +170,9 @@ func compareSteps(g *taskgraph.Graph, path *taskgraph.Path, gw graphWeights, ste
 	for i := range want {
 		if i > 0 && steps[i-1].Kind == taskgraph.KindCollective {
 			steps[i].Cross = false
+		}
+		if !ids {
+			steps[i].ID = want[i].ID
 		}
 		if want[i] != steps[i] {
 			return fmt.Sprintf("step %d: %+v, replay %+v\n%v\n%v", i, want[i], steps[i], want, steps), nil

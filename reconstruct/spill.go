@@ -122,6 +122,7 @@ type blockIdx struct {
 	off   int64
 	n     uint32 // bytes
 	first uint32 // index of its first record
+	aux   uint32 // the owner's value at its first record (setAux)
 }
 
 // blocks is a sequence of records in blocks of a store.
@@ -132,6 +133,19 @@ type blocks struct {
 	count uint32 // records, the block being filled's included
 	first uint32 // index of cur's first record
 	limit int    // bytes a block holds
+	aux   uint32 // cur's aux
+}
+
+// setAux sets the value the block being started keeps beside its
+// records (a rank's log: the operations before its first item).
+func (b *blocks) setAux(v uint32) { b.aux = v }
+
+// auxOf returns block k's aux (read's k).
+func (b *blocks) auxOf(k int) uint32 {
+	if k == len(b.idx) {
+		return b.aux
+	}
+	return b.idx[k].aux
 }
 
 // add appends one encoded record: relative to the block's earlier ones
@@ -155,7 +169,7 @@ func (b *blocks) flush() {
 		return
 	}
 	off := b.s.append(b.cur)
-	b.idx = append(b.idx, blockIdx{off: off, n: uint32(len(b.cur)), first: b.first})
+	b.idx = append(b.idx, blockIdx{off: off, n: uint32(len(b.cur)), first: b.first, aux: b.aux})
 	b.cur = b.cur[:0]
 	b.first = b.count
 }
@@ -234,6 +248,7 @@ func (r *streamRank) logItem(rec *itemRec) {
 	l := &r.log
 	if l.begin() {
 		r.enc.prevEv, r.enc.prevT = 0, 0
+		l.setAux(r.k)
 	}
 	b := r.enc.buf[:0]
 	orig := rec.ostart != rec.start || rec.oend != rec.end
@@ -282,8 +297,9 @@ func (r *streamRank) logItem(rec *itemRec) {
 // follow its retimed ones (measured weights).
 const itemOrig = 0x80
 
-// decodeItems decodes a block of item records.
-func decodeItems(b []byte, out []itemRec) ([]itemRec, error) {
+// decodeItems decodes a block of item records, the first operation
+// among them of local index op.
+func decodeItems(b []byte, out []itemRec, op uint32) ([]itemRec, error) {
 	out = out[:0]
 	d := recDec{b: b}
 	var ev, t int64
@@ -308,6 +324,8 @@ func decodeItems(b []byte, out []itemRec) ([]itemRec, error) {
 			rec.cw = math.Float64frombits(d.u())
 			rec.psite = uint32(d.u())
 		case itemOp, itemMsg, itemCollIn:
+			rec.op = op
+			op++
 			rec.name = taskgraph.NameID(d.u())
 			rec.comp = int32(d.u()) - 1
 			rec.site = uint32(d.u())
