@@ -3,6 +3,7 @@ package critpath
 import (
 	"math"
 
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -22,7 +23,9 @@ type StepGraph struct {
 	// By says what a vertex stands for: "call site", "MPI function and
 	// rank" or "MPI function".
 	By string
-	p  *Path
+	// Length and Vertices are the path's.
+	Length   float64
+	Vertices int
 }
 
 // StepNode is every step of the path at one call site.
@@ -35,7 +38,12 @@ type StepNode struct {
 	// Weight is the steps' share of the path in ns: the hops into them
 	// and, for collectives, their vertex weights.
 	Weight float64
-	site   [2]int // (rank, site id) of its first step, 0 id: unknown
+	// Kind and ID are its first step's vertex kind and task graph id
+	// (taskgraph.None when the replay that found the path does not know
+	// it).
+	Kind taskgraph.NodeKind
+	ID   taskgraph.NodeID
+	site [2]int // (rank, site id) of its first step, 0 id: unknown
 }
 
 // StepEdge is every hop of the path of one kind from the steps of one
@@ -48,9 +56,6 @@ type StepEdge struct {
 	Bytes    int64   // messages' bytes in all
 }
 
-// Path returns the path the graph merges.
-func (s *StepGraph) Path() *Path { return s.p }
-
 // Site returns the call site of node i's steps as VertexSite does (the
 // first step's), site 0 when unknown.
 func (s *StepGraph) Site(i int) (rank int, site uint32) {
@@ -59,70 +64,85 @@ func (s *StepGraph) Site(i int) (rank int, site uint32) {
 
 // MergeSteps merges p's steps by call site (see StepGraph).
 func MergeSteps(p *Path) *StepGraph {
-	prog := newProgramSites(p.StepPath().tables())
+	s, _ := p.StepPath().MergeSteps() // a graph's path never fails
+	return s
+}
+
+// stepNodeKey is what merges steps into one StepNode: the vertex kind,
+// the MPI function and a call site, a rank or nothing.
+type stepNodeKey struct {
+	kind taskgraph.NodeKind
+	name string
+	x    int64
+}
+
+// MergeSteps merges the path's steps by call site (see StepGraph), in
+// one pass over the path (two when it falls back from ranks to MPI
+// functions).
+func (sp *StepPath) MergeSteps() (*StepGraph, error) {
+	prog := newProgramSites(sp.tables())
 	by := "call site"
-	key := func(v taskgraph.NodeID, kind taskgraph.NodeKind, rank, idx int) [3]int64 {
-		if kind == taskgraph.KindInit || kind == taskgraph.KindFinalize {
-			return [3]int64{int64(kind), int64(idx), -1}
+	key := func(st *reconstruct.ReplayStep) stepNodeKey {
+		if st.Kind == taskgraph.KindInit || st.Kind == taskgraph.KindFinalize {
+			return stepNodeKey{st.Kind, st.Name, -1}
 		}
 		if prog != nil {
-			sr, site := VertexSite(p.g, v)
-			return [3]int64{int64(kind), int64(idx), int64(prog.id(sr, site))}
+			return stepNodeKey{st.Kind, st.Name, int64(prog.id(st.SiteRank, st.Site))}
 		}
-		return [3]int64{int64(kind), int64(idx), int64(rank)}
+		return stepNodeKey{st.Kind, st.Name, int64(st.Rank)}
 	}
 	if prog == nil {
 		by = "MPI function and rank"
-		s := p.mergeSteps(key, by)
-		if len(s.Nodes) <= FoldTarget {
-			return s
+		s, err := sp.mergeSteps(key, by)
+		if err != nil || len(s.Nodes) <= FoldTarget {
+			return s, err
 		}
 		by = "MPI function"
-		key = func(_ taskgraph.NodeID, kind taskgraph.NodeKind, _, idx int) [3]int64 {
-			return [3]int64{int64(kind), int64(idx), 0}
-		}
+		key = func(st *reconstruct.ReplayStep) stepNodeKey { return stepNodeKey{st.Kind, st.Name, 0} }
 	}
-	return p.mergeSteps(key, by)
+	return sp.mergeSteps(key, by)
 }
 
-func (p *Path) mergeSteps(key func(v taskgraph.NodeID, kind taskgraph.NodeKind, rank, idx int) [3]int64, by string) *StepGraph {
-	s := &StepGraph{By: by, p: p}
-	nodeOf := map[[3]int64]int{}
+func (sp *StepPath) mergeSteps(key func(*reconstruct.ReplayStep) stepNodeKey, by string) (*StepGraph, error) {
+	s := &StepGraph{By: by, Length: sp.Length, Vertices: sp.NumSteps}
+	nodeOf := map[stepNodeKey]int{}
 	edgeOf := map[[3]int]int{}
-	prev := -1
-	for i := range p.NumVertices() {
-		v := p.p.Node(i)
-		kind, rank, name, idx := p.g.Describe(v)
-		k := key(v, kind, rank, idx)
+	prev, i := -1, 0
+	err := sp.Steps(func(st *reconstruct.ReplayStep) error {
+		k := key(st)
 		n, ok := nodeOf[k]
 		if !ok {
 			n = len(s.Nodes)
 			nodeOf[k] = n
-			sr, site := VertexSite(p.g, v)
-			s.Nodes = append(s.Nodes, StepNode{First: i, Name: name, Rank: math.MaxInt, RankHi: math.MinInt, site: [2]int{sr, int(site)}})
+			s.Nodes = append(s.Nodes, StepNode{First: i, Name: st.Name, Rank: math.MaxInt, RankHi: math.MinInt,
+				Kind: st.Kind, ID: st.ID, site: [2]int{st.SiteRank, int(st.Site)}})
 		}
 		nd := &s.Nodes[n]
 		nd.Count++
-		nd.Rank, nd.RankHi = min(nd.Rank, rank), max(nd.RankHi, rank)
-		nd.Weight += p.Vertex(i).Weight
+		nd.Rank, nd.RankHi = min(nd.Rank, st.Rank), max(nd.RankHi, st.Rank)
+		if st.Kind == taskgraph.KindCollective {
+			nd.Weight += st.Weight
+		}
 		if prev >= 0 {
-			h := p.Hop(i - 1)
-			nd.Weight += h.Weight
-			ek := [3]int{prev, n, int(h.Kind)}
+			w := HopWeight(st)
+			nd.Weight += w
+			ek := [3]int{prev, n, int(st.In.Kind)}
 			e, ok := edgeOf[ek]
 			if !ok {
 				e = len(s.Edges)
 				edgeOf[ek] = e
-				s.Edges = append(s.Edges, StepEdge{From: prev, To: n, Kind: h.Kind})
+				s.Edges = append(s.Edges, StepEdge{From: prev, To: n, Kind: st.In.Kind})
 			}
 			ed := &s.Edges[e]
 			ed.Count++
-			ed.Weight += h.Weight
-			if h.Kind == taskgraph.Message {
-				ed.Bytes += h.Bytes
+			ed.Weight += w
+			if st.In.Kind == taskgraph.Message {
+				ed.Bytes += st.In.Bytes
 			}
 		}
 		prev = n
-	}
-	return s
+		i++
+		return nil
+	})
+	return s, err
 }

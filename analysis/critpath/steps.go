@@ -24,6 +24,10 @@ type StepPath struct {
 	// time from the end of MPI_Init to the start of MPI_Finalize on the
 	// rank's clock (Summary.Measured).
 	RunTime int64
+	// Shape is, for a path the replay found, what the task graph of the
+	// trace would hold (and whether the steps' ID are its ids); nil for
+	// the path of a graph, whose ids the steps carry.
+	Shape *reconstruct.GraphShape
 
 	each func(func(*reconstruct.ReplayStep) error) error
 	// colls, when set, is each for the collective vertices alone, with
@@ -144,7 +148,7 @@ func (p *Path) step(i int, fn func(int, *reconstruct.ReplayStep) error) error {
 	v := p.p.Node(i)
 	kind, rank, name, _ := g.Describe(v)
 	st := &p.st // one for all: fn keeps none
-	*st = reconstruct.ReplayStep{Kind: kind, Name: name, Rank: rank, Event: noEvent}
+	*st = reconstruct.ReplayStep{Kind: kind, Name: name, Rank: rank, Event: noEvent, ID: v}
 	st.SiteRank, st.Site = VertexSite(g, v)
 	if i > 0 {
 		e := p.p.Edge(i - 1)
@@ -214,7 +218,7 @@ func ReplayPath(res *reconstruct.ReplayResult, weights Weighting, m Model, clock
 	if m == nil {
 		m = zeroModel{}
 	}
-	sp := &StepPath{Length: res.Length, Weights: weights, NumSteps: res.NumSteps, RunTime: res.RunTime,
+	sp := &StepPath{Length: res.Length, Weights: weights, NumSteps: res.NumSteps, RunTime: res.RunTime, Shape: &res.Shape,
 		each: res.Steps, colls: res.Collectives, w: &weigher{m: m, colls: make(map[taskgraph.CollectiveInfo]collW)},
 		tables: func() map[int]*tracefmt.Sites {
 			m := map[int]*tracefmt.Sites{}

@@ -350,14 +350,20 @@ func (d *drawer) siteTip(id taskgraph.NodeID) string {
 		return ""
 	}
 	r, site := critpath.VertexSite(d.g, id)
-	if site == 0 {
+	return d.siteTipAt(d.g.Kind(id), r, site)
+}
+
+// siteTipAt is siteTip of a vertex of kind k whose call site is site of
+// rank r's table.
+func (d *drawer) siteTipAt(k taskgraph.NodeKind, r int, site uint32) string {
+	if d.o.Sites == nil || site == 0 {
 		return ""
 	}
 	l := d.o.Sites(r, site)
 	if l == "" {
 		return ""
 	}
-	if d.g.Kind(id) == taskgraph.KindCollective {
+	if k == taskgraph.KindCollective {
 		return fmt.Sprintf(", called on rank %d at %s", r, l)
 	}
 	return ", called at " + l

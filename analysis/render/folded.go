@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/fold"
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -42,10 +44,27 @@ func WriteFoldedDOT(w io.Writer, f *critpath.Folded, m critpath.Model, o DOTOpti
 	if o.Unit <= 0 {
 		o.Unit = critpath.Microsecond
 	}
-	fw := &foldWriter{f: f, p: f.Path(), o: &o, d: &drawer{o: &o, g: f.Path().Graph()}}
+	sp := f.StepPath()
+	fw := &foldWriter{f: f, length: sp.Length, vertices: sp.NumSteps, o: &o, d: &drawer{o: &o}}
 	fw.b = bufio.NewWriter(w)
 	// Per leaf and run: what its steps add up to.
 	fw.sum(f.Nodes, 0)
+	// What the picture says of each leaf's first step, and of the hop
+	// into it, read in one pass over the path.
+	idx := make([]int, len(fw.leafStart))
+	for k, j := range fw.leafStart {
+		idx[k], _ = f.StepVertices(j)
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	steps, err := sp.StepsAt(idx)
+	if err != nil {
+		return err
+	}
+	fw.at = make(map[int]*reconstruct.ReplayStep, len(steps))
+	for k := range steps {
+		fw.at[idx[k]] = &steps[k]
+	}
 	b := fw.b
 	fmt.Fprintf(b, "digraph critpath {\n")
 	fmt.Fprintf(b, "\tlabel=%s;labelloc=\"t\";\n", dotQuote(fw.label(m)))
@@ -63,10 +82,14 @@ func WriteFoldedDOT(w io.Writer, f *critpath.Folded, m critpath.Model, o DOTOpti
 
 type foldWriter struct {
 	f *critpath.Folded
-	p *critpath.Path
-	o *DOTOptions
-	d *drawer
-	b *bufio.Writer
+	// the path's length and vertices, and its steps the picture names by
+	// path vertex
+	length   float64
+	vertices int
+	at       map[int]*reconstruct.ReplayStep
+	o        *DOTOptions
+	d        *drawer
+	b        *bufio.Writer
 	// Leaves and runs are numbered in the order of the tree (each body
 	// once): L and R count them during a walk of the tree.
 	L, R int
@@ -134,14 +157,14 @@ func (fw *foldWriter) leaf(j, shift int) float64 {
 	return w
 }
 
-func (fw *foldWriter) share(w float64) string { return pathShare(w, fw.p) }
+func (fw *foldWriter) share(w float64) string { return pathShare(w, fw.length) }
 
-// pathShare is w's share of path p's length, "12.3%".
-func pathShare(w float64, p *critpath.Path) string {
-	if p.Length <= 0 {
+// pathShare is w's share of a path's length, "12.3%".
+func pathShare(w float64, length float64) string {
+	if length <= 0 {
 		return "0%"
 	}
-	return fmt.Sprintf("%.1f%%", 100*w/p.Length)
+	return fmt.Sprintf("%.1f%%", 100*w/length)
 }
 
 // pathShape is the shape of a vertex of a picture of the path: a box for
@@ -158,9 +181,8 @@ func pathShape(k taskgraph.NodeKind) string {
 }
 
 func (fw *foldWriter) label(m critpath.Model) string {
-	p := fw.p
 	lines := []string{
-		fmt.Sprintf("critical path: %s, %d vertices", fw.d.time(p.Length), p.NumVertices()),
+		fmt.Sprintf("critical path: %s, %d vertices", fw.d.time(fw.length), fw.vertices),
 		fmt.Sprintf("folded: %d vertices drawn; a cluster is a stretch of the path repeating one body (count x steps), drawn once", len(fw.leafStart)),
 		"steps folded together: " + fw.f.Likeness(),
 		"latency model: " + describeModel(m, fw.o.Model),
@@ -203,7 +225,7 @@ func (fw *foldWriter) leafNode(in string) {
 		k := fw.L
 		fw.L++
 		start, _ := fw.f.StepVertices(fw.leafStart[k])
-		v := fw.p.Vertex(start)
+		v := fw.at[start]
 		shape := pathShape(v.Kind)
 		label := v.Name
 		if rr := fw.leafRanks[k]; rr[0] != rr[1] {
@@ -211,7 +233,8 @@ func (fw *foldWriter) leafNode(in string) {
 		} else if v.Rank >= 0 {
 			label += fmt.Sprintf("\nrank %d", v.Rank)
 		}
-		tip := fmt.Sprintf("%s, first at vertex %d of the path (graph vertex v%d)%s", fw.f.StepLabel(fw.leafStart[k]), start, v.ID, fw.d.siteTip(v.ID))
+		tip := fmt.Sprintf("%s, first at vertex %d of the path (graph vertex v%d)%s", fw.f.StepLabel(fw.leafStart[k]), start, v.ID,
+			fw.d.siteTipAt(v.Kind, v.SiteRank, v.Site))
 		if c := fw.leafCount[k]; c > 1 {
 			label += fmt.Sprintf("\n%d x, %s", c, fw.d.time(fw.leafW[k]))
 			tip += fmt.Sprintf("; %d steps, %s in all, %s of the path", c, fw.d.time(fw.leafW[k]), fw.share(fw.leafW[k]))
@@ -249,7 +272,7 @@ func (fw *foldWriter) edges(nodes []fold.Node, prev *int) {
 // edge writes the edge from leaf a to leaf b, whose first step is path
 // vertex i: its kind's style, a message's bytes.
 func (fw *foldWriter) edge(a, b, i int) {
-	h := fw.p.Hop(i - 1)
+	h := &fw.at[i].In
 	attrs := ""
 	if h.Kind == taskgraph.Message {
 		attrs = fmt.Sprintf(",label=%q,style=\"dashed\"", fmt.Sprintf("(%d)", h.Bytes))

@@ -21,11 +21,10 @@ func WriteStepGraphDOT(w io.Writer, s *critpath.StepGraph, m critpath.Model, o D
 	if o.Unit <= 0 {
 		o.Unit = critpath.Microsecond
 	}
-	p := s.Path()
-	d := &drawer{o: &o, g: p.Graph()}
+	d := &drawer{o: &o}
 	b := bufio.NewWriter(w)
 	label := strings.Join([]string{
-		fmt.Sprintf("critical path: %s, %d vertices", d.time(p.Length), p.NumVertices()),
+		fmt.Sprintf("critical path: %s, %d vertices", d.time(s.Length), s.Vertices),
 		fmt.Sprintf("merged by %s: %d vertices drawn; a vertex is every step of the path at one %s, an edge every hop between two (count x, time); cycles are the program's loops", s.By, len(s.Nodes), s.By),
 		"the path does not repeat one sequence of steps, so it is merged rather than folded",
 		"latency model: " + describeModel(m, o.Model),
@@ -36,8 +35,7 @@ func WriteStepGraphDOT(w io.Writer, s *critpath.StepGraph, m critpath.Model, o D
 	fmt.Fprintf(b, "\tnode[color=%q];edge[color=%q];\n", CriticalColor, CriticalColor)
 	for i := range s.Nodes {
 		nd := &s.Nodes[i]
-		v := p.Vertex(nd.First)
-		shape := pathShape(v.Kind)
+		shape := pathShape(nd.Kind)
 		lines := []string{nd.Name}
 		if o.Sites != nil {
 			if r, site := s.Site(i); site != 0 {
@@ -53,14 +51,15 @@ func WriteStepGraphDOT(w io.Writer, s *critpath.StepGraph, m critpath.Model, o D
 		default:
 			lines = append(lines, fmt.Sprintf("ranks %d-%d", nd.Rank, nd.RankHi))
 		}
-		lines = append(lines, fmt.Sprintf("%d x, %s (%s)", nd.Count, d.time(nd.Weight), pathShare(nd.Weight, p)))
+		lines = append(lines, fmt.Sprintf("%d x, %s (%s)", nd.Count, d.time(nd.Weight), pathShare(nd.Weight, s.Length)))
+		sr, site := s.Site(i)
 		steps := "steps"
 		if nd.Count == 1 {
 			steps = "step"
 		}
 		tip := fmt.Sprintf("%s: %d %s of the path, first at vertex %d (graph vertex v%d), %s in all%s",
-			nd.Name, nd.Count, steps, nd.First, v.ID, d.time(nd.Weight), d.siteTip(v.ID))
-		fmt.Fprintf(b, "\tn%d[id=\"n%d\",label=%s,shape=%q,penwidth=%q,tooltip=%s];\n", i, i, dotQuote(strings.Join(lines, "\n")), shape, weightPen(nd.Weight, p.Length), dotQuote(tip))
+			nd.Name, nd.Count, steps, nd.First, nd.ID, d.time(nd.Weight), d.siteTipAt(nd.Kind, sr, site))
+		fmt.Fprintf(b, "\tn%d[id=\"n%d\",label=%s,shape=%q,penwidth=%q,tooltip=%s];\n", i, i, dotQuote(strings.Join(lines, "\n")), shape, weightPen(nd.Weight, s.Length), dotQuote(tip))
 	}
 	for i := range s.Edges {
 		e := &s.Edges[i]
@@ -70,7 +69,7 @@ func WriteStepGraphDOT(w io.Writer, s *critpath.StepGraph, m critpath.Model, o D
 			l += fmt.Sprintf("\n(%d)", e.Bytes)
 			attrs = ",style=\"dashed\""
 		}
-		fmt.Fprintf(b, "\tn%d->n%d[id=\"%s_%d\",label=%s,penwidth=%q%s];\n", e.From, e.To, e.Kind, i, dotQuote(l), weightPen(e.Weight, p.Length), attrs)
+		fmt.Fprintf(b, "\tn%d->n%d[id=\"%s_%d\",label=%s,penwidth=%q%s];\n", e.From, e.To, e.Kind, i, dotQuote(l), weightPen(e.Weight, s.Length), attrs)
 	}
 	fmt.Fprintf(b, "}\n")
 	return b.Flush()
