@@ -212,9 +212,22 @@ func runDot(opts *dotOptions, s *Streams) error {
 	if opts.Model == "" && s.ErrTTY {
 		fmt.Fprintln(s.Err, "mpitrace: using the default latency model; for this machine's, run 'mpitrace calibrate -o model.json -- mpirun -np 4' and pass --model model.json")
 	}
-	a, err := analyze(t, driver.Options{Model: opts.Model, Resolver: resolver}, s)
+	// The streaming replay draws the path folded or merged without the
+	// graph; the graph is built when the picture needs it (a part of it,
+	// the whole of a small one, the path unfolded).
+	dopts := driver.Options{Model: opts.Model, Resolver: resolver, Stream: dotStream && opts.Ranks == nil && opts.Window == nil && !opts.Unfold}
+	a, err := analyze(t, dopts, s)
 	if err != nil {
 		return err
+	}
+	defer func() { a.Close() }()
+	if a.Graph == nil && a.PathErr == nil && !a.NoMPI() && !replayDraws(a.Steps, opts) {
+		if a, err = withGraph(a, dopts); err != nil {
+			return err
+		}
+	}
+	if a.Graph == nil && dotReplayDrew != nil {
+		dotReplayDrew()
 	}
 	if a.NoMPI() {
 		return fmt.Errorf("%s: a program without MPI (no MPI call recorded, no MPI library in the logs): it has no task graph of MPI calls to draw; 'mpitrace loops %s' shows its loops", t.Dir, t.Dir)
@@ -231,9 +244,7 @@ func runDot(opts *dotOptions, s *Streams) error {
 		Sites: a.SiteLabel(), MaxVertices: opts.MaxVertices}
 	cut := opts.Ranks != nil || opts.Window != nil
 	whole := !opts.CriticalOnly && !cut
-	// A path of FoldTarget vertices or fewer is drawn as it is.
-	folded := !opts.Unfold && !cut && path != nil && path.NumVertices() > critpath.FoldTarget &&
-		(opts.CriticalOnly || g.NumNodes() > bigDOTGraph)
+	folded := a.Graph == nil || !opts.Unfold && !cut && path != nil && foldsPath(a.Steps, g.NumNodes(), opts)
 	var drawn int
 	switch {
 	case folded:
@@ -241,7 +252,7 @@ func runDot(opts *dotOptions, s *Streams) error {
 		var write func(io.Writer) error
 		write, drawn, how = pathPicture(a, ro)
 		if whole {
-			fmt.Fprintf(s.Err, "mpitrace: the task graph has %d vertices, more than Graphviz lays out (%d): drawing its critical path %s (%d vertices); --unfold draws it whole, --ranks A-B or --window T0:T1 a part of it\n", g.NumNodes(), bigDOTGraph, how, drawn)
+			fmt.Fprintf(s.Err, "mpitrace: the task graph has %d vertices, more than Graphviz lays out (%d): drawing its critical path %s (%d vertices); --unfold draws it whole, --ranks A-B or --window T0:T1 a part of it\n", numNodes(a), bigDOTGraph, how, drawn)
 		}
 		err = writeOutputTo(s, opts.Output, write)
 	default:
@@ -270,6 +281,46 @@ func runDot(opts *dotOptions, s *Streams) error {
 	return nil
 }
 
+// dotStream lets dot draw from the streaming replay (false: the graph
+// only, for the tests that compare the two); dotReplayDrew, when set, is
+// called when the replay draws.
+var (
+	dotStream     = true
+	dotReplayDrew func()
+)
+
+// foldsPath says whether the picture the options ask of a trace whose
+// graph has nodes vertices is its path folded (or merged): a path of
+// FoldTarget vertices or fewer is drawn as it is; the graph is drawn
+// whole when Graphviz can lay it out.
+func foldsPath(sp *critpath.StepPath, nodes int, opts *dotOptions) bool {
+	return sp.NumSteps > critpath.FoldTarget && (opts.CriticalOnly || nodes > bigDOTGraph)
+}
+
+// replayDraws says whether the path sp the replay found draws the
+// picture the options ask for without the graph: folded, with the
+// graph's vertex ids.
+func replayDraws(sp *critpath.StepPath, opts *dotOptions) bool {
+	return sp != nil && sp.Shape != nil && sp.Shape.IDs && foldsPath(sp, sp.Shape.NumNodes(), opts)
+}
+
+// withGraph analyses a's trace again with o, building the graph: for a
+// picture the replay does not draw. Its notes are a's: they are not said
+// again.
+func withGraph(a *driver.Analysis, o driver.Options) (*driver.Analysis, error) {
+	a.Close()
+	o.Stream = false
+	return driver.Analyze(a.Trace, o)
+}
+
+// numNodes is the task graph's vertex count, built or not.
+func numNodes(a *driver.Analysis) int {
+	if a.Graph != nil {
+		return a.Graph.NumNodes()
+	}
+	return a.Steps.Shape.NumNodes()
+}
+
 // pathPicture returns the writer of the picture of a's critical path when
 // it is too long to draw whole: folded, or merged by call site when its
 // iterations differ so that folding leaves more than critpath.FoldTarget
@@ -282,7 +333,11 @@ func pathPicture(a *driver.Analysis, ro render.DOTOptions) (write func(io.Writer
 	}
 	drawn = render.FoldedVertices(f)
 	if drawn > critpath.FoldTarget {
-		if sg := critpath.MergeSteps(a.Path); len(sg.Nodes) < drawn {
+		sg, err := a.Steps.MergeSteps()
+		if err != nil {
+			return func(io.Writer) error { return err }, 0, "merged"
+		}
+		if len(sg.Nodes) < drawn {
 			return func(w io.Writer) error { return render.WriteStepGraphDOT(w, sg, a.Model, ro) },
 				len(sg.Nodes), "merged by " + sg.By
 		}

@@ -272,9 +272,20 @@ const (
 // graph is too big to draw whole) into the trace directory and prints the
 // summary on stderr, leaving stdout to the application.
 func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
-	a, err := analyzePath(dir, driver.Options{Model: opts.Model}, s)
+	// The streaming replay finds the path; the graph is built only when
+	// the picture needs it: a small graph drawn whole, a short path.
+	a, err := analyzePath(dir, driver.Options{Model: opts.Model, Stream: dotStream}, s)
 	if err != nil {
 		return err
+	}
+	defer func() { a.Close() }()
+	if a.Graph == nil && dotReplayDrew != nil && replayDraws(a.Steps, &dotOptions{}) {
+		dotReplayDrew()
+	}
+	if a.Graph == nil && !replayDraws(a.Steps, &dotOptions{}) {
+		if a, err = withGraph(a, driver.Options{Model: opts.Model}); err != nil {
+			return err
+		}
 	}
 	var sum *critpath.Summary
 	if err := writeOutput(filepath.Join(dir, critPathFile), func(w io.Writer) (err error) {
@@ -283,10 +294,10 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	}); err != nil {
 		return err
 	}
-	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.ModelName, CriticalOnly: a.Graph.NumNodes() > bigDOTGraph,
+	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.ModelName, CriticalOnly: numNodes(a) > bigDOTGraph,
 		Sites: a.SiteLabel()}
 	write := func(w io.Writer) error { return render.WriteDOT(w, a.Graph, a.Path, a.Model, ro) }
-	if ro.CriticalOnly && a.Path.NumVertices() > critpath.FoldTarget {
+	if ro.CriticalOnly && a.Steps.NumSteps > critpath.FoldTarget {
 		write, _, _ = pathPicture(a, ro)
 	}
 	if err := writeOutput(filepath.Join(dir, taskGraphDOT), write); err != nil {
