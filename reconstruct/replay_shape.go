@@ -138,3 +138,12 @@ func (res *ReplayResult) collID(lowIdx int, ir *instRec) taskgraph.NodeID {
 	}
 	return res.collBase + taskgraph.NodeID(res.collBefore[lowIdx]+ir.lowIdx)
 }
+
+// FirstOp is the graph's id of rank's first operation (taskgraph.Graph's
+// RankOps), taskgraph.None for a rank without a log.
+func (res *ReplayResult) FirstOp(rank int) taskgraph.NodeID {
+	if i := res.rankIndex(rank); i >= 0 {
+		return res.opBase[i]
+	}
+	return taskgraph.None
+}

@@ -36,7 +36,8 @@ type StepPath struct {
 	w     *weigher // the fits of the model's collectives
 	// tables returns the ranks' call-site tables (those that have one).
 	tables func() map[int]*tracefmt.Sites
-	p      *Path // the path of the graph read, nil for a replay's
+	p      *Path                     // the path of the graph read, nil for a replay's
+	res    *reconstruct.ReplayResult // the replay's, nil for a graph's
 	run    func(measured int64) *RunInfo
 }
 
@@ -218,7 +219,7 @@ func ReplayPath(res *reconstruct.ReplayResult, weights Weighting, m Model, clock
 	if m == nil {
 		m = zeroModel{}
 	}
-	sp := &StepPath{Length: res.Length, Weights: weights, NumSteps: res.NumSteps, RunTime: res.RunTime, Shape: &res.Shape,
+	sp := &StepPath{Length: res.Length, Weights: weights, NumSteps: res.NumSteps, RunTime: res.RunTime, Shape: &res.Shape, res: res,
 		each: res.Steps, colls: res.Collectives, w: &weigher{m: m, colls: make(map[taskgraph.CollectiveInfo]collW)},
 		tables: func() map[int]*tracefmt.Sites {
 			m := map[int]*tracefmt.Sites{}

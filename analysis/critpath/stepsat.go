@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mpitrace/mpitrace/reconstruct"
+	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
 // StepsAt returns the steps at path vertices idx (ascending), read in one
@@ -40,3 +41,14 @@ var errStepsRead = errors.New("critpath: steps read")
 
 // StepPath returns the path f folds.
 func (f *Folded) StepPath() *StepPath { return f.st.sp }
+
+// Origin is, for a path the replay found, the time a picture of the graph
+// measures rank's operations from (the end of its MPI_Init, or its first
+// operation's start) and the graph id of its first operation; ok is false
+// for the path of a graph, which the graph says.
+func (sp *StepPath) Origin(rank int) (origin int64, firstOp taskgraph.NodeID, ok bool) {
+	if sp.res == nil {
+		return 0, taskgraph.None, false
+	}
+	return sp.res.Origin(rank), sp.res.FirstOp(rank), true
+}

@@ -335,12 +335,10 @@ func origin(g *taskgraph.Graph, r int) int64 {
 }
 
 type drawer struct {
-	g     *taskgraph.Graph
-	v     *view
-	m     critpath.Model
-	o     *DOTOptions
-	nodes map[taskgraph.NodeID]dot.Node
-	stubs map[int]dot.Node
+	g *taskgraph.Graph
+	v *view
+	m critpath.Model
+	o *DOTOptions
 }
 
 // siteTip is ", called at stencil.c:88 exchange" for a vertex whose call
@@ -373,52 +371,24 @@ func nodeKey(id taskgraph.NodeID) string { return fmt.Sprintf("v%010d", id) }
 
 func (d *drawer) draw(w io.Writer, p *critpath.Path) error {
 	g, v := d.g, d.v
-	root := dot.NewGraph(dot.Directed)
-	root.ID("taskgraph")
-	root.Attr("label", d.label(p))
-	root.Attr("labelloc", "t")
-	// Rank the whole graph at once, not cluster by cluster: a path that
-	// hops between ranks then runs downwards instead of folding back. Not
-	// beyond newrankLimit vertices: Graphviz 2.42 then takes far longer,
-	// and crashes on some graphs (see docs/performance.md).
-	if v.vertices() <= newrankLimit {
-		root.Attr("newrank", "true")
-	}
-	d.nodes = make(map[taskgraph.NodeID]dot.Node)
-	d.stubs = make(map[int]dot.Node)
-
-	// Clusters. emicklei/dot names a cluster cluster_sN after its creation
-	// sequence; the names are replaced by cluster_rankN once written.
-	var renames []string
+	pic := &picture{label: d.label(p), vertices: v.vertices()}
+	onPath := func(id taskgraph.NodeID) bool { return v.onPath != nil && v.onPath[id] }
+	// Clusters, in rank order.
 	for _, r := range g.Ranks() {
 		first, cnt := g.RankOps(r)
 		org := origin(g, r)
-		var sub *dot.Graph
+		var c *cluster
 		for i := 0; i < cnt; i++ {
 			id := first + taskgraph.NodeID(i)
 			if !v.keep[id] {
 				continue
 			}
-			if sub == nil {
-				sub = root.Subgraph(fmt.Sprintf("rank%010d", r), dot.ClusterOption{})
-				sub.Attr("label", fmt.Sprintf("rank %d", r))
-				sub.Attr("color", "gray60")
-				renames = append(renames,
-					"\n\tsubgraph "+sub.GetID()+" {\n",
-					fmt.Sprintf("\n\tsubgraph cluster_rank%d {\n", r))
+			if c == nil {
+				pic.clusters = append(pic.clusters, cluster{rank: r})
+				c = &pic.clusters[len(pic.clusters)-1]
 			}
 			nd := g.Node(id)
-			tip := fmt.Sprintf("%s on rank %d (operation %d): starts %s after MPI_Init, lasts %s",
-				nd.Name, r, i, d.time(float64(nd.Start-org)), d.time(float64(nd.End-nd.Start)))
-			if nd.Bytes > 0 {
-				tip += fmt.Sprintf(", %d bytes", nd.Bytes)
-			}
-			tip += d.siteTip(id)
-			n := sub.Node(nodeKey(id))
-			n.Attrs("label", nd.Name+"\n"+d.time(float64(nd.End-nd.Start)), "shape", "box",
-				"id", fmt.Sprintf("v%d", id), "tooltip", tip)
-			d.highlightNode(n, id)
-			d.nodes[id] = n
+			c.nodes = append(c.nodes, d.opNode(id, nd.Name, r, i, nd.Start-org, nd.End-nd.Start, nd.Bytes, d.siteTip(id), onPath(id)))
 		}
 	}
 	// Shared vertices, in id order: MPI_Init, MPI_Finalize, collectives.
@@ -431,46 +401,145 @@ func (d *drawer) draw(w io.Writer, p *critpath.Path) error {
 			continue
 		case taskgraph.KindCollective:
 			nd := g.Node(id)
-			ns, used := d.collective(id)
-			tip := fmt.Sprintf("%s on %d processes (%d calls recorded), %d bytes per process; model %s: %s",
-				nd.Name, nd.Procs, nd.Participants, nd.Bytes, used, d.time(ns)) + d.siteTip(id)
-			n := root.Node(nodeKey(id))
-			n.Attrs("label", nd.Name+"\n"+d.time(ns), "shape", "hexagon",
-				"id", fmt.Sprintf("v%d", id), "tooltip", tip)
-			d.highlightNode(n, id)
-			d.nodes[id] = n
+			pic.shared = append(pic.shared, d.collNode(id, nd.Name, nd.Procs, nd.Participants, nd.Bytes, d.siteTip(id), onPath(id)))
 		default:
-			n := root.Node(nodeKey(id))
-			n.Attrs("label", g.Name(id), "shape", "ellipse", "id", fmt.Sprintf("v%d", id))
-			d.highlightNode(n, id)
-			d.nodes[id] = n
+			pic.shared = append(pic.shared, endNode(id, g.Name(id), onPath(id)))
 		}
 	}
+	pic.stubs = slices.Sorted(maps.Keys(v.stubs))
+	// Edges, in the graph's order.
+	for _, e := range v.edges {
+		pic.edges = append(pic.edges, pedge{drawnEdge: e, label: d.edgeLabel(e.Edge),
+			dotted: e.Kind == taskgraph.CollIn && d.nonblocking(e.To) || e.Kind == taskgraph.CollOut && d.nonblocking(e.From),
+			onPath: v.pathEdges[keyOf(e.Edge)]})
+	}
+	return pic.write(w)
+}
+
+// picture is a drawing of the graph, or of a part of it, in the order it
+// is written: the ranks' clusters of operations, the shared vertices, the
+// stubs of ranks left out, the edges.
+type picture struct {
+	label    string
+	vertices int
+	clusters []cluster
+	shared   []pnode
+	stubs    []int
+	edges    []pedge
+}
+
+type cluster struct {
+	rank  int
+	nodes []pnode
+}
+
+// pnode is a vertex drawn: its DOT attributes, in order.
+type pnode struct {
+	id     taskgraph.NodeID
+	attrs  []any
+	onPath bool
+}
+
+type pedge struct {
+	drawnEdge
+	label          string
+	dotted, onPath bool
+}
+
+// opNode is operation id, the i-th of rank r, of function name, that
+// started start after the rank's origin and lasted dur.
+func (d *drawer) opNode(id taskgraph.NodeID, name string, r, i int, start, dur, bytes int64, siteTip string, onPath bool) pnode {
+	tip := fmt.Sprintf("%s on rank %d (operation %d): starts %s after MPI_Init, lasts %s",
+		name, r, i, d.time(float64(start)), d.time(float64(dur)))
+	if bytes > 0 {
+		tip += fmt.Sprintf(", %d bytes", bytes)
+	}
+	tip += siteTip
+	return pnode{id: id, onPath: onPath,
+		attrs: []any{"label", name + "\n" + d.time(float64(dur)), "shape", "box", "id", fmt.Sprintf("v%d", id), "tooltip", tip}}
+}
+
+// collNode is collective id, weighed as critpath weighs it.
+func (d *drawer) collNode(id taskgraph.NodeID, name string, procs, parts int, bytes int64, siteTip string, onPath bool) pnode {
+	ns, used := d.collective(name, bytes, procs)
+	tip := fmt.Sprintf("%s on %d processes (%d calls recorded), %d bytes per process; model %s: %s",
+		name, procs, parts, bytes, used, d.time(ns)) + siteTip
+	return pnode{id: id, onPath: onPath,
+		attrs: []any{"label", name + "\n" + d.time(ns), "shape", "hexagon", "id", fmt.Sprintf("v%d", id), "tooltip", tip}}
+}
+
+// endNode is MPI_Init or MPI_Finalize.
+func endNode(id taskgraph.NodeID, name string, onPath bool) pnode {
+	return pnode{id: id, onPath: onPath, attrs: []any{"label", name, "shape", "ellipse", "id", fmt.Sprintf("v%d", id)}}
+}
+
+// write writes the picture as a Graphviz digraph.
+func (pic *picture) write(w io.Writer) error {
+	root := dot.NewGraph(dot.Directed)
+	root.ID("taskgraph")
+	root.Attr("label", pic.label)
+	root.Attr("labelloc", "t")
+	// Rank the whole graph at once, not cluster by cluster: a path that
+	// hops between ranks then runs downwards instead of folding back. Not
+	// beyond newrankLimit vertices: Graphviz 2.42 then takes far longer,
+	// and crashes on some graphs (see docs/performance.md).
+	if pic.vertices <= newrankLimit {
+		root.Attr("newrank", "true")
+	}
+	nodes := make(map[taskgraph.NodeID]dot.Node)
+	stubs := make(map[int]dot.Node)
+	add := func(g *dot.Graph, pn *pnode) {
+		n := g.Node(nodeKey(pn.id))
+		n.Attrs(pn.attrs...)
+		if pn.onPath {
+			n.Attrs("color", CriticalColor, "penwidth", CriticalPenwidth)
+		}
+		nodes[pn.id] = n
+	}
+
+	// Clusters. emicklei/dot names a cluster cluster_sN after its creation
+	// sequence; the names are replaced by cluster_rankN once written.
+	var renames []string
+	for i := range pic.clusters {
+		c := &pic.clusters[i]
+		r := c.rank
+		sub := root.Subgraph(fmt.Sprintf("rank%010d", r), dot.ClusterOption{})
+		sub.Attr("label", fmt.Sprintf("rank %d", r))
+		sub.Attr("color", "gray60")
+		renames = append(renames,
+			"\n\tsubgraph "+sub.GetID()+" {\n",
+			fmt.Sprintf("\n\tsubgraph cluster_rank%d {\n", r))
+		for j := range c.nodes {
+			add(sub, &c.nodes[j])
+		}
+	}
+	for i := range pic.shared {
+		add(root, &pic.shared[i])
+	}
 	// Stubs of the ranks outside DOTOptions.Ranks.
-	for _, r := range slices.Sorted(maps.Keys(v.stubs)) {
+	for _, r := range pic.stubs {
 		n := root.Node(fmt.Sprintf("w%010d", r))
 		n.Attrs("label", fmt.Sprintf("rank %d", r), "shape", "box", "style", "dashed", "color", "gray50",
 			"fontcolor", "gray30", "id", fmt.Sprintf("stub%d", r), "tooltip", fmt.Sprintf("rank %d (not shown)", r))
-		d.stubs[r] = n
+		stubs[r] = n
 	}
-	// Edges, in the graph's order.
-	for _, e := range v.edges {
-		from, to := d.nodes[e.From], d.nodes[e.To]
+	for _, e := range pic.edges {
+		from, to := nodes[e.From], nodes[e.To]
 		if e.stubFrom >= 0 {
-			from = d.stubs[e.stubFrom]
+			from = stubs[e.stubFrom]
 		}
 		if e.stubTo >= 0 {
-			to = d.stubs[e.stubTo]
+			to = stubs[e.stubTo]
 		}
 		de := root.Edge(from, to)
-		de.Attrs("label", d.edgeLabel(e.Edge), "id", fmt.Sprintf("%s_%d_%d_r%d", e.Kind, e.From, e.To, e.Rank))
+		de.Attrs("label", e.label, "id", fmt.Sprintf("%s_%d_%d_r%d", e.Kind, e.From, e.To, e.Rank))
 		switch {
 		case e.Kind == taskgraph.Message:
 			de.Attr("style", "dashed")
-		case e.Kind == taskgraph.CollIn && d.nonblocking(e.To), e.Kind == taskgraph.CollOut && d.nonblocking(e.From):
+		case e.dotted:
 			de.Attr("style", "dotted")
 		}
-		if v.pathEdges[keyOf(e.Edge)] {
+		if e.onPath {
 			de.Attrs("color", CriticalColor, "penwidth", CriticalPenwidth)
 		} else if e.Kind == taskgraph.Message {
 			de.Attr("color", "gray40")
@@ -499,12 +568,6 @@ func (d *drawer) draw(w io.Writer, p *critpath.Path) error {
 	return nil
 }
 
-func (d *drawer) highlightNode(n dot.Node, id taskgraph.NodeID) {
-	if d.v.onPath != nil && d.v.onPath[id] {
-		n.Attrs("color", CriticalColor, "penwidth", CriticalPenwidth)
-	}
-}
-
 func (d *drawer) nonblocking(id taskgraph.NodeID) bool {
 	return d.g.Kind(id) == taskgraph.KindCollective && d.g.Node(id).Nonblocking
 }
@@ -522,13 +585,12 @@ func (d *drawer) edgeLabel(e taskgraph.Edge) string {
 	return fmt.Sprintf("%s (%d)", d.time(ns), e.Bytes)
 }
 
-// collective is the model time of collective node id, as critpath weighs it.
-func (d *drawer) collective(id taskgraph.NodeID) (float64, string) {
-	ci, _ := d.g.Collective(id)
+// collective is the model time of a collective, as critpath weighs it.
+func (d *drawer) collective(name string, bytes int64, procs int) (float64, string) {
 	if d.m == nil {
 		return 0, "none"
 	}
-	ns, used := d.m.CollectiveOrFallback(ci.Name, ci.Bytes, ci.Procs)
+	ns, used := d.m.CollectiveOrFallback(name, bytes, procs)
 	return finite(ns), used
 }
 
@@ -567,18 +629,37 @@ func formatNum(x float64) string {
 // label is the graph's label: the graph's size, the path, the model and
 // what the options left out.
 func (d *drawer) label(p *critpath.Path) string {
-	g, v, o := d.g, d.v, d.o
-	lines := []string{fmt.Sprintf("MPI task graph: %d ranks, %d operations, %d collectives, %d messages",
-		g.Size(), g.NumOps(), g.NumCollectives(), g.NumMessages())}
+	g, v := d.g, d.v
+	c := labelCounts{size: g.Size(), ops: g.NumOps(), colls: g.NumCollectives(), msgs: g.NumMessages(),
+		keptOps: v.ops, keptColls: v.colls, keptEdges: len(v.edges), allEdges: v.allEdges}
 	if p != nil {
-		lines = append(lines, fmt.Sprintf("critical path (red): %s, %d vertices", d.time(p.Length), p.NumVertices()))
+		c.path, c.length, c.vertices = true, p.Length, p.NumVertices()
+	}
+	return d.labelOf(c)
+}
+
+// labelCounts are the numbers of the graph's label.
+type labelCounts struct {
+	size, ops, colls, msgs                  int
+	path                                    bool
+	length                                  float64
+	vertices                                int
+	keptOps, keptColls, keptEdges, allEdges int
+}
+
+func (d *drawer) labelOf(c labelCounts) string {
+	o := d.o
+	lines := []string{fmt.Sprintf("MPI task graph: %d ranks, %d operations, %d collectives, %d messages",
+		c.size, c.ops, c.colls, c.msgs)}
+	if c.path {
+		lines = append(lines, fmt.Sprintf("critical path (red): %s, %d vertices", d.time(c.length), c.vertices))
 	} else {
 		lines = append(lines, "critical path: not computed")
 	}
 	lines = append(lines, "latency model: "+describeModel(d.m, o.Model))
 	var shown []string
 	if o.Ranks != nil {
-		shown = append(shown, fmt.Sprintf("ranks %s of 0-%d (messages to other ranks end at their stub)", o.Ranks, g.Size()-1))
+		shown = append(shown, fmt.Sprintf("ranks %s of 0-%d (messages to other ranks end at their stub)", o.Ranks, c.size-1))
 	}
 	if o.Window != nil {
 		shown = append(shown, fmt.Sprintf("operations starting in %s after each rank's MPI_Init", o.Window))
@@ -589,8 +670,8 @@ func (d *drawer) label(p *critpath.Path) string {
 	if len(shown) > 0 {
 		lines = append(lines, "showing "+strings.Join(shown, "; "))
 		lines = append(lines, fmt.Sprintf("left out: %d of %d operations, %d of %d collectives, %d of %d edges",
-			g.NumOps()-v.ops, g.NumOps(), g.NumCollectives()-v.colls, g.NumCollectives(),
-			v.allEdges-len(v.edges), v.allEdges))
+			c.ops-c.keptOps, c.ops, c.colls-c.keptColls, c.colls,
+			c.allEdges-c.keptEdges, c.allEdges))
 	}
 	return strings.Join(lines, "\n")
 }
