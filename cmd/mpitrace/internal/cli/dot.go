@@ -212,10 +212,11 @@ func runDot(opts *dotOptions, s *Streams) error {
 	if opts.Model == "" && s.ErrTTY {
 		fmt.Fprintln(s.Err, "mpitrace: using the default latency model; for this machine's, run 'mpitrace calibrate -o model.json -- mpirun -np 4' and pass --model model.json")
 	}
-	// The streaming replay draws the path folded or merged without the
-	// graph; the graph is built when the picture needs it (a part of it,
-	// the whole of a small one, the path unfolded).
-	dopts := driver.Options{Model: opts.Model, Resolver: resolver, Stream: dotStream && opts.Ranks == nil && opts.Window == nil && !opts.Unfold}
+	// The streaming replay draws the critical path without the graph; the
+	// graph is built when the picture needs it (a part of it, the whole
+	// graph).
+	dopts := driver.Options{Model: opts.Model, Resolver: resolver,
+		Stream: dotStream && opts.Ranks == nil && opts.Window == nil && (opts.CriticalOnly || !opts.Unfold)}
 	a, err := analyze(t, dopts, s)
 	if err != nil {
 		return err
@@ -244,7 +245,7 @@ func runDot(opts *dotOptions, s *Streams) error {
 		Sites: a.SiteLabel(), MaxVertices: opts.MaxVertices}
 	cut := opts.Ranks != nil || opts.Window != nil
 	whole := !opts.CriticalOnly && !cut
-	folded := a.Graph == nil || !opts.Unfold && !cut && path != nil && foldsPath(a.Steps, g.NumNodes(), opts)
+	folded := !opts.Unfold && !cut && a.Steps != nil && foldsPath(a.Steps, numNodes(a), opts)
 	var drawn int
 	switch {
 	case folded:
@@ -257,6 +258,10 @@ func runDot(opts *dotOptions, s *Streams) error {
 		err = writeOutputTo(s, opts.Output, write)
 	default:
 		err = writeOutputTo(s, opts.Output, func(w io.Writer) (err error) {
+			if a.Graph == nil {
+				drawn, err = render.WriteStepsDOT(w, a.Steps, m, ro)
+				return err
+			}
 			drawn, err = render.WriteDOTCount(w, g, path, m, ro)
 			return err
 		})
@@ -298,10 +303,14 @@ func foldsPath(sp *critpath.StepPath, nodes int, opts *dotOptions) bool {
 }
 
 // replayDraws says whether the path sp the replay found draws the
-// picture the options ask for without the graph: folded, with the
-// graph's vertex ids.
+// picture the options ask for without the graph: the critical path
+// (folded, merged or as it is) when its steps carry the graph's vertex
+// ids, not a part of the graph nor the whole of it.
 func replayDraws(sp *critpath.StepPath, opts *dotOptions) bool {
-	return sp != nil && sp.Shape != nil && sp.Shape.IDs && foldsPath(sp, sp.Shape.NumNodes(), opts)
+	if sp == nil || sp.Shape == nil || !sp.Shape.IDs || opts.Ranks != nil || opts.Window != nil {
+		return false
+	}
+	return opts.CriticalOnly || !opts.Unfold && sp.Shape.NumNodes() > bigDOTGraph
 }
 
 // withGraph analyses a's trace again with o, building the graph: for a

@@ -282,6 +282,7 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	if a.Graph == nil && dotReplayDrew != nil && replayDraws(a.Steps, &dotOptions{}) {
 		dotReplayDrew()
 	}
+	// (The graph is drawn whole when Graphviz lays it out, else its path.)
 	if a.Graph == nil && !replayDraws(a.Steps, &dotOptions{}) {
 		if a, err = withGraph(a, driver.Options{Model: opts.Model}); err != nil {
 			return err
@@ -296,7 +297,13 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	}
 	ro := render.DOTOptions{Unit: critpath.Microsecond, Model: a.ModelName, CriticalOnly: numNodes(a) > bigDOTGraph,
 		Sites: a.SiteLabel()}
-	write := func(w io.Writer) error { return render.WriteDOT(w, a.Graph, a.Path, a.Model, ro) }
+	write := func(w io.Writer) error {
+		if a.Graph == nil {
+			_, err := render.WriteStepsDOT(w, a.Steps, a.Model, ro)
+			return err
+		}
+		return render.WriteDOT(w, a.Graph, a.Path, a.Model, ro)
+	}
 	if ro.CriticalOnly && a.Steps.NumSteps > critpath.FoldTarget {
 		write, _, _ = pathPicture(a, ro)
 	}
