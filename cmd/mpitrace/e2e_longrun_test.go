@@ -20,9 +20,9 @@ import (
 // (50-60 MB, most of it the readers' 32 MiB of windows); critpath replays
 // it too (twice with measured weights or the why block) but folds its
 // path, 13 bytes a vertex and the fold's work (115-172 MB on this run's
-// 3.2 M vertices); export replays it and keeps the marks of the path (40
-// bytes a step, 8 a call on it); dot builds the task graph: at most 128
-// bytes an event (docs/performance.md).
+// 3.2 M vertices), and so does dot --critical-only, which draws the
+// folded path without the graph; export replays it and keeps the marks of
+// the path (40 bytes a step, 8 a call on it) (docs/performance.md).
 func TestLongRunEveryCommand(t *testing.T) {
 	const iters = 400_000
 	// Per rank: 2 MPI_Irecv, 2 MPI_Isend and an MPI_Waitall an iteration,
@@ -30,7 +30,6 @@ func TestLongRunEveryCommand(t *testing.T) {
 	const perRank = 5*iters + iters/10 + 2
 	const events = 2 * perRank
 	const flat = 64 << 20 // what a streaming command may hold, whatever the length
-	const graphBound = flat + 128*events
 	const replayBound = flat + 32<<20          // the replay's engine, whatever the length
 	const foldBound = replayBound + 40*events  // and the fold of a path of every call
 	const marksBound = replayBound + 48*events // and the export's marks of it (40 bytes a step, 8 a call)
@@ -70,7 +69,7 @@ func TestLongRunEveryCommand(t *testing.T) {
 				{[]string{"critpath", tr, "--weights", "measured", "-o", out("measured.out")}, 0, foldBound, func(t *testing.T, r result) {
 					checkLongPath(t, out("measured.out"), r.stdout, iters)
 				}},
-				{[]string{"dot", tr, "--critical-only", "-o", out("path.dot")}, 0, graphBound, func(t *testing.T, r result) {
+				{[]string{"dot", tr, "--critical-only", "-o", out("path.dot")}, 0, foldBound, func(t *testing.T, r result) {
 					dot, err := os.ReadFile(out("path.dot"))
 					if n := strings.Count(string(dot), "shape="); err != nil || n == 0 || n > 300 {
 						t.Errorf("the folded path has %d vertices (%v), want 1 to 300", n, err)
