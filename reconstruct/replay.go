@@ -1831,7 +1831,7 @@ func (w *walkCache) at(e *engine, r *streamRank, i uint32) (*itemRec, error) {
 	if k < len(r.log.idx) {
 		sl.buf = b
 	}
-	recs, err := decodeItems(b, sl.recs, r.log.auxOf(k))
+	recs, err := decodeItems(b, sl.recs)
 	if err != nil {
 		return nil, err
 	}

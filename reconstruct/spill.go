@@ -122,7 +122,6 @@ type blockIdx struct {
 	off   int64
 	n     uint32 // bytes
 	first uint32 // index of its first record
-	aux   uint32 // the owner's value at its first record (setAux)
 }
 
 // blocks is a sequence of records in blocks of a store.
@@ -133,19 +132,6 @@ type blocks struct {
 	count uint32 // records, the block being filled's included
 	first uint32 // index of cur's first record
 	limit int    // bytes a block holds
-	aux   uint32 // cur's aux
-}
-
-// setAux sets the value the block being started keeps beside its
-// records (a rank's log: the operations before its first item).
-func (b *blocks) setAux(v uint32) { b.aux = v }
-
-// auxOf returns block k's aux (read's k).
-func (b *blocks) auxOf(k int) uint32 {
-	if k == len(b.idx) {
-		return b.aux
-	}
-	return b.idx[k].aux
 }
 
 // add appends one encoded record: relative to the block's earlier ones
@@ -169,7 +155,7 @@ func (b *blocks) flush() {
 		return
 	}
 	off := b.s.append(b.cur)
-	b.idx = append(b.idx, blockIdx{off: off, n: uint32(len(b.cur)), first: b.first, aux: b.aux})
+	b.idx = append(b.idx, blockIdx{off: off, n: uint32(len(b.cur)), first: b.first})
 	b.cur = b.cur[:0]
 	b.first = b.count
 }
@@ -246,11 +232,12 @@ type itemEnc struct {
 
 func (r *streamRank) logItem(rec *itemRec) {
 	l := &r.log
-	if l.begin() {
-		r.enc.prevEv, r.enc.prevT = 0, 0
-		l.setAux(r.k)
-	}
 	b := r.enc.buf[:0]
+	if l.begin() {
+		// A block starts with the local index of its first operation.
+		r.enc.prevEv, r.enc.prevT = 0, 0
+		b = binary.AppendUvarint(b, uint64(r.k))
+	}
 	orig := rec.ostart != rec.start || rec.oend != rec.end
 	if orig {
 		b = append(b, rec.kind|itemOrig)
@@ -297,11 +284,11 @@ func (r *streamRank) logItem(rec *itemRec) {
 // follow its retimed ones (measured weights).
 const itemOrig = 0x80
 
-// decodeItems decodes a block of item records, the first operation
-// among them of local index op.
-func decodeItems(b []byte, out []itemRec, op uint32) ([]itemRec, error) {
+// decodeItems decodes a block of item records.
+func decodeItems(b []byte, out []itemRec) ([]itemRec, error) {
 	out = out[:0]
 	d := recDec{b: b}
+	op := uint32(d.u())
 	var ev, t int64
 	for len(d.b) > 0 {
 		var rec itemRec
