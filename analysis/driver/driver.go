@@ -193,7 +193,7 @@ func (a *Analysis) replay(o Options) (err error) {
 	var merr error
 	var offsets map[int]int64
 	var wg sync.WaitGroup
-	if o.Measured && besideFits(len(t.Files), openFileLimit()) {
+	if o.Measured {
 		offsets = ClockOffsets(t).Offset
 		wg.Add(1)
 		go func() {
@@ -226,17 +226,6 @@ func (a *Analysis) replay(o Options) (err error) {
 		mres.Close() // MeasuredPath replays with the offsets seen
 	}
 	return nil
-}
-
-// besideFits reports whether two replays of a trace of files rank files
-// may run at once: each holds every rank's file open, and the process may
-// open limit files (0: not known). 16,384 ranks under a limit of 20,000
-// made the second replay fail, then run again alone.
-func besideFits(files, limit int) bool {
-	if limit <= 0 {
-		limit = 1024
-	}
-	return 2*files+256 <= limit
 }
 
 // replayTrace is reconstruct.ReplayTrace (a test makes it panic).

@@ -282,18 +282,42 @@ func TestReplayPanic(t *testing.T) {
 	}
 }
 
-// TestBesideFits: two replays run at once only when both hold their ranks'
-// files open within the process's limit.
-func TestBesideFits(t *testing.T) {
-	for _, c := range []struct {
-		files, limit int
-		want         bool
-	}{{16384, 20000, false}, {4096, 20000, true}, {16384, 65536, true}, {500, 0, false}, {300, 0, true}, {9872, 20000, true}, {9873, 20000, false}} {
-		if got := besideFits(c.files, c.limit); got != c.want {
-			t.Errorf("besideFits(%d, %d) = %v, want %v", c.files, c.limit, got, c.want)
+// TestFewOpenFiles: with the process allowed 6 open rank files, both
+// replays of a 40-rank trace run (the measured one beside the model's)
+// and give the paths they give with every file open, holding no more
+// than 6 open at once.
+func TestFewOpenFiles(t *testing.T) {
+	dir := t.TempDir()
+	b := testgen.Halo(40, 30, 5)
+	b.Options.BlockSize = 512
+	if err := b.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	var outs [2]string
+	for k, n := range []int{1 << 20, 6} {
+		old := tracefmt.SetOpenFiles(n)
+		tracefmt.OpenFiles()
+		a, err := Analyze(open(t, dir), Options{Stream: true, Measured: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Graph != nil || a.mpath == nil {
+			t.Fatalf("%d files: the graph was built (%v) or the measured path not replayed beside (%v)", n, a.Graph != nil, a.mpath == nil)
+		}
+		for _, sp := range []*critpath.StepPath{a.Steps, a.mpath} {
+			var out strings.Builder
+			if _, err := a.Report(sp, &out, critpath.Microsecond, 10); err != nil {
+				t.Fatal(err)
+			}
+			outs[k] += out.String()
+		}
+		a.Close()
+		tracefmt.SetOpenFiles(old)
+		if _, peak := tracefmt.OpenFiles(); peak > n || n < 40 && peak < n {
+			t.Errorf("%d files allowed: %d open at once", n, peak)
 		}
 	}
-	if openFileLimit() < 0 {
-		t.Errorf("open file limit %d", openFileLimit())
+	if outs[0] != outs[1] {
+		t.Errorf("with every file open:\n%s\nwith 6:\n%s", outs[0], outs[1])
 	}
 }
