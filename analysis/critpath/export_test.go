@@ -35,7 +35,7 @@ func FoldAll(p *Path) [numLevels]*Folded {
 			out[level] = f
 			continue
 		case Merged:
-			fn, f.tok = merge(st.fn, st.runs)
+			fn, f.merged = merge(&st.fn, st.runs)
 		}
 		seq := make([]uint32, fn.len())
 		for i := range seq {

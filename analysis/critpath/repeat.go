@@ -98,10 +98,10 @@ type Folded struct {
 	p     *Path // the path of the graph folded, nil for a replay's
 	st    *steps
 	w     []float64 // StepWeight's, once asked for
-	// tok, at level Merged, is the first path vertex of each step (a step
-	// is then a run of vertices of one MPI function); nil when a step is
-	// a vertex.
-	tok []int32
+	// merged, at level Merged, finds the path vertices of each step (a
+	// step is then a run of vertices of one MPI function); nil when a
+	// step is a vertex.
+	merged *mergedSteps
 	// sites: the steps' call sites told them apart (level SameStep, a
 	// trace with call sites).
 	sites bool
@@ -177,9 +177,9 @@ func (st *steps) foldLevels(big bool) (*Folded, error) {
 		return nil, err
 	}
 	leaves[Merged] = fold.Leaves(coarse.Nodes)
-	// same: the merged level's steps are the vertices (tok nil), its
+	// same: the merged level's steps are the vertices (merged nil), its
 	// signatures SameFunction's.
-	same := coarse.tok == nil
+	same := coarse.merged == nil
 	var sameNodes []fold.Node
 	if same {
 		sameNodes = coarse.Nodes
@@ -243,7 +243,7 @@ func (st *steps) foldAt(fd *fold.Finder, level, limit int) (*Folded, error) {
 		nodes, ok = st.fn.find(fd, limit)
 	default:
 		var seq fnSeq
-		seq, f.tok = merge(st.fn, st.runs)
+		seq, f.merged = merge(&st.fn, st.runs)
 		nodes, ok = seq.find(fd, limit)
 	}
 	if !ok {
@@ -299,11 +299,12 @@ func (s *fnSeq) find(fd *fold.Finder, limit int) ([]fold.Node, bool) {
 }
 
 // merge collapses each of the runs runs of equal neighbours of seq into
-// one, and returns what is left and the position in seq of each's first;
-// seq itself and nil when no two neighbours are equal.
-func merge(seq fnSeq, runs int) (fnSeq, []int32) {
-	if runs == seq.len() {
-		return seq, nil
+// one, and returns what is left and where each's vertices are; seq itself
+// and nil when no two neighbours are equal.
+func merge(seq *fnSeq, runs int) (fnSeq, *mergedSteps) {
+	n := seq.len()
+	if runs == n {
+		return *seq, nil
 	}
 	var out fnSeq
 	if seq.w != nil {
@@ -311,16 +312,58 @@ func merge(seq fnSeq, runs int) (fnSeq, []int32) {
 	} else {
 		out.b = make([]uint8, 0, runs)
 	}
-	starts := make([]int32, 0, runs)
-	for i := range seq.len() {
+	m := &mergedSteps{fn: seq, n: n, steps: runs, every: make([]int32, 0, (runs+mergedEvery-1)/mergedEvery)}
+	for i := range n {
 		x := seq.at(i)
 		if i > 0 && x == seq.at(i-1) {
 			continue
 		}
+		if out.len()%mergedEvery == 0 {
+			m.every = append(m.every, int32(i))
+		}
 		out.add(x)
-		starts = append(starts, int32(i))
 	}
-	return out, starts
+	m.at, m.first, m.end = 0, 0, m.runEnd(0)
+	return out, m
+}
+
+// mergedEvery is the number of merged steps from one whose first vertex
+// mergedSteps keeps to the next.
+const mergedEvery = 64
+
+// mergedSteps finds the path vertices of the steps of level Merged, runs
+// of vertices of one function, keeping the first vertex of one step in
+// mergedEvery: a step is found from the one kept before it, or from the
+// step last found when the steps are asked for in order.
+type mergedSteps struct {
+	fn    *fnSeq
+	n     int     // vertices
+	steps int     // merged steps
+	every []int32 // the first vertex of step k*mergedEvery
+	// The step last found and its vertices [first, end).
+	at, first, end int
+}
+
+// vertices returns step i's vertices [first, end).
+func (m *mergedSteps) vertices(i int) (first, end int) {
+	if i < m.at || i-m.at > mergedEvery {
+		k := i / mergedEvery
+		m.at, m.first = k*mergedEvery, int(m.every[k])
+		m.end = m.runEnd(m.first)
+	}
+	for m.at < i {
+		m.at, m.first = m.at+1, m.end
+		m.end = m.runEnd(m.first)
+	}
+	return m.first, m.end
+}
+
+// runEnd returns the end of the run of vertices of one function from v.
+func (m *mergedSteps) runEnd(v int) int {
+	x := m.fn.at(v)
+	for v++; v < m.n && m.fn.at(v) == x; v++ {
+	}
+	return v
 }
 
 // steps are what every level needs of a path's steps, made in one pass
@@ -407,17 +450,27 @@ func (sp *StepPath) stepsVisitor() (visit func(*reconstruct.ReplayStep), finish 
 	}
 }
 
-// nameCache finds a step's function's index, remembering the last.
+// nameCache finds a step's function's index, remembering the last few
+// names seen: a path's steps take a few functions in turn, and a name the
+// replay or the graph gives shares its bytes with the last time, which
+// makes comparing it cheaper than hashing it.
 type nameCache struct {
-	name string
-	x    int
-	ok   bool
+	e [16]struct {
+		name string
+		x    int
+		ok   bool
+	}
 }
 
 // index returns name's index in st.names, adding it when new.
 func (c *nameCache) index(st *steps, name string) int {
-	if c.ok && name == c.name {
-		return c.x
+	h := len(name)
+	if h > 0 {
+		h += int(name[h-1]) * 3
+	}
+	e := &c.e[h&15]
+	if e.ok && e.name == name {
+		return e.x
 	}
 	x, ok := st.idx[name]
 	if !ok {
@@ -425,7 +478,7 @@ func (c *nameCache) index(st *steps, name string) int {
 		st.idx[name] = x
 		st.names = append(st.names, name)
 	}
-	c.name, c.x, c.ok = name, x, true
+	e.name, e.x, e.ok = name, x, true
 	return x
 }
 
@@ -674,21 +727,18 @@ func (f *Folded) Vertices() int { return f.st.n }
 // Steps returns the number of steps of the fold: the path's vertices, or
 // at level Merged the runs of vertices of one MPI function.
 func (f *Folded) Steps() int {
-	if f.tok != nil {
-		return len(f.tok)
+	if f.merged != nil {
+		return f.merged.steps
 	}
 	return f.st.n
 }
 
 // StepVertices returns the path vertices [first, end) of step i.
 func (f *Folded) StepVertices(i int) (first, end int) {
-	if f.tok == nil {
+	if f.merged == nil {
 		return i, i + 1
 	}
-	if i+1 < len(f.tok) {
-		return int(f.tok[i]), int(f.tok[i+1])
-	}
-	return int(f.tok[i]), f.st.n
+	return f.merged.vertices(i)
 }
 
 // StepWeight returns step i's share of the path in ns: the hops into its
