@@ -21,15 +21,25 @@ func FoldAll(p *Path) [numLevels]*Folded {
 	}
 	for level := range numLevels {
 		f := &Folded{Level: level, p: p, st: st}
-		seq := st.fn
+		fn := st.fn
 		switch level {
 		case SameStep, SameCall:
 			src := st.source(level)
-			seq = make([]uint32, p.NumVertices())
+			seq := make([]uint32, p.NumVertices())
 			src.Fill(seq, 0)
+			if err := src.close(); err != nil {
+				panic(err)
+			}
 			f.sites = src.sites
+			f.Nodes = fold.Find(seq)
+			out[level] = f
+			continue
 		case Merged:
-			seq, f.tok = merge(st.fn, st.runs)
+			fn, f.merged = merge(&st.fn, st.runs)
+		}
+		seq := make([]uint32, fn.len())
+		for i := range seq {
+			seq[i] = uint32(fn.at(i))
 		}
 		f.Nodes = fold.Find(seq)
 		out[level] = f

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -96,10 +98,10 @@ type Folded struct {
 	p     *Path // the path of the graph folded, nil for a replay's
 	st    *steps
 	w     []float64 // StepWeight's, once asked for
-	// tok, at level Merged, is the first path vertex of each step (a step
-	// is then a run of vertices of one MPI function); nil when a step is
-	// a vertex.
-	tok []int32
+	// merged, at level Merged, finds the path vertices of each step (a
+	// step is then a run of vertices of one MPI function); nil when a
+	// step is a vertex.
+	merged *mergedSteps
 	// sites: the steps' call sites told them apart (level SameStep, a
 	// trace with call sites).
 	sites bool
@@ -131,12 +133,13 @@ const FoldTarget = 300
 // vary from one iteration to the next, the finer levels stop after a few
 // hundred steps instead of folding the whole path, and the signatures of
 // SameStep and SameCall are made only as far as the fold reads them
-// (fold.Source). When no two consecutive vertices have one MPI function,
-// the merged level's steps are the vertices and SameFunction's fold is
-// the merged level's. It keeps 4 bytes per vertex for their functions, 8
-// per merged step at level Merged when it merges, and while folding 12
-// more per step, 16 at SameStep and SameCall (package fold), besides the
-// folds.
+// (fold.Source), reading the path again. When no two consecutive vertices
+// have one MPI function, the merged level's steps are the vertices and
+// SameFunction's fold is the merged level's. It keeps a byte per vertex
+// for its function (two on a path of more than 256 functions), and at
+// level Merged, when it merges, 5 bytes per merged step; the fold itself
+// keeps nothing per step but, at SameStep and SameCall, the signatures it
+// read (1 to 4 bytes each), besides the folds.
 func Fold(p *Path) *Folded {
 	f, _ := p.StepPath().Fold() // a graph's path never fails
 	return f
@@ -152,32 +155,37 @@ func (sp *StepPath) Fold() (*Folded, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := st.fold(big)
-	return f, nil
+	return st.fold(big)
 }
 
 // fold is Fold of st.
-func (st *steps) fold(big bool) *Folded {
-	f := st.foldLevels(big)
+func (st *steps) fold(big bool) (*Folded, error) {
+	f, err := st.foldLevels(big)
+	if err != nil {
+		return nil, err
+	}
 	f.p = st.sp.p
-	return f
+	return f, nil
 }
 
-func (st *steps) foldLevels(big bool) *Folded {
+func (st *steps) foldLevels(big bool) (*Folded, error) {
 	var fd fold.Finder
 	var folds [numLevels]*Folded
 	var leaves [numLevels]int
-	coarse := st.foldAt(&fd, Merged, -1)
+	coarse, err := st.foldAt(&fd, Merged, -1)
+	if err != nil {
+		return nil, err
+	}
 	leaves[Merged] = fold.Leaves(coarse.Nodes)
-	// same: the merged level's steps are the vertices (tok nil), its
+	// same: the merged level's steps are the vertices (merged nil), its
 	// signatures SameFunction's.
-	same := coarse.tok == nil
+	same := coarse.merged == nil
 	var sameNodes []fold.Node
 	if same {
 		sameNodes = coarse.Nodes
 	}
 	if !big || same {
-		// On a long path it is folded again if taken: its 4 bytes per
+		// On a long path it is folded again if taken: its 5 bytes per
 		// merged step need not wait through the finer levels.
 		folds[Merged] = coarse
 	}
@@ -188,7 +196,9 @@ func (st *steps) foldLevels(big bool) *Folded {
 		var f *Folded
 		switch {
 		case level != SameFunction || !same:
-			f = st.foldAt(&fd, level, limit)
+			if f, err = st.foldAt(&fd, level, limit); err != nil {
+				return nil, err
+			}
 		case leaves[Merged] <= limit:
 			f = &Folded{Level: level, st: st, Nodes: sameNodes}
 		}
@@ -197,7 +207,7 @@ func (st *steps) foldLevels(big bool) *Folded {
 		}
 		n := fold.Leaves(f.Nodes)
 		if n <= FoldTarget/3 {
-			return f
+			return f, nil
 		}
 		folds[level], leaves[level] = f, n
 		fewest = min(fewest, n)
@@ -205,19 +215,19 @@ func (st *steps) foldLevels(big bool) *Folded {
 	if leaves[Merged] > FoldTarget/3 {
 		for level := range Merged {
 			if folds[level] != nil && leaves[level]*2 <= fewest*3 {
-				return folds[level]
+				return folds[level], nil
 			}
 		}
 	}
 	if folds[Merged] == nil {
 		return st.foldAt(&fd, Merged, -1)
 	}
-	return folds[Merged]
+	return folds[Merged], nil
 }
 
 // foldAt folds st's path at level with fd; nil when the fold would draw
 // more than limit vertices (limit < 0: no limit).
-func (st *steps) foldAt(fd *fold.Finder, level, limit int) *Folded {
+func (st *steps) foldAt(fd *fold.Finder, level, limit int) (*Folded, error) {
 	f := &Folded{Level: level, st: st}
 	var nodes []fold.Node
 	ok := false
@@ -225,55 +235,149 @@ func (st *steps) foldAt(fd *fold.Finder, level, limit int) *Folded {
 	case SameStep, SameCall:
 		src := st.source(level)
 		nodes, ok = fd.FindSource(src, limit)
+		if err := src.close(); err != nil {
+			return nil, err
+		}
 		f.sites = src.sites
 	case SameFunction:
-		nodes, ok = fd.FindWithin(st.fn, limit)
+		nodes, ok = st.fn.find(fd, limit)
 	default:
-		var seq []uint32
-		seq, f.tok = merge(st.fn, st.runs)
-		nodes, ok = fd.FindWithin(seq, limit)
+		var seq fnSeq
+		seq, f.merged = merge(&st.fn, st.runs)
+		nodes, ok = seq.find(fd, limit)
 	}
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	f.Nodes = nodes
-	return f
+	return f, nil
+}
+
+// fnSeq is the function of each vertex of a path, its index among the
+// path's functions: a byte each while there are at most 256, then two.
+type fnSeq struct {
+	b []uint8
+	w []uint16 // once an index does not fit a byte; b is then nil
+}
+
+func (s *fnSeq) len() int {
+	if s.w != nil {
+		return len(s.w)
+	}
+	return len(s.b)
+}
+
+func (s *fnSeq) at(i int) int {
+	if s.w != nil {
+		return int(s.w[i])
+	}
+	return int(s.b[i])
+}
+
+// add appends x (< 1<<16).
+func (s *fnSeq) add(x int) {
+	if s.w == nil && x > math.MaxUint8 {
+		s.w = make([]uint16, len(s.b), max(cap(s.b), 1))
+		for i, v := range s.b {
+			s.w[i] = uint16(v)
+		}
+		s.b = nil
+	}
+	if s.w != nil {
+		s.w = append(s.w, uint16(x))
+	} else {
+		s.b = append(s.b, uint8(x))
+	}
+}
+
+// find folds s with fd (fold.FindWithin).
+func (s *fnSeq) find(fd *fold.Finder, limit int) ([]fold.Node, bool) {
+	if s.w != nil {
+		return fold.FindSlice(fd, s.w, limit)
+	}
+	return fold.FindSlice(fd, s.b, limit)
 }
 
 // merge collapses each of the runs runs of equal neighbours of seq into
-// one, and returns what is left and the position in seq of each's first;
-// seq itself and nil when no two neighbours are equal.
-func merge(seq []uint32, runs int) ([]uint32, []int32) {
-	if runs == len(seq) {
-		return seq, nil
+// one, and returns what is left and where each's vertices are; seq itself
+// and nil when no two neighbours are equal.
+func merge(seq *fnSeq, runs int) (fnSeq, *mergedSteps) {
+	n := seq.len()
+	if runs == n {
+		return *seq, nil
 	}
-	out := make([]uint32, 0, runs)
-	starts := make([]int32, 0, runs)
-	for i, x := range seq {
-		if i > 0 && x == seq[i-1] {
+	var out fnSeq
+	if seq.w != nil {
+		out.w = make([]uint16, 0, runs)
+	} else {
+		out.b = make([]uint8, 0, runs)
+	}
+	m := &mergedSteps{fn: seq, n: n, steps: runs, every: make([]int32, 0, (runs+mergedEvery-1)/mergedEvery)}
+	for i := range n {
+		x := seq.at(i)
+		if i > 0 && x == seq.at(i-1) {
 			continue
 		}
-		out = append(out, x)
-		starts = append(starts, int32(i))
+		if out.len()%mergedEvery == 0 {
+			m.every = append(m.every, int32(i))
+		}
+		out.add(x)
 	}
-	return out, starts
+	m.at, m.first, m.end = 0, 0, m.runEnd(0)
+	return out, m
+}
+
+// mergedEvery is the number of merged steps from one whose first vertex
+// mergedSteps keeps to the next.
+const mergedEvery = 64
+
+// mergedSteps finds the path vertices of the steps of level Merged, runs
+// of vertices of one function, keeping the first vertex of one step in
+// mergedEvery: a step is found from the one kept before it, or from the
+// step last found when the steps are asked for in order.
+type mergedSteps struct {
+	fn    *fnSeq
+	n     int     // vertices
+	steps int     // merged steps
+	every []int32 // the first vertex of step k*mergedEvery
+	// The step last found and its vertices [first, end).
+	at, first, end int
+}
+
+// vertices returns step i's vertices [first, end).
+func (m *mergedSteps) vertices(i int) (first, end int) {
+	if i < m.at || i-m.at > mergedEvery {
+		k := i / mergedEvery
+		m.at, m.first = k*mergedEvery, int(m.every[k])
+		m.end = m.runEnd(m.first)
+	}
+	for m.at < i {
+		m.at, m.first = m.at+1, m.end
+		m.end = m.runEnd(m.first)
+	}
+	return m.first, m.end
+}
+
+// runEnd returns the end of the run of vertices of one function from v.
+func (m *mergedSteps) runEnd(v int) int {
+	x := m.fn.at(v)
+	for v++; v < m.n && m.fn.at(v) == x; v++ {
+	}
+	return v
 }
 
 // steps are what every level needs of a path's steps, made in one pass
-// over the path: each vertex's MPI function, rank, call site and the kind
-// of the hop into it (13 bytes a vertex). The finer levels' signatures are
-// made as their fold reads them (stepSource).
+// over the path: each vertex's MPI function (a byte or two), and where
+// each class of steps last occurs. The finer levels' signatures are made
+// as their fold reads them, from another pass (stepSource).
 type steps struct {
 	sp *StepPath
-	// fn is each vertex's signature at SameFunction and Merged: its
-	// function's index in names shifted left by 9, as signature makes it.
-	fn    []uint32
+	n  int // the path's vertices
+	// fn is each vertex's function, its index in names: the signature at
+	// SameFunction and Merged.
+	fn    fnSeq
 	names []string
-	rank  []int32
-	kind  []taskgraph.EdgeKind // of the hop into the vertex (0 for the first)
-	// site is each vertex's call site, numbered across ranks (prog), or its
-	// id in its rank's table when the ranks have no tables.
-	site []uint32
+	idx   map[string]int // names' indices
 	// lastCls is the last vertex of each class (class): a signature of
 	// SameStep or SameCall occurs nowhere past the last vertex of its
 	// class. Nil when a class is out of its range.
@@ -284,6 +388,9 @@ type steps struct {
 	// prog numbers call sites across ranks (programSites); nil when the
 	// ranks have no call-site tables.
 	prog *programSites
+	// rank is each vertex's rank, made by a pass over a replay's path
+	// when first asked for (StepRanks, StepLabel); nil until then.
+	rank []int32
 }
 
 // newSteps makes the path's steps: one pass over it.
@@ -302,41 +409,24 @@ func (sp *StepPath) newSteps() (*steps, error) {
 // finish returns the steps.
 func (sp *StepPath) stepsVisitor() (visit func(*reconstruct.ReplayStep), finish func() (*steps, error)) {
 	n := sp.NumSteps
-	st := &steps{sp: sp, fn: make([]uint32, 0, n), rank: make([]int32, 0, n), kind: make([]taskgraph.EdgeKind, 0, n),
-		site: make([]uint32, 0, n), prog: newProgramSites(sp.tables())}
-	idx := map[string]int{}
-	lastName, lastIdx := "", -1
+	st := &steps{sp: sp, n: n, fn: fnSeq{b: make([]uint8, 0, n)}, idx: map[string]int{}, prog: newProgramSites(sp.tables())}
+	var names nameCache
 	var cls []int32 // by class, grown with the names
 	known := true
 	prev := -1
+	i := 0
 	visit = func(s *reconstruct.ReplayStep) {
-		i := len(st.fn)
-		if lastIdx < 0 || s.Name != lastName {
-			x, ok := idx[s.Name]
-			if !ok {
-				x = len(st.names)
-				idx[s.Name] = x
-				st.names = append(st.names, s.Name)
-			}
-			lastName, lastIdx = s.Name, x
-		}
+		x := names.index(st, s.Name)
 		ek := s.In.Kind
 		if i == 0 {
 			ek = 0
 		}
-		st.fn = append(st.fn, signature(StepKey{Func: int32(lastIdx)}))
-		st.rank = append(st.rank, int32(s.Rank))
-		st.kind = append(st.kind, ek)
-		site := s.Site
-		if st.prog != nil {
-			site = st.prog.id(s.SiteRank, site)
-		}
-		st.site = append(st.site, site)
-		if i == 0 || st.fn[i] != st.fn[i-1] {
+		if i == 0 || x != st.fn.at(i-1) {
 			st.runs++
 		}
+		st.fn.add(min(x, math.MaxUint16))
 		if known {
-			if c := class(lastIdx, ek, s.Rank, prev); c >= 0 {
+			if c := class(x, ek, s.Rank, prev); c >= 0 {
 				if c >= len(cls) {
 					cls = append(cls, make([]int32, c+1-len(cls))...)
 				}
@@ -346,18 +436,51 @@ func (sp *StepPath) stepsVisitor() (visit func(*reconstruct.ReplayStep), finish 
 			}
 		}
 		prev = s.Rank
+		i++
 	}
 	return visit, func() (*steps, error) {
-		if len(st.fn) != n {
-			return nil, fmt.Errorf("internal error: critpath: a path of %d steps gave %d", n, len(st.fn))
+		if i != n {
+			return nil, fmt.Errorf("internal error: critpath: a path of %d steps gave %d", n, i)
+		}
+		if len(st.names) > math.MaxUint16+1 {
+			return nil, fmt.Errorf("critpath: a path of %d MPI functions (at most %d are folded)", len(st.names), math.MaxUint16+1)
 		}
 		st.lastCls = cls
 		return st, nil
 	}
 }
 
-// nameIdx returns vertex i's function's nameIdx.
-func (st *steps) nameIdx(i int) int { return int(int32(st.fn[i]) >> 9) }
+// nameCache finds a step's function's index, remembering the last few
+// names seen: a path's steps take a few functions in turn, and a name the
+// replay or the graph gives shares its bytes with the last time, which
+// makes comparing it cheaper than hashing it.
+type nameCache struct {
+	e [16]struct {
+		name string
+		x    int
+		ok   bool
+	}
+}
+
+// index returns name's index in st.names, adding it when new.
+func (c *nameCache) index(st *steps, name string) int {
+	h := len(name)
+	if h > 0 {
+		h += int(name[h-1]) * 3
+	}
+	e := &c.e[h&15]
+	if e.ok && e.name == name {
+		return e.x
+	}
+	x, ok := st.idx[name]
+	if !ok {
+		x = len(st.names)
+		st.idx[name] = x
+		st.names = append(st.names, name)
+	}
+	e.name, e.x, e.ok = name, x, true
+	return x
+}
 
 // numClasses is the number of classes (class) of each function.
 const numClasses = 16
@@ -368,11 +491,16 @@ const numClasses = 16
 // the hop stays on one rank): when the last vertex of its class is
 // behind, a key no longer occurs. -1 when out of range.
 func class(nameIdx int, kind taskgraph.EdgeKind, rank, prev int) int {
+	return classOf(nameIdx, kind, rank == prev)
+}
+
+// classOf is class of a vertex whose hop stays on one rank when same.
+func classOf(nameIdx int, kind taskgraph.EdgeKind, same bool) int {
 	if kind >= numClasses/2 {
 		return -1
 	}
 	c := ((nameIdx+1)*numClasses/2 + int(kind)) * 2
-	if rank == prev {
+	if same {
 		c++
 	}
 	return c
@@ -385,20 +513,73 @@ func signature(k StepKey) uint32 {
 }
 
 // source returns the signatures of the steps at SameStep or SameCall, to
-// be folded.
+// be folded: made from another pass over the path, which close ends.
 func (st *steps) source(level int) *stepSource {
-	return &stepSource{st: st, level: level, ids: make(map[StepKey]uint32), prev: -1}
+	s := &stepSource{st: st, level: level, ids: make(map[StepKey]uint32), prev: -1,
+		numbered: level == SameStep || st.prog != nil}
+	s.next, s.stop = iter.Pull(st.sp.stepRecords(st, &s.err))
+	return s
+}
+
+// stepRec is what a level's signature needs of a step.
+type stepRec struct {
+	rank    int32
+	nameIdx int32
+	kind    taskgraph.EdgeKind // of the hop into it (0 for the first)
+	site    uint32             // numbered across ranks (programSites) when the ranks have tables
+}
+
+// stepBatch is the number of steps a pass over the path gives at once.
+const stepBatch = 1 << 10
+
+// stepRecords returns a pass over the path giving its steps' records in
+// batches; a failed pass leaves its error in *err.
+func (sp *StepPath) stepRecords(st *steps, err *error) iter.Seq[[]stepRec] {
+	return func(yield func([]stepRec) bool) {
+		batch := make([]stepRec, 0, stepBatch)
+		var names nameCache
+		errStop := errors.New("stop")
+		i := 0
+		e := sp.Steps(func(s *reconstruct.ReplayStep) error {
+			ek := s.In.Kind
+			if i == 0 {
+				ek = 0
+			}
+			i++
+			site := s.Site
+			if st.prog != nil {
+				site = st.prog.id(s.SiteRank, site)
+			}
+			batch = append(batch, stepRec{rank: int32(s.Rank), nameIdx: int32(names.index(st, s.Name)), kind: ek, site: site})
+			if len(batch) == stepBatch {
+				if !yield(batch) {
+					return errStop
+				}
+				batch = batch[:0]
+			}
+			return nil
+		})
+		if e != nil && e != errStop {
+			*err = e
+			return
+		}
+		if e == nil && len(batch) > 0 {
+			yield(batch)
+		}
+	}
 }
 
 // stepSource makes the signatures of a path's steps at level SameStep or
-// SameCall in order (a fold.Source). SameStep, and SameCall in a trace
-// with call sites, number the signatures in the order they first occur;
-// SameCall in a trace without them makes the signatures from the
-// function's name index.
+// SameCall in order (a fold.Source), from a pass over the path. SameStep,
+// and SameCall in a trace with call sites, number the signatures in the
+// order they first occur; SameCall in a trace without them makes the
+// signatures from the function's name index.
 type stepSource struct {
-	st    *steps
-	level int
-	ids   map[StepKey]uint32
+	st       *steps
+	level    int
+	numbered bool
+	ids      map[StepKey]uint32
+	cls      []int32 // the class of each numbered signature
 	// A path repeats a few keys: a small table in front of the map finds
 	// most of them without hashing the key.
 	recent [64]struct {
@@ -408,50 +589,76 @@ type stepSource struct {
 	}
 	prev  int  // the rank of the vertex before the next to fill
 	sites bool // call sites told steps apart
+	// The pass over the path: next gives the next batch of steps.
+	next  func() ([]stepRec, bool)
+	stop  func()
+	batch []stepRec
+	err   error
 }
 
-func (s *stepSource) Len() int { return len(s.st.fn) }
+func (s *stepSource) Len() int { return s.st.n }
 
-// Last is the last vertex of step i's class.
-func (s *stepSource) Last(i int) int {
+// close ends the pass over the path, and returns its error.
+func (s *stepSource) close() error {
+	s.stop()
+	return s.err
+}
+
+// Last is the last vertex of the class of signature sym.
+func (s *stepSource) Last(sym uint32) int {
 	st := s.st
 	if st.lastCls == nil {
-		return len(st.fn) - 1
+		return st.n - 1
 	}
-	prev := -1
-	if i > 0 {
-		prev = int(st.rank[i-1])
+	var c int
+	if s.numbered {
+		c = int(s.cls[sym])
+	} else {
+		c = classOf(int(sym>>9), taskgraph.EdgeKind(sym>>1&0xff), sym&1 != 0)
 	}
-	return int(st.lastCls[class(st.nameIdx(i), st.kind[i], int(st.rank[i]), prev)])
+	return int(st.lastCls[c])
 }
 
 func (s *stepSource) Fill(dst []uint32, from int) {
-	st := s.st
-	numbered := s.level == SameStep || st.prog != nil
 	for d := range dst {
-		i := from + d
-		rank := int(st.rank[i])
-		var site uint32
-		if numbered {
-			site = st.site[i]
+		if len(s.batch) == 0 {
+			var ok bool
+			if s.batch, ok = s.next(); !ok {
+				// A pass that failed (close tells) or fell short (the
+				// first pass counted the steps): what is left is 0.
+				clear(dst[d:])
+				if s.err == nil {
+					s.err = fmt.Errorf("internal error: critpath: a path of %d steps gave %d", s.st.n, from+d)
+				}
+				return
+			}
 		}
-		k := stepKey(s.level, st.kind[i], rank, st.nameIdx(i), s.prev, site)
+		r := &s.batch[0]
+		s.batch = s.batch[1:]
+		rank := int(r.rank)
+		var site uint32
+		if s.numbered {
+			site = r.site
+		}
+		k := stepKey(s.level, r.kind, rank, int(r.nameIdx), s.prev, site)
+		c := class(int(r.nameIdx), r.kind, rank, s.prev)
 		s.prev = rank
-		if !numbered {
+		if !s.numbered {
 			dst[d] = signature(k)
 			continue
 		}
-		r := &s.recent[(uint32(k.Func)*7+uint32(k.Rank)*13+uint32(k.Peer)*5+uint32(k.Kind)*3+k.Site)&63]
-		if !r.ok || r.k != k {
+		rc := &s.recent[(uint32(k.Func)*7+uint32(k.Rank)*13+uint32(k.Peer)*5+uint32(k.Kind)*3+k.Site)&63]
+		if !rc.ok || rc.k != k {
 			id, ok := s.ids[k]
 			if !ok {
 				id = uint32(len(s.ids))
 				s.ids[k] = id
+				s.cls = append(s.cls, int32(c))
 				s.sites = s.sites || k.Site != 0
 			}
-			r.k, r.id, r.ok = k, id, true
+			rc.k, rc.id, rc.ok = k, id, true
 		}
-		dst[d] = r.id
+		dst[d] = rc.id
 	}
 }
 
@@ -515,26 +722,23 @@ func (ps *programSites) id(rank int, site uint32) uint32 {
 func (f *Folded) Path() *Path { return f.p }
 
 // Vertices returns the number of vertices of the folded path.
-func (f *Folded) Vertices() int { return len(f.st.fn) }
+func (f *Folded) Vertices() int { return f.st.n }
 
 // Steps returns the number of steps of the fold: the path's vertices, or
 // at level Merged the runs of vertices of one MPI function.
 func (f *Folded) Steps() int {
-	if f.tok != nil {
-		return len(f.tok)
+	if f.merged != nil {
+		return f.merged.steps
 	}
-	return len(f.st.fn)
+	return f.st.n
 }
 
 // StepVertices returns the path vertices [first, end) of step i.
 func (f *Folded) StepVertices(i int) (first, end int) {
-	if f.tok == nil {
+	if f.merged == nil {
 		return i, i + 1
 	}
-	if i+1 < len(f.tok) {
-		return int(f.tok[i]), int(f.tok[i+1])
-	}
-	return int(f.tok[i]), len(f.st.fn)
+	return f.merged.vertices(i)
 }
 
 // StepWeight returns step i's share of the path in ns: the hops into its
@@ -546,15 +750,16 @@ func (f *Folded) StepWeight(i int) float64 {
 		for i := range ranges {
 			ranges[i] = [2]int{i, i + 1}
 		}
-		f.w, _ = f.weights(ranges) // a graph's path never fails
+		f.w, _ = f.weights(ranges, nil) // a graph's path never fails
 	}
 	return f.w[i]
 }
 
 // weights returns the weight of each range [from, to) of steps, the
 // ranges in order and apart: the sum of the StepWeight of its steps, in
-// one pass over the path.
-func (f *Folded) weights(ranges [][2]int) ([]float64, error) {
+// one pass over the path. It also sets ranks[v] to the rank of each path
+// vertex v that ranks holds.
+func (f *Folded) weights(ranges [][2]int, ranks map[int]int) ([]float64, error) {
 	out := make([]float64, len(ranges))
 	if len(ranges) == 0 {
 		return out, nil
@@ -564,6 +769,9 @@ func (f *Folded) weights(ranges [][2]int) ([]float64, error) {
 	var sw float64 // step's weight so far
 	errDone := errors.New("done")
 	err := f.st.sp.Steps(func(st *reconstruct.ReplayStep) error {
+		if _, ok := ranks[v]; ok {
+			ranks[v] = st.Rank
+		}
 		if v > 0 {
 			sw += HopWeight(st)
 		}
@@ -596,14 +804,37 @@ func (f *Folded) weights(ranges [][2]int) ([]float64, error) {
 	return out, err
 }
 
+// rankOf returns path vertex v's rank: the graph's, or on a replay's path
+// from a table of every vertex's made by one pass over it when first
+// asked for.
+func (f *Folded) rankOf(v int) int {
+	if f.p != nil {
+		_, r, _, _ := f.p.g.Describe(f.p.p.Node(v))
+		return r
+	}
+	st := f.st
+	if st.rank == nil {
+		rank := make([]int32, 0, st.n)
+		st.sp.Steps(func(s *reconstruct.ReplayStep) error { // an error leaves ranks -1
+			rank = append(rank, int32(s.Rank))
+			return nil
+		})
+		for len(rank) < st.n {
+			rank = append(rank, -1)
+		}
+		st.rank = rank
+	}
+	return int(st.rank[v])
+}
+
 // StepRanks returns the lowest and highest rank of step i's vertices (-1
 // for a shared vertex).
 func (f *Folded) StepRanks(i int) (lo, hi int) {
 	first, end := f.StepVertices(i)
-	lo = int(f.st.rank[first])
+	lo = f.rankOf(first)
 	hi = lo
 	for v := first + 1; v < end; v++ {
-		r := int(f.st.rank[v])
+		r := f.rankOf(v)
 		lo, hi = min(lo, r), max(hi, r)
 	}
 	return lo, hi
@@ -622,7 +853,12 @@ func (f *Folded) Weight(from, to int) float64 {
 // alone for a shared vertex (MPI_Init, MPI_Finalize, a collective).
 func (f *Folded) StepLabel(i int) string {
 	first, _ := f.StepVertices(i)
-	name, rank := f.st.names[f.st.nameIdx(first)], int(f.st.rank[first])
+	return f.label(first, f.rankOf(first))
+}
+
+// label names path vertex v on rank rank.
+func (f *Folded) label(v, rank int) string {
+	name := f.st.names[f.st.fn.at(v)]
 	if rank < 0 {
 		return name
 	}
@@ -672,15 +908,32 @@ func SummarizeRepetition(f *Folded) (*Repetition, error) {
 		runs = append(runs, nd)
 		ranges = append(ranges, [2]int{nd.Start, nd.End()})
 	}
-	ws, err := f.weights(ranges)
+	// The ranks of the vertices the runs' bodies start and end with, for
+	// their names: from the same pass.
+	ranks := map[int]int{}
+	if f.p == nil {
+		for _, nd := range runs {
+			first, _ := f.StepVertices(nd.Start)
+			last, _ := f.StepVertices(nd.Start + nd.Period - 1)
+			ranks[first], ranks[last] = -1, -1
+		}
+	}
+	ws, err := f.weights(ranges, ranks)
 	if err != nil {
 		return nil, err
+	}
+	label := func(step int) string {
+		v, _ := f.StepVertices(step)
+		if f.p != nil {
+			return f.label(v, f.rankOf(v))
+		}
+		return f.label(v, ranks[v])
 	}
 	var best *Repetition
 	length := f.st.sp.Length
 	for k, nd := range runs {
 		r := &Repetition{Iterations: nd.Count, BodySteps: nd.Period, Start: nd.Start,
-			First: f.StepLabel(nd.Start), Last: f.StepLabel(nd.Start + nd.Period - 1),
+			First: label(nd.Start), Last: label(nd.Start + nd.Period - 1),
 			Weight: ws[k], Likeness: f.Likeness()}
 		first, _ := f.StepVertices(nd.Start)
 		_, end := f.StepVertices(nd.End() - 1)

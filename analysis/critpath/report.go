@@ -32,9 +32,10 @@ type ReportOptions struct {
 // Report writes critPath.out and returns the path's summary with what o
 // asks for, and the fold when o.Fold. It reads the steps two or three
 // times: the collective vertices, then every step for all the rest at
-// once, then (to fold) the repetition's steps for their weight. Its
-// memory does not grow with the path but for the fold's (13 bytes a
-// vertex, and the fold's own work).
+// once, then (to fold) the repetition's steps for their weight; the fold's
+// finer levels read the steps again as far as they fold them. Its memory
+// does not grow with the path but for the fold's: a byte a vertex for its
+// function, and what the fold reads at its finer levels (Fold).
 func (sp *StepPath) Report(o ReportOptions) (*Summary, *Folded, error) {
 	sz, err := newSummarizer(sp, o.Top)
 	if err != nil {
@@ -106,7 +107,10 @@ func (sp *StepPath) Report(o ReportOptions) (*Summary, *Folded, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	f := st.fold(big)
+	f, err := st.fold(big)
+	if err != nil {
+		return nil, nil, err
+	}
 	if sum.Repetition, err = SummarizeRepetition(f); err != nil {
 		return nil, nil, err
 	}

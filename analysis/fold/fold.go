@@ -12,34 +12,39 @@
 // Greedy tandem-repeat compression, from left to right. At position i the
 // candidate periods are the distances from i to the next occurrences of the
 // symbol at i (at most MaxCandidates of them, and at most half of what is
-// left). For each candidate p, a polynomial hash of every prefix (modulo
-// 2^64) compares seq[i:i+p] with seq[i+p:i+2p] in O(1), and a
-// galloping then binary search finds in O(log n) how many times the body
-// repeats from i. The candidate covering the most steps wins (on a tie the
-// shortest body); its repeat count is then checked step by step, so a hash
-// collision never folds unequal steps. A run of count ≥ 2 becomes a Node
-// whose body, the first repetition, is folded the same way (nested loops);
-// otherwise the step at i is a leaf (joining the leaves just before it in
-// one Node) and the scan moves on by one.
+// left). For each candidate p the stretch from i is compared step by step
+// with the stretch p steps on, up to the first difference: if they agree
+// over at least p steps the body seq[i:i+p] repeats, as many times as the
+// agreement covers. The candidate covering the most steps wins (on a tie
+// the shortest body). A run of count ≥ 2 becomes a Node whose body, the
+// first repetition, is folded the same way (nested loops); otherwise the
+// step at i is a leaf (joining the leaves just before it in one Node) and
+// the scan moves on by one.
 //
-// Every step is compared directly at most once per nesting level, and each
-// position tried costs at most MaxCandidates hash comparisons and a binary
-// search, so the time is O(n · MaxCandidates · log n) in the worst case and
-// close to linear for iterative programs (the scan jumps over whole runs).
-// Stretches of up to 8 steps are compared symbol by symbol (most
-// candidates differ within a few steps), longer ones by their hashes.
+// A candidate that is a multiple kq of a shorter one q found to repeat is
+// not compared again: where the stretch has period q it has period kq, and
+// its agreement ends exactly (k-1)q steps before q's. So on a path of
+// iterations the steps of the run are compared once, not once per
+// candidate, and most other candidates differ within a few steps: the time
+// is close to linear for iterative programs (the scan jumps over whole
+// runs), and at most MaxCandidates comparisons per position tried
+// otherwise.
 //
-// The links and hashes are made as the scan needs them, in stretches that
-// double what is known: a fold given up early (FindWithin) makes them for
-// little more than what it read, and a Source makes the sequence itself
-// only as far (its Last tells when a symbol no longer occurs, which would
-// otherwise take reading on to half of what is left).
-//
-// Memory: 4 bytes per step for the next-occurrence links and 8 for the
-// prefix hashes, 4 for the symbols a Source gave, and 128 KiB of powers of
-// the hash's base, besides the caller's sequence and the nodes returned.
-// The result depends only on the sequence.
+// The fold holds nothing per step but the sequence itself: the caller's
+// slice, or what a Source gave, kept in 1, 2 or 4 bytes a step as the
+// largest symbol needs. The next occurrences are found by scanning the
+// sequence; the last occurrence of each symbol (a table of the slice's
+// symbols, or the Source's Last) stops a scan for a symbol that does not
+// occur again. A Source is read as the fold needs it, in stretches that
+// double what is known, so that a fold given up early (FindWithin) reads
+// little more than what it folded. The result depends only on which
+// symbols are equal.
 package fold
+
+import (
+	"bytes"
+	"math"
+)
 
 // MaxCandidates bounds the periods tried at one position: a body in which
 // the step at its start occurs more often than this is not found from that
@@ -81,48 +86,24 @@ func Leaves(nodes []Node) int {
 	return k
 }
 
-// base of the polynomial hash, modulo 2^64: an odd constant, fixed so that
-// the result is deterministic. Hashes modulo 2^64 collide on some
-// sequences (Thue-Morse ones): a collision only costs a candidate, since
-// the chosen run is checked step by step.
-const base = 0x9E3779B97F4A7C15
-
-type finder struct {
-	// leaves counts the leaves of the nodes made so far (Leaves of the
-	// result); past limit (when not negative) the search gives up.
-	leaves, limit int
-	n             int      // the sequence's length
-	seq           []uint32 // the sequence, known up to c
-	// c is the length of the prefix of seq known, linked and hashed: the
-	// fold asks for more as it goes (ensure), so that a fold given up
-	// early does not read, link nor hash the rest.
-	c    int
-	src  Source   // fills seq beyond c; nil when the caller gave all of seq
-	next []int32  // next position with the same symbol; -1 if none before c
-	h    []uint64 // h[i]: hash of seq[:i], for i <= c
-	pw   []uint64 // pw[k]: base^k, for the lengths most compared
-	// last[s] (lastBig for the symbols too large for a table) is the last
-	// position before c of symbol s, -1 if none: the link to fill when s
-	// occurs again.
-	last    []int32
-	lastBig map[uint32]int32
-	buf     []uint32 // the Finder's copy of a Source's sequence
+// Symbol is the type of a sequence's steps: the fold compares them only
+// for equality, so a caller whose symbols are few keeps them small.
+type Symbol interface {
+	~uint8 | ~uint16 | ~uint32
 }
 
-// powTable is the number of powers of base a finder keeps: the candidate
-// periods and the short runs compared; longer lengths, compared only while
-// galloping over a long run, are computed.
-const powTable = 1 << 14
-
-// direct is the length up to which two stretches are compared symbol by
-// symbol rather than by their hashes: most candidates differ within a few
-// steps, and the comparison then costs no power of base.
-const direct = 8
-
-// firstChunk is the length of the sequence's first stretch read, linked
-// and hashed; each later one doubles what is known (a variable for the
-// tests).
+// firstChunk is the length of a Source's first stretch read; each later
+// one doubles what is known (a variable for the tests).
 var firstChunk = 1 << 12
+
+// fillChunk is the most symbols asked of a Source at once: they are
+// copied from there into the sequence kept, in its width.
+const fillChunk = 1 << 14
+
+// lastTable is the length from which the fold of a slice tables each
+// symbol's last position (one pass over it) rather than scanning on to
+// half of what is left for a symbol that does not occur again.
+const lastTable = 1 << 16
 
 // Find folds seq (see the package documentation). The nodes returned cover
 // seq from 0 to len(seq) in order.
@@ -140,11 +121,15 @@ func FindWithin(seq []uint32, limit int) ([]Node, bool) {
 	return fd.FindWithin(seq, limit)
 }
 
-// A Finder folds sequences one after another, reusing its work arrays (12
-// bytes per step of the longest sequence, 16 for a Source's): a caller
-// that folds one sequence in several ways allocates them once.
+// A Finder folds sequences one after another, reusing its buffers (a
+// Source's sequence, 1 to 4 bytes a step read): a caller that folds one
+// path in several ways allocates them once.
 type Finder struct {
-	f finder
+	buf8  []uint8
+	buf16 []uint16
+	buf32 []uint32
+	chunk []uint32
+	last  []int32 // a slice's table of last positions (lastTable)
 }
 
 // A Source gives a sequence to fold as the fold reads it: a fold given up
@@ -157,66 +142,136 @@ type Source interface {
 	// asks for the sequence in order: from 0, each call from where the
 	// last ended.
 	Fill(dst []uint32, from int)
-	// Last returns a position after which the symbol at position i
-	// (already filled) does not occur; Len()-1 when not known. The fold
-	// uses it to stop reading when a symbol no longer occurs.
-	Last(i int) int
+	// Last returns a position after which symbol sym (already filled)
+	// does not occur; Len()-1 when not known. The fold uses it to stop
+	// reading when a symbol no longer occurs.
+	Last(sym uint32) int
 }
 
 // FindWithin is the package's FindWithin.
 func (fd *Finder) FindWithin(seq []uint32, limit int) ([]Node, bool) {
-	return fd.find(seq, nil, limit)
+	return FindSlice(fd, seq, limit)
+}
+
+// FindSlice is fd.FindWithin on a sequence of any Symbol type, folded in
+// place.
+func FindSlice[T Symbol](fd *Finder, seq []T, limit int) ([]Node, bool) {
+	if len(seq) == 0 {
+		return nil, true
+	}
+	f := &finder[T]{limit: limit, n: len(seq), seq: seq, c: len(seq)}
+	f.init()
+	if len(seq) >= lastTable {
+		f.last = lastPositions(fd, seq)
+	}
+	nodes := f.fold(0, len(seq))
+	if f.over() {
+		return nil, false
+	}
+	return nodes, true
+}
+
+// lastPositions returns, for a sequence of uint8 or uint16, each symbol's
+// last position (-1 for none), nil for wider symbols.
+func lastPositions[T Symbol](fd *Finder, seq []T) []int32 {
+	var k int
+	switch any(seq).(type) {
+	case []uint8:
+		k = 1 << 8
+	case []uint16:
+		k = 1 << 16
+	default:
+		return nil
+	}
+	last := grow(fd.last, k)
+	fd.last = last
+	for i := range last {
+		last[i] = -1
+	}
+	for i, s := range seq {
+		last[s] = int32(i)
+	}
+	return last
 }
 
 // FindSource is FindWithin on the sequence src gives, read as far as the
 // fold needs: all of it when it does not give up.
 func (fd *Finder) FindSource(src Source, limit int) ([]Node, bool) {
-	return fd.find(nil, src, limit)
-}
-
-func (fd *Finder) find(seq []uint32, src Source, limit int) ([]Node, bool) {
-	n := len(seq)
-	if src != nil {
-		n = src.Len()
-	}
+	n := src.Len()
 	if n == 0 {
 		return nil, true
 	}
-	f := &fd.f
-	f.leaves, f.limit, f.n, f.src, f.c = 0, limit, n, src, 0
-	if src != nil {
-		// Grown as it is filled: a fold given up early touches little.
-		f.seq = f.buf[:0]
-	} else {
-		f.seq = seq
+	if len(fd.chunk) < fillChunk {
+		fd.chunk = make([]uint32, fillChunk)
 	}
-	f.next = grow(f.next, n)
-	f.h = grow(f.h, n+1)
-	if len(f.pw) < min(n+1, powTable) {
-		f.pw = make([]uint64, min(n+1, powTable))
-		f.pw[0] = 1
-		for k := 1; k < len(f.pw); k++ {
-			f.pw[k] = f.pw[k-1] * base
+	// The symbols are kept in a byte each until one needs more; the fold
+	// then starts again over what was read, in the width needed.
+	nodes, ok, more := findSource(fd, src, n, fd.buf8[:0], limit, &fd.buf8)
+	if more == nil {
+		return nodes, ok
+	}
+	if maxOf(more.rest) <= math.MaxUint16 {
+		seq := widen(fd.buf16[:0], fd.buf8[:more.c], more.rest)
+		if nodes, ok, more = findSource(fd, src, n, seq, limit, &fd.buf16); more == nil {
+			return nodes, ok
 		}
+		fd.buf32 = widen(fd.buf32[:0], fd.buf16[:more.c], more.rest)
+	} else {
+		fd.buf32 = widen(fd.buf32[:0], fd.buf8[:more.c], more.rest)
 	}
-	for i := range f.last {
-		f.last[i] = -1
+	nodes, ok, _ = findSource(fd, src, n, fd.buf32, limit, &fd.buf32)
+	return nodes, ok
+}
+
+// widening is what stops the fold of a Source when a symbol is too wide
+// for the sequence kept: the c symbols read before the stretch that has
+// it, and that stretch.
+type widening struct {
+	c    int
+	rest []uint32
+}
+
+// findSource folds src's sequence kept as []T, starting from the symbols
+// seq already read; buf receives the sequence kept, for reuse. A symbol
+// too wide for T stops it with what it read (widening).
+func findSource[T Symbol](fd *Finder, src Source, n int, seq []T, limit int, buf *[]T) (nodes []Node, ok bool, more *widening) {
+	f := &finder[T]{limit: limit, n: n, seq: seq, c: len(seq), src: src, chunk: fd.chunk}
+	f.init()
+	defer func() {
+		*buf = f.seq[:0]
+		if r := recover(); r != nil {
+			w, isW := r.(*widening)
+			if !isW {
+				panic(r)
+			}
+			nodes, ok, more = nil, false, w
+		}
+	}()
+	nodes = f.fold(0, n)
+	if f.over() {
+		return nil, false, nil
 	}
-	f.lastBig = nil
-	f.h[0] = 0
-	nodes := f.fold(0, n)
-	ok := !f.over()
-	if ok {
-		f.ensure(n) // a Source is read to its end (the fold covers it)
+	f.ensure(n) // a Source is read to its end (the fold covers it)
+	return nodes, true, nil
+}
+
+// widen returns dst holding seq then rest, each symbol in dst's type.
+func widen[T, U Symbol](dst []U, seq []T, rest []uint32) []U {
+	for _, s := range seq {
+		dst = append(dst, U(s))
 	}
-	if src != nil {
-		f.buf = f.seq[:0]
+	for _, s := range rest {
+		dst = append(dst, U(s))
 	}
-	f.seq, f.src = nil, nil
-	if !ok {
-		return nil, false
+	return dst
+}
+
+func maxOf(s []uint32) uint32 {
+	var m uint32
+	for _, x := range s {
+		m = max(m, x)
 	}
-	return nodes, true
+	return m
 }
 
 // grow returns s with length n, reusing its array when it is large enough;
@@ -228,204 +283,159 @@ func grow[T any](s []T, n int) []T {
 	return make([]T, n)
 }
 
-// over reports whether the fold drew more leaves than its limit.
-func (f *finder) over() bool { return f.limit >= 0 && f.leaves > f.limit }
+type finder[T Symbol] struct {
+	// leaves counts the leaves of the nodes made so far (Leaves of the
+	// result); past limit (when not negative) the search gives up.
+	leaves, limit int
+	n             int // the sequence's length
+	seq           []T // the sequence, known up to c
+	// c is the length of the prefix of seq known: a Source's is read as
+	// the fold goes (ensure), so that a fold given up early does not read
+	// the rest.
+	c     int
+	src   Source   // fills seq beyond c; nil when the caller gave all of seq
+	chunk []uint32 // what src fills, before it is copied into seq
+	last  []int32  // each symbol's last position, for a slice; nil if not tabled
+	// index is bytes.IndexByte when T is uint8, nil otherwise.
+	index func([]T, T) int
+}
 
-// ensure makes the first x symbols known, linked and hashed: at least
-// twice what was, so that the stretches are few.
-func (f *finder) ensure(x int) {
+// init sets what depends on T alone.
+func (f *finder[T]) init() {
+	f.index, _ = any(bytes.IndexByte).(func([]T, T) int)
+}
+
+// over reports whether the fold drew more leaves than its limit.
+func (f *finder[T]) over() bool { return f.limit >= 0 && f.leaves > f.limit }
+
+// ensure makes the first x symbols known: at least twice what was, so
+// that the stretches are few.
+func (f *finder[T]) ensure(x int) {
 	if x <= f.c {
 		return
 	}
 	to := min(f.n, max(x, 2*f.c, firstChunk))
-	from := f.c
-	if f.src != nil {
-		if cap(f.seq) < to {
-			s := make([]uint32, from, min(f.n, max(to, 2*cap(f.seq))))
-			copy(s, f.seq)
-			f.seq = s
+	if cap(f.seq) < to {
+		s := make([]T, f.c, min(f.n, max(to, 2*cap(f.seq))))
+		copy(s, f.seq)
+		f.seq = s
+	}
+	top := uint32(^T(0))
+	for f.c < to {
+		k := min(to-f.c, len(f.chunk))
+		ch := f.chunk[:k]
+		f.src.Fill(ch, f.c)
+		for _, s := range ch {
+			if s > top {
+				panic(&widening{c: f.c, rest: append([]uint32(nil), ch...)})
+			}
 		}
-		f.seq = f.seq[:to]
-		f.src.Fill(f.seq[from:to], from)
+		for _, s := range ch {
+			f.seq = append(f.seq, T(s))
+		}
+		f.c += k
 	}
-	f.link(from, to)
-	h := f.h[from]
-	for i, s := range f.seq[from:to] {
-		h = h*base + uint64(s) + 1
-		f.h[from+i+1] = h
-	}
-	f.c = to
 }
 
-// link fills the links into and from seq[from:to]: the symbols are small
-// integers (one per kind of step), so a table indexed by symbol finds each
-// one's last position, unless one is too large for a table the size of the
-// sequence.
-func (f *finder) link(from, to int) {
-	next := f.next[:to]
-	for i := from; i < to; i++ {
-		s := f.seq[i]
-		next[i] = -1
-		if int(s) >= len(f.last) && !f.growLast(s) {
-			j, ok := f.lastBig[s]
-			if ok {
-				next[j] = int32(i)
+// lastOf returns a position after which the symbol at i does not occur.
+func (f *finder[T]) lastOf(i int) int {
+	if f.src != nil {
+		return f.src.Last(uint32(f.seq[i]))
+	}
+	if f.last != nil {
+		return int(f.last[f.seq[i]])
+	}
+	return f.n - 1
+}
+
+// next returns the next position after j, up to to, of the symbol at i,
+// reading what it scans; -1 when there is none.
+func (f *finder[T]) next(i, j, to int) int {
+	s := f.seq[i]
+	for j++; j <= to; {
+		if j >= f.c {
+			f.ensure(j + 1)
+		}
+		end := min(to+1, f.c)
+		if f.index != nil {
+			if k := f.index(f.seq[j:end], s); k >= 0 {
+				return j + k
 			}
-			f.lastBig[s] = int32(i)
+			j = end
 			continue
 		}
-		if j := f.last[s]; j >= 0 {
-			next[j] = int32(i)
+		for ; j < end; j++ {
+			if f.seq[j] == s {
+				return j
+			}
 		}
-		f.last[s] = int32(i)
 	}
+	return -1
 }
 
-// growLast grows the table last to hold symbol s, false when s is too
-// large for a table the size of the sequence (lastBig holds it). The
-// table never grows past that size, so that a symbol kept in lastBig is
-// always looked up there.
-func (f *finder) growLast(s uint32) bool {
-	limit := int64(f.n) + 1024
-	if int64(s) >= limit {
-		if f.lastBig == nil {
-			f.lastBig = make(map[uint32]int32)
+// agree returns the length of the agreement of the stretches from a and
+// from b (a < b), up to most: the first d at which seq[a+d] != seq[b+d],
+// or most.
+func (f *finder[T]) agree(a, b, most int) int {
+	d := 0
+	for d < most {
+		if b+d >= f.c {
+			f.ensure(b + d + 1)
 		}
-		return false
+		end := min(most, f.c-b)
+		x, y := f.seq[a:a+end], f.seq[b:b+end]
+		for ; d < end; d++ {
+			if x[d] != y[d] {
+				return d
+			}
+		}
 	}
-	k := len(f.last)
-	grown := min(max(int64(s)+1, 2*int64(k)), limit)
-	f.last = append(f.last, make([]int32, int(grown)-k)...)
-	for i := k; i < len(f.last); i++ {
-		f.last[i] = -1
-	}
-	return true
+	return most
 }
 
-// pow returns base^k modulo 2^64.
-func pow(k int) uint64 {
-	r, b := uint64(1), uint64(base)
-	for ; k > 0; k >>= 1 {
-		if k&1 != 0 {
-			r *= b
-		}
-		b *= b
-	}
-	return r
-}
-
-// hash returns the hash of seq[i:i+k].
-func (f *finder) hash(i, k int, pk uint64) uint64 { return f.h[i+k] - f.h[i]*pk }
-
-// same reports whether seq[a:a+k] and seq[b:b+k] are equal (up to direct
-// symbols, compared one by one) and hash alike.
-func (f *finder) same(a, b, k int) bool {
-	// a < b: what b needs is known, a's is. Read only what is compared
-	// (most candidates differ within a few steps).
-	kd := min(k, direct)
-	if b+kd > f.c {
-		f.ensure(b + kd)
-	}
-	for d := range kd {
-		if f.seq[a+d] != f.seq[b+d] {
-			return false
-		}
-	}
-	if k <= direct {
-		return true
-	}
-	if b+k > f.c {
-		f.ensure(b + k)
-	}
-	var pk uint64
-	if k < len(f.pw) {
-		pk = f.pw[k]
-	} else {
-		pk = pow(k)
-	}
-	return f.hash(a, k, pk) == f.hash(b, k, pk)
-}
-
-// repeats returns how many times seq[i:i+p] repeats back to back from i
-// within [i, hi), as the hashes say: the largest m with seq[i:i+(m-1)p] ==
-// seq[i+p:i+mp].
-func (f *finder) repeats(i, p, hi int) int {
-	maxM := (hi - i) / p
-	ok := func(m int) bool { return f.same(i, i+p, (m-1)*p) }
-	lo, up := 1, 2 // ok(lo) holds; find the first failing up
-	for up <= maxM && ok(up) {
-		lo, up = up, up*2
-	}
-	if up > maxM {
-		if ok(maxM) {
-			return maxM
-		}
-		up = maxM
-	}
-	for up-lo > 1 {
-		mid := (lo + up) / 2
-		if ok(mid) {
-			lo = mid
-		} else {
-			up = mid
-		}
-	}
-	return lo
-}
-
-// more reports whether the symbol at j may occur again as a candidate
-// for position i (fold), reading on until it does or cannot.
-func (f *finder) more(i, j, hi int) bool {
-	for f.next[j] < 0 {
-		// The next occurrence, if any, is at c or after: too far, or
-		// not there at all, or to be read.
-		if f.c >= f.n || 2*(f.c-i) > hi-i || f.src != nil && f.src.Last(j) < f.c {
-			return false
-		}
-		f.ensure(f.c + 1)
-	}
-	return true
-}
-
-// verify returns how many times seq[i:i+p] really repeats from i, at most
-// m, comparing step by step.
-func (f *finder) verify(i, p, m int) int {
-	end := i + p*m
-	for j := i + p; j < end; j++ {
-		if f.seq[j] != f.seq[j-p] {
-			return (j - i) / p
-		}
-	}
-	return m
-}
-
-func (f *finder) fold(lo, hi int) []Node {
+func (f *finder[T]) fold(lo, hi int) []Node {
 	var out []Node
 	for i := lo; i < hi; {
 		if i >= f.c {
 			f.ensure(i + 1)
 		}
 		bestP, bestM := 0, 1
-		tries := 0
-		for j := i; tries < MaxCandidates; {
-			if f.next[j] < 0 && !f.more(i, j, hi) {
+		// The candidates are the occurrences of seq[i] up to half of
+		// what is left, and before the symbol's last.
+		to := min(i+(hi-i)/2, f.lastOf(i))
+		// q is the shortest candidate that repeats, seq agreeing with
+		// itself q steps on over aq steps from i, up to the end of the
+		// stretch when qEnd.
+		q, aq, qEnd := 0, 0, false
+		for j, tries := i, 0; tries < MaxCandidates; tries++ {
+			if j = f.next(i, j, to); j < 0 {
 				break
 			}
-			j = int(f.next[j])
 			p := j - i
-			if 2*p > hi-i {
-				break
+			most := hi - j // the agreement from i with i+p stays within hi
+			var a int
+			switch {
+			case q > 0 && p%q == 0 && aq >= p-q:
+				// Period q over [i, i+q+aq): period p up to p-q steps
+				// before q's agreement ends, and not one step more.
+				if qEnd {
+					a = most
+				} else {
+					a = aq - (p - q)
+				}
+			default:
+				a = f.agree(i, j, most)
 			}
-			tries++
-			if !f.same(i, j, p) {
-				continue
+			if a < p {
+				continue // seq[i:i+p] != seq[j:j+p]
 			}
-			if m := f.repeats(i, p, hi); m*p > bestM*bestP {
+			if q == 0 {
+				q, aq, qEnd = p, a, a == most
+			}
+			// The body repeats m times from i: (m-1)p steps agree.
+			if m := 1 + a/p; m*p > bestM*bestP {
 				bestP, bestM = p, m
 			}
-		}
-		if bestM >= 2 {
-			bestM = f.verify(i, bestP, bestM)
 		}
 		if bestM < 2 {
 			if k := len(out) - 1; k >= 0 && !out[k].IsRun() {

@@ -135,6 +135,9 @@ func FuzzFind(f *testing.F) {
 		}
 		nodes := Find(seq)
 		check(t, seq, nodes, 0, len(seq))
+		if want, _ := refFindWithin(seq, -1); !slices.EqualFunc(nodes, want, sameNode) {
+			t.Fatalf("%v folds as %v, by hashes %v", seq, nodes, want)
+		}
 		if l := Leaves(nodes); l > len(seq) {
 			t.Fatalf("%d leaves for %d steps", l, len(seq))
 		}
@@ -177,7 +180,7 @@ func TestLeaves(t *testing.T) {
 // sliceSource is a Source over a slice; last, when not nil, gives Last.
 type sliceSource struct {
 	seq   []uint32
-	last  func(i int) int
+	last  func(sym uint32) int
 	reads int // the symbols filled
 }
 
@@ -190,11 +193,11 @@ func (s *sliceSource) Fill(dst []uint32, from int) {
 	s.reads += copy(dst, s.seq[from:])
 }
 
-func (s *sliceSource) Last(i int) int {
+func (s *sliceSource) Last(sym uint32) int {
 	if s.last == nil {
 		return len(s.seq) - 1
 	}
-	return s.last(i)
+	return s.last(sym)
 }
 
 // testSeqs are sequences with loops, noise, rare symbols and symbols too
@@ -251,7 +254,7 @@ func TestFindLazy(t *testing.T) {
 			for i, s := range seq {
 				lastPos[s] = i
 			}
-			for _, last := range []func(int) int{nil, func(i int) int { return lastPos[seq[i]] }} {
+			for _, last := range []func(uint32) int{nil, func(s uint32) int { return lastPos[s] }} {
 				for _, limit := range []int{-1, leaves, leaves - 1, 0, 5} {
 					src := &sliceSource{seq: seq, last: last}
 					got, ok := fd.FindSource(src, limit)
@@ -279,8 +282,8 @@ func TestFindSourceGivesUp(t *testing.T) {
 		seq[i] = x >> 28 // 16 symbols at random: few repetitions
 	}
 	seq[0] = 100 // occurs once
-	src := &sliceSource{seq: seq, last: func(i int) int {
-		if seq[i] == 100 {
+	src := &sliceSource{seq: seq, last: func(s uint32) int {
+		if s == 100 {
 			return 0
 		}
 		return len(seq) - 1
@@ -296,4 +299,101 @@ func TestFindSourceGivesUp(t *testing.T) {
 
 func sameNode(a, b Node) bool {
 	return a.Start == b.Start && a.Period == b.Period && a.Count == b.Count && slices.EqualFunc(a.Body, b.Body, sameNode)
+}
+
+// The exact fold agrees with the fold by hashes it replaced (ref_test.go)
+// on sequences with loops, noise and rare symbols, random ones over small
+// alphabets, Thue-Morse, and long ones; as a slice of each width and as a
+// Source whose symbols widen as it is read.
+func TestFindMatchesHashed(t *testing.T) {
+	seqs := testSeqs()
+	x := uint64(3)
+	rnd := func(n int) int {
+		x = x*6364136223846793005 + 1442695040888963407
+		return int(x>>33) % n
+	}
+	for k := range 400 {
+		seq := make([]uint32, rnd(600))
+		alpha := 1 + k%6
+		for i := range seq {
+			seq[i] = uint32(rnd(alpha))
+		}
+		seqs = append(seqs, seq)
+	}
+	tm := make([]uint32, 1<<12)
+	for i := range tm {
+		c := 0
+		for x := i; x > 0; x &= x - 1 {
+			c++
+		}
+		tm[i] = uint32(c & 1)
+	}
+	seqs = append(seqs, tm)
+	var long []uint32
+	long = append(long, 9)
+	for it := range 20_000 {
+		long = append(long, 1, 2, 1, 3, 1, 2, 1, 4)
+		if it%1000 == 999 {
+			long = append(long, 5)
+		}
+	}
+	seqs = append(seqs, long)
+	var fd Finder
+	for k, seq := range seqs {
+		want, _ := refFindWithin(seq, -1)
+		if got := Find(seq); !slices.EqualFunc(got, want, sameNode) {
+			t.Fatalf("seq %d (%d steps): %v, by hashes %v", k, len(seq), got, want)
+		}
+		dense, wide := renumber(seq)
+		if !wide {
+			s8 := make([]uint8, len(seq))
+			for i, s := range dense {
+				s8[i] = uint8(s)
+			}
+			if got, _ := FindSlice(&fd, s8, -1); !slices.EqualFunc(got, want, sameNode) {
+				t.Fatalf("seq %d as bytes: %v, want %v", k, got, want)
+			}
+		}
+		s16 := make([]uint16, len(seq))
+		for i, s := range dense {
+			s16[i] = uint16(s)
+		}
+		if got, _ := FindSlice(&fd, s16, -1); !slices.EqualFunc(got, want, sameNode) {
+			t.Fatalf("seq %d as uint16: %v, want %v", k, got, want)
+		}
+		// A Source whose symbols grow past a byte, then past two, late.
+		grown := slices.Clone(seq)
+		for i := range grown {
+			switch {
+			case i > len(seq)*3/4:
+				grown[i] += 1 << 20
+			case i > len(seq)/2:
+				grown[i] += 1 << 10
+			}
+		}
+		wantG, _ := refFindWithin(grown, -1)
+		for _, chunk := range []int{1, 5, 1 << 12} {
+			firstChunk = chunk
+			if got, ok := fd.FindSource(&sliceSource{seq: grown}, -1); !ok || !slices.EqualFunc(got, wantG, sameNode) {
+				t.Fatalf("seq %d widened, stretches from %d: %v, want %v", k, chunk, got, wantG)
+			}
+		}
+		firstChunk = 1 << 12
+	}
+}
+
+// renumber numbers seq's symbols in the order they first occur, and says
+// whether they need more than a byte.
+func renumber(seq []uint32) ([]uint32, bool) {
+	ids := map[uint32]uint32{}
+	out := make([]uint32, len(seq))
+	for i, s := range seq {
+		id, ok := ids[s]
+		if !ok {
+			id = uint32(len(ids))
+			ids[s] = id
+		}
+		out[i] = id
+	}
+	return out, len(ids) > 256
 }

@@ -19,10 +19,12 @@ import (
 // trace (reconstruct.ReplayTrace) in memory independent of the events
 // (50-60 MB, most of it the readers' 32 MiB of windows); critpath replays
 // it too (twice with measured weights or the why block) but folds its
-// path, 13 bytes a vertex and the fold's work (115-172 MB on this run's
-// 3.2 M vertices), and so does dot --critical-only, which draws the
-// folded path without the graph; export replays it and keeps the marks of
-// the path (40 bytes a step, 8 a call on it) (docs/performance.md).
+// path, a byte a vertex and at most 4 for each signature its finer levels
+// read (115-172 MB on this run's 3.2 M vertices when the fold held 13
+// bytes a vertex and 12 more a step while folding), and so does dot
+// --critical-only, which draws the folded path without the graph; export
+// replays it and keeps the marks of the path (40 bytes a step, 8 a call
+// on it) (docs/performance.md).
 func TestLongRunEveryCommand(t *testing.T) {
 	const iters = 400_000
 	// Per rank: 2 MPI_Irecv, 2 MPI_Isend and an MPI_Waitall an iteration,
