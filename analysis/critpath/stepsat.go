@@ -3,6 +3,7 @@ package critpath
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
@@ -51,4 +52,55 @@ func (sp *StepPath) Origin(rank int) (origin int64, firstOp taskgraph.NodeID, ok
 		return 0, taskgraph.None, false
 	}
 	return sp.res.Origin(rank), sp.res.FirstOp(rank), true
+}
+
+// EachStep calls fn for every step of the fold, in path order, with its
+// path vertices [first, end), its weight (as StepWeight) and the lowest
+// and highest rank of its vertices (as StepRanks), in one pass over the
+// path: what a picture of the fold adds up, without a table of the
+// steps.
+func (f *Folded) EachStep(fn func(i, first, end int, w float64, lo, hi int)) error {
+	n := f.Steps()
+	if n == 0 {
+		return nil
+	}
+	step, v := 0, 0
+	first, end := f.StepVertices(0)
+	var sw float64
+	lo, hi := math.MaxInt, math.MinInt
+	err := f.StepPath().Steps(func(st *reconstruct.ReplayStep) error {
+		if v > 0 {
+			sw += HopWeight(st)
+		}
+		if st.Kind == taskgraph.KindCollective {
+			sw += st.Weight
+		}
+		lo, hi = min(lo, st.Rank), max(hi, st.Rank)
+		v++
+		if v < end {
+			return nil
+		}
+		fn(step, first, end, sw, lo, hi)
+		sw, lo, hi = 0, math.MaxInt, math.MinInt
+		if step++; step == n {
+			return errStepsRead
+		}
+		first, end = f.StepVertices(step)
+		return nil
+	})
+	if err == errStepsRead {
+		err = nil
+	}
+	if err == nil && step < n {
+		err = fmt.Errorf("critpath: the path ended at step %d of the fold's %d", step, n)
+	}
+	return err
+}
+
+// StepLabelOf is StepLabel of step i whose first vertex is on rank (-1:
+// a shared vertex), for a caller that read the step: it needs no table of
+// the vertices' ranks.
+func (f *Folded) StepLabelOf(i, rank int) string {
+	first, _ := f.StepVertices(i)
+	return f.label(first, rank)
 }

@@ -48,7 +48,9 @@ func WriteFoldedDOT(w io.Writer, f *critpath.Folded, m critpath.Model, o DOTOpti
 	fw := &foldWriter{f: f, length: sp.Length, vertices: sp.NumSteps, o: &o, d: &drawer{o: &o}}
 	fw.b = bufio.NewWriter(w)
 	// Per leaf and run: what its steps add up to.
-	fw.sum(f.Nodes, 0)
+	if err := fw.sum(f.Nodes); err != nil {
+		return err
+	}
 	// What the picture says of each leaf's first step, and of the hop
 	// into it, read in one pass over the path.
 	idx := make([]int, len(fw.leafStart))
@@ -105,18 +107,84 @@ type foldWriter struct {
 	runW     []float64
 }
 
-// sum adds the steps of nodes, shifted by shift steps (a later repetition
-// of an enclosing body), to their leaves' and runs' totals, numbering them
-// (fw.L, fw.R) the first time, and returns their weight.
-func (fw *foldWriter) sum(nodes []fold.Node, shift int) float64 {
-	var total float64
-	for i := range nodes {
-		nd := &nodes[i]
-		if !nd.IsRun() {
-			for j := nd.Start; j < nd.End(); j++ {
-				total += fw.leaf(j, shift)
+// foldCursor walks a fold's tree in path order, a step at a time,
+// numbering the leaves and runs the first time they are met (fw.L, fw.R)
+// and adding up the runs' weights as their repetitions end: each run's
+// total is the sum of its repetitions', each repetition's the sum, in
+// order, of its steps' and inner runs' (the order of the additions
+// decides the last bits of the sums).
+type foldCursor struct {
+	fw     *foldWriter
+	frames []walkFrame
+	acc    []runAcc // the runs the walk is in, innermost last
+}
+
+// walkFrame is a list of nodes walked at a shift (steps added by the
+// enclosing runs' earlier repetitions), and the node it is at.
+type walkFrame struct {
+	nodes []fold.Node
+	i, j  int // node; step within a leaf node
+	shift int
+	// the run node i, when its body is walked: its repetition, and the
+	// leaf and run numbers its body starts at
+	rep, l0, r0 int
+}
+
+type runAcc struct {
+	run    int
+	w, cur float64
+}
+
+func (fw *foldWriter) cursor(nodes []fold.Node) *foldCursor {
+	return &foldCursor{fw: fw, frames: []walkFrame{{nodes: nodes}}}
+}
+
+// next returns the next step of the path and its leaf; false at the end.
+func (c *foldCursor) next() (step, leaf int, ok bool) {
+	fw := c.fw
+	for len(c.frames) > 0 {
+		f := &c.frames[len(c.frames)-1]
+		if f.i == len(f.nodes) {
+			c.frames = c.frames[:len(c.frames)-1]
+			if len(c.frames) == 0 {
+				return 0, 0, false
 			}
+			p := &c.frames[len(c.frames)-1]
+			nd := &p.nodes[p.i]
+			t := &c.acc[len(c.acc)-1]
+			t.w += t.cur
+			t.cur = 0
+			if p.rep++; p.rep < nd.Count {
+				fw.L, fw.R = p.l0, p.r0
+				c.frames = append(c.frames, walkFrame{nodes: nd.Body, shift: p.shift + p.rep*nd.Period})
+				continue
+			}
+			fw.runW[t.run] += t.w
+			w := t.w
+			c.acc = c.acc[:len(c.acc)-1]
+			if len(c.acc) > 0 {
+				c.acc[len(c.acc)-1].cur += w
+			}
+			p.i++
 			continue
+		}
+		nd := &f.nodes[f.i]
+		if !nd.IsRun() {
+			if f.j >= nd.End()-nd.Start {
+				f.i, f.j = f.i+1, 0
+				continue
+			}
+			j := nd.Start + f.j
+			f.j++
+			k := fw.L
+			fw.L++
+			if k == len(fw.leafStart) {
+				fw.leafStart = append(fw.leafStart, j)
+				fw.leafCount = append(fw.leafCount, 0)
+				fw.leafW = append(fw.leafW, 0)
+				fw.leafRanks = append(fw.leafRanks, [2]int{math.MaxInt, math.MinInt})
+			}
+			return j + f.shift, k, true
 		}
 		k := fw.R
 		fw.R++
@@ -124,37 +192,46 @@ func (fw *foldWriter) sum(nodes []fold.Node, shift int) float64 {
 			fw.runTimes = append(fw.runTimes, 0)
 			fw.runW = append(fw.runW, 0)
 		}
-		l0, r0 := fw.L, fw.R
-		var w float64
-		for r := range nd.Count {
-			fw.L, fw.R = l0, r0
-			w += fw.sum(nd.Body, shift+r*nd.Period)
-		}
 		fw.runTimes[k] += nd.Count
-		fw.runW[k] += w
-		total += w
+		c.acc = append(c.acc, runAcc{run: k})
+		f.rep, f.l0, f.r0 = 0, fw.L, fw.R
+		c.frames = append(c.frames, walkFrame{nodes: nd.Body, shift: f.shift})
 	}
-	return total
+	return 0, 0, false
 }
 
-// leaf adds step j+shift to the totals of the next leaf, and returns its
-// weight.
-func (fw *foldWriter) leaf(j, shift int) float64 {
-	k := fw.L
-	fw.L++
-	if k == len(fw.leafStart) {
-		fw.leafStart = append(fw.leafStart, j)
-		fw.leafCount = append(fw.leafCount, 0)
-		fw.leafW = append(fw.leafW, 0)
-		fw.leafRanks = append(fw.leafRanks, [2]int{math.MaxInt, math.MinInt})
+// add adds w to the repetition the walk is in.
+func (c *foldCursor) add(w float64) {
+	if len(c.acc) > 0 {
+		c.acc[len(c.acc)-1].cur += w
 	}
-	lo, hi := fw.f.StepRanks(j + shift)
-	fw.leafRanks[k] = [2]int{min(fw.leafRanks[k][0], lo), max(fw.leafRanks[k][1], hi)}
-	w := fw.f.StepWeight(j + shift)
-	first, end := fw.f.StepVertices(j + shift)
-	fw.leafCount[k] += end - first
-	fw.leafW[k] += w
-	return w
+}
+
+// sum adds up what each leaf's and run's steps weigh, in one pass over
+// the path beside a walk of the fold's tree.
+func (fw *foldWriter) sum(nodes []fold.Node) error {
+	c := fw.cursor(nodes)
+	var bad error
+	err := fw.f.EachStep(func(i, first, end int, w float64, lo, hi int) {
+		step, k, ok := c.next()
+		if !ok || step != i {
+			if bad == nil {
+				bad = fmt.Errorf("render: internal error: the fold's tree has step %d (%v) where the path has %d", step, ok, i)
+			}
+			return
+		}
+		fw.leafRanks[k] = [2]int{min(fw.leafRanks[k][0], lo), max(fw.leafRanks[k][1], hi)}
+		fw.leafCount[k] += end - first
+		fw.leafW[k] += w
+		c.add(w)
+	})
+	if step, _, ok := c.next(); ok && bad == nil {
+		bad = fmt.Errorf("render: internal error: the fold's tree has step %d past the path's end", step)
+	}
+	if err != nil {
+		return err
+	}
+	return bad
 }
 
 func (fw *foldWriter) share(w float64) string { return pathShare(w, fw.length) }
@@ -233,7 +310,7 @@ func (fw *foldWriter) leafNode(in string) {
 		} else if v.Rank >= 0 {
 			label += fmt.Sprintf("\nrank %d", v.Rank)
 		}
-		tip := fmt.Sprintf("%s, first at vertex %d of the path (graph vertex v%d)%s", fw.f.StepLabel(fw.leafStart[k]), start, v.ID,
+		tip := fmt.Sprintf("%s, first at vertex %d of the path (graph vertex v%d)%s", fw.f.StepLabelOf(fw.leafStart[k], v.Rank), start, v.ID,
 			fw.d.siteTipAt(v.Kind, v.SiteRank, v.Site))
 		if c := fw.leafCount[k]; c > 1 {
 			label += fmt.Sprintf("\n%d x, %s", c, fw.d.time(fw.leafW[k]))

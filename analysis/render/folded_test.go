@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/mpitrace/mpitrace/internal/golden"
 	"github.com/mpitrace/mpitrace/internal/testpath"
 	"github.com/mpitrace/mpitrace/internal/textdiff"
+	"github.com/mpitrace/mpitrace/reconstruct"
+	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
@@ -20,7 +23,15 @@ import (
 // body, with a prologue (MPI_Init, a first computation) and an epilogue.
 func pingpong(t *testing.T, iters int) *critpath.Path {
 	t.Helper()
+	_, p := testpath.Of(t, pingpongTrace(iters, tracefmt.Zstd), testModel{})
+	return p
+}
+
+// pingpongTrace is a ping-pong of 2 ranks with an MPI_Allreduce an
+// iteration, its logs written with comp.
+func pingpongTrace(iters int, comp tracefmt.Compression) *testgen.Builder {
 	b := testgen.New(2)
+	b.Options.Compression = comp
 	r0, r1 := b.Rank(0), b.Rank(1)
 	r0.Call("MPI_Init")
 	r1.Call("MPI_Init")
@@ -39,8 +50,7 @@ func pingpong(t *testing.T, iters int) *critpath.Path {
 	}
 	r0.Compute(1_000).Call("MPI_Finalize")
 	r1.Compute(1_000).Call("MPI_Finalize")
-	_, p := testpath.Of(t, b, testModel{})
-	return p
+	return b
 }
 
 func renderFolded(t *testing.T, p *critpath.Path) string {
@@ -129,4 +139,49 @@ func TestStepGraphDOT(t *testing.T) {
 		t.Errorf("label or counts missing:\n%s", out)
 	}
 	checkGraphviz(t, out)
+}
+
+// TestFoldedDOTMemory: drawing a folded path the replay found allocates
+// what its picture holds, not a table of its steps: 4 times the
+// iterations allocate less than a byte more per added path vertex.
+func TestFoldedDOTMemory(t *testing.T) {
+	alloc := func(iters int) (uint64, int) {
+		dir := t.TempDir()
+		// (Compressed, so regular a log reads as a decompression bomb.)
+		if err := pingpongTrace(iters, tracefmt.NoCompression).WriteDir(dir); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := tracefmt.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := reconstruct.ReplayTrace(tr, critpath.ModelWeights(testModel{}), reconstruct.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Close()
+		f, err := critpath.ReplayPath(res, critpath.WeightsModel, testModel{}, nil).Fold()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		if err := render.WriteFoldedDOT(&b, f, testModel{}, render.DOTOptions{Model: testModelName}); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&m1)
+		if !strings.Contains(b.String(), " x 5 steps") {
+			t.Fatalf("the path of %d iterations is not folded:\n%s", iters, b.String())
+		}
+		return m1.TotalAlloc - m0.TotalAlloc, res.NumSteps
+	}
+	a1, v1 := alloc(20_000)
+	a4, v4 := alloc(80_000)
+	per := (float64(a4) - float64(a1)) / float64(v4-v1)
+	t.Logf("%d bytes for %d vertices, %d for %d: %.2f bytes an added vertex", a1, v1, a4, v4, per)
+	if per > 1 {
+		t.Errorf("the folded picture allocates %.2f bytes an added path vertex, want under 1", per)
+	}
 }
