@@ -115,7 +115,9 @@ func StreamChrome(w io.Writer, o StreamOptions) error {
 				t0 = t
 			}
 		}
-		s.cw.criticalTrack(o.Path, o.Size, t0)
+		if err := s.cw.criticalTrack(o.Path, o.Size, t0); err != nil {
+			return err
+		}
 	}
 	s.cw.raw("\n]}\n")
 	return s.cw.w.Flush()
@@ -143,8 +145,8 @@ type streamRank struct {
 	ends    *os.File // the span ends, 8 bytes each in begin order
 	endsR   *bufio.Reader
 	nSpans  int64
-	read    int64   // span ends read
-	path    []int64 // the indices of its events on the critical path, from the current one on
+	read    int64      // span ends read
+	path    pathCursor // its events on the critical path, from the current one on
 	err     error
 }
 
@@ -268,10 +270,7 @@ func (sr *streamRank) nextSpanEnd() int64 {
 
 // onPath reports whether the current event is on the critical path.
 func (sr *streamRank) onPath() bool {
-	for len(sr.path) > 0 && sr.path[0] < sr.idx {
-		sr.path = sr.path[1:]
-	}
-	return len(sr.path) > 0 && sr.path[0] == sr.idx
+	return sr.path.has(sr.idx)
 }
 
 // rankHeap orders the ranks by the start of their current event on the
@@ -317,7 +316,7 @@ func (s *streamer) merge() error {
 		sr.src, sr.closeFn, sr.strs, sr.idx = src, closeSrc, src.Strings(), -1
 		sr.rl = l.Rank(sr.rank, sr.strs)
 		if s.o.Path != nil {
-			sr.path = s.o.Path.Events(sr.rank)
+			sr.path = s.o.Path.cursorOf(sr.rank)
 		}
 		if sr.advance() {
 			h = append(h, sr)

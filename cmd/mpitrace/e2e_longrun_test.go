@@ -23,18 +23,18 @@ import (
 // read (115-172 MB on this run's 3.2 M vertices when the fold held 13
 // bytes a vertex and 12 more a step while folding), and so does dot
 // --critical-only, which draws the folded path without the graph; export
-// replays it and keeps the marks of the path (40 bytes a step, 8 a call
-// on it) (docs/performance.md).
+// replays it and keeps the marks of the path (about a byte a call on it;
+// its track is read again from the replay's result) (docs/performance.md).
 func TestLongRunEveryCommand(t *testing.T) {
 	const iters = 400_000
 	// Per rank: 2 MPI_Irecv, 2 MPI_Isend and an MPI_Waitall an iteration,
 	// an MPI_Allreduce every 10, MPI_Init and MPI_Finalize.
 	const perRank = 5*iters + iters/10 + 2
 	const events = 2 * perRank
-	const flat = 64 << 20 // what a streaming command may hold, whatever the length
-	const replayBound = flat + 32<<20          // the replay's engine, whatever the length
-	const foldBound = replayBound + 40*events  // and the fold of a path of every call
-	const marksBound = replayBound + 48*events // and the export's marks of it (40 bytes a step, 8 a call)
+	const flat = 64 << 20                     // what a streaming command may hold, whatever the length
+	const replayBound = flat + 32<<20         // the replay's engine, whatever the length
+	const foldBound = replayBound + 8*events  // and the fold of a path of every call (a byte a vertex and its signatures)
+	const marksBound = replayBound + 8*events // and the export's marks of it (about a byte a call on it)
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
 			m.require(t)

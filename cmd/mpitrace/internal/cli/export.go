@@ -110,10 +110,11 @@ func runExport(opts *exportOptions, s *Streams) error {
 	if !opts.Critical {
 		return streamExport(t, opts, s, nil, nil)
 	}
-	path, diags, pathErr, err := exportPath(t, opts.Model, s)
+	path, diags, pathErr, done, err := exportPath(t, opts.Model, s)
 	if err != nil {
 		return err
 	}
+	defer done()
 	// A trace without a path (no MPI operation, or a cycle from
 	// inconsistent data) is still worth seeing: it is exported without
 	// one, and a cycle fails the command after.
@@ -132,22 +133,29 @@ func runExport(opts *exportOptions, s *Streams) error {
 // exportPath computes the critical path as critpath does (the streaming
 // replay, or the task graph where the trace needs it, with the path of the
 // same model) and returns what the export needs of it (nil without a
-// path: pathErr says why, nil for a trace without MPI operations) and
-// reconstruction's diagnostics. A graph is released before it returns:
-// the export then needs no more memory than critpath.
-func exportPath(t *tracefmt.Trace, model string, s *Streams) (_ *render.ChromePath, _ *tracefmt.Diagnostics, pathErr error, _ error) {
+// path: pathErr says why, nil for a trace without MPI operations),
+// reconstruction's diagnostics, and what releases the replay's result
+// once the export is written (the path's track is read from it again). A
+// graph is released before it returns: the export then needs no more
+// memory than critpath.
+func exportPath(t *tracefmt.Trace, model string, s *Streams) (_ *render.ChromePath, _ *tracefmt.Diagnostics, pathErr error, done func(), _ error) {
 	a, err := analyze(t, driver.Options{Model: model, NoSpans: true, Stream: true}, s)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	defer a.Close()
+	ok := false
+	defer func() {
+		if !ok {
+			a.Close()
+		}
+	}()
 	if exportGraphBuilt != nil && a.Graph != nil {
 		exportGraphBuilt(a.Graph)
 	}
 	var path *render.ChromePath
 	if a.Steps != nil {
 		if path, err = render.NewChromePath(a.Steps); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 	}
 	diags := a.Diags
@@ -158,7 +166,8 @@ func exportPath(t *tracefmt.Trace, model string, s *Streams) (_ *render.ChromePa
 	// the stream's buffers are allocated.
 	a.Graph, a.Path, a.Steps = nil, nil, nil
 	debug.FreeOSMemory()
-	return path, diags, pathErr, nil
+	ok = true
+	return path, diags, pathErr, a.Close, nil
 }
 
 // exportGraphBuilt, when not nil, is shown the graph exportPath builds

@@ -210,7 +210,7 @@ func TestExportPathReleasesGraph(t *testing.T) {
 		var wg weak.Pointer[taskgraph.Graph]
 		built := false
 		exportGraphBuilt = func(g *taskgraph.Graph) { wg, built = weak.Make(g), true }
-		cp, _, pathErr, err := exportPath(tr, "", &Streams{Out: io.Discard, Err: io.Discard})
+		cp, _, pathErr, done, err := exportPath(tr, "", &Streams{Out: io.Discard, Err: io.Discard})
 		exportGraphBuilt = nil
 		if err != nil || pathErr != nil || cp == nil {
 			t.Fatalf("%s: exportPath: %v, %v", name, err, pathErr)
@@ -226,6 +226,7 @@ func TestExportPathReleasesGraph(t *testing.T) {
 			t.Errorf("%s: no call of rank 0 on the path", name)
 		}
 		runtime.KeepAlive(cp)
+		done()
 	}
 }
 
