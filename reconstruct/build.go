@@ -26,6 +26,10 @@ type Options struct {
 	// pass (the loops of the critical path). It is called concurrently for
 	// different ranks.
 	Observe func(h *tracefmt.Header, strs *tracefmt.Strings) func(*tracefmt.Event)
+	// Windows bounds what the readers of a streaming replay (ReplayTrace)
+	// hold of their blocks, in bytes for all of them (32 MiB when 0): two
+	// replays at once take half each.
+	Windows int
 }
 
 func (o Options) workers() int {

@@ -4,12 +4,12 @@ import "github.com/mpitrace/mpitrace/tracefmt"
 
 // ReplayTrace replays an opened trace directory (ReplaySources): every
 // rank's reader at once, their blocks spooled to a temporary file and
-// each holding a window of them (32 MiB of windows in all, 1 to 256 KiB
-// each). The diagnostics are the trace's (directory and readers, which
+// each holding a window of them (opts.Windows, 32 MiB of windows in all
+// by default, 1 to 256 KiB each). The diagnostics are the trace's (directory and readers, which
 // the trace keeps as after ForEachRank: Trace.Diagnostics, Unfinished)
 // followed by the replay's, as Build's.
 func ReplayTrace(t *tracefmt.Trace, w ReplayWeights, opts Options) (*ReplayResult, error) {
-	return replayTrace(t, true, func(srcs []tracefmt.Source) (*ReplayResult, error) { return ReplaySources(srcs, w, opts) })
+	return replayTrace(t, true, opts.Windows, func(srcs []tracefmt.Source) (*ReplayResult, error) { return ReplaySources(srcs, w, opts) })
 }
 
 // ReplayTraceMeasured is ReplayTrace under measured weights
@@ -17,15 +17,19 @@ func ReplayTrace(t *tracefmt.Trace, w ReplayWeights, opts Options) (*ReplayResul
 // it reads nor record into t's diagnostics (its own are the replay's), so
 // that it may run beside a ReplayTrace of t.
 func ReplayTraceMeasured(t *tracefmt.Trace, offsets map[int]int64, opts Options) (*ReplayResult, error) {
-	return replayTrace(t, false, func(srcs []tracefmt.Source) (*ReplayResult, error) { return ReplayMeasured(srcs, offsets, opts) })
+	return replayTrace(t, false, opts.Windows, func(srcs []tracefmt.Source) (*ReplayResult, error) { return ReplayMeasured(srcs, offsets, opts) })
 }
 
-// replayTrace runs replay on t's ranks; counted: as ReplayTrace (OnRead
-// told, the readers recorded into t), else leaving t alone.
-func replayTrace(t *tracefmt.Trace, counted bool, replay func([]tracefmt.Source) (*ReplayResult, error)) (*ReplayResult, error) {
+// replayTrace runs replay on t's ranks, their readers' windows windows
+// bytes in all (32 MiB when 0); counted: as ReplayTrace (OnRead told, the
+// readers recorded into t), else leaving t alone.
+func replayTrace(t *tracefmt.Trace, counted bool, windows int, replay func([]tracefmt.Source) (*ReplayResult, error)) (*ReplayResult, error) {
 	sp := tracefmt.NewSpool("")
 	defer sp.Close()
-	sp.SetWindow(min(max((32<<20)/max(len(t.Files), 1), 1<<10), 256<<10))
+	if windows <= 0 {
+		windows = 32 << 20
+	}
+	sp.SetWindow(min(max(windows/max(len(t.Files), 1), 1<<10), 256<<10))
 	readers := make([]*tracefmt.RankReader, 0, len(t.Files))
 	defer func() {
 		for _, rr := range readers {

@@ -20,7 +20,7 @@ import (
 
 // spillMem is how much a store keeps in memory before it moves to a
 // temporary file.
-var spillMem int64 = 8 << 20
+var spillMem int64 = 4 << 20
 
 // store is an append-only byte store. In a file, the last bytes appended
 // wait in wbuf (from offset size-len(wbuf)) to be written in one go.

@@ -193,18 +193,20 @@ func (a *Analysis) replay(o Options) (err error) {
 	var merr error
 	var offsets map[int]int64
 	var wg sync.WaitGroup
+	windows := 0 // the replay's default
 	if o.Measured {
+		windows = replayWindows / 2 // two replays at once
 		offsets = ClockOffsets(t).Offset
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			mres, merr = safely(func() (*reconstruct.ReplayResult, error) {
-				return reconstruct.ReplayTraceMeasured(t, offsets, reconstruct.Options{Filtered: filtered})
+				return reconstruct.ReplayTraceMeasured(t, offsets, reconstruct.Options{Filtered: filtered, Windows: windows})
 			})
 		}()
 	}
 	res, err := safely(func() (*reconstruct.ReplayResult, error) {
-		return replayTrace(t, critpath.ModelWeights(a.Model), reconstruct.Options{Filtered: filtered, Observe: a.observer(o)})
+		return replayTrace(t, critpath.ModelWeights(a.Model), reconstruct.Options{Filtered: filtered, Observe: a.observer(o), Windows: windows})
 	})
 	wg.Wait()
 	if err != nil {
@@ -227,6 +229,10 @@ func (a *Analysis) replay(o Options) (err error) {
 	}
 	return nil
 }
+
+// replayWindows is what a replay's readers hold of their blocks
+// (reconstruct.Options.Windows' default).
+const replayWindows = 32 << 20
 
 // replayTrace is reconstruct.ReplayTrace (a test makes it panic).
 var replayTrace = reconstruct.ReplayTrace
