@@ -388,9 +388,6 @@ type steps struct {
 	// prog numbers call sites across ranks (programSites); nil when the
 	// ranks have no call-site tables.
 	prog *programSites
-	// rank is each vertex's rank, made by a pass over a replay's path
-	// when first asked for (StepRanks, StepLabel); nil until then.
-	rank []int32
 }
 
 // newSteps makes the path's steps: one pass over it.
@@ -804,40 +801,10 @@ func (f *Folded) weights(ranges [][2]int, ranks map[int]int) ([]float64, error) 
 	return out, err
 }
 
-// rankOf returns path vertex v's rank: the graph's, or on a replay's path
-// from a table of every vertex's made by one pass over it when first
-// asked for.
+// rankOf is the rank of path vertex v of a graph's path (f.p).
 func (f *Folded) rankOf(v int) int {
-	if f.p != nil {
-		_, r, _, _ := f.p.g.Describe(f.p.p.Node(v))
-		return r
-	}
-	st := f.st
-	if st.rank == nil {
-		rank := make([]int32, 0, st.n)
-		st.sp.Steps(func(s *reconstruct.ReplayStep) error { // an error leaves ranks -1
-			rank = append(rank, int32(s.Rank))
-			return nil
-		})
-		for len(rank) < st.n {
-			rank = append(rank, -1)
-		}
-		st.rank = rank
-	}
-	return int(st.rank[v])
-}
-
-// StepRanks returns the lowest and highest rank of step i's vertices (-1
-// for a shared vertex).
-func (f *Folded) StepRanks(i int) (lo, hi int) {
-	first, end := f.StepVertices(i)
-	lo = f.rankOf(first)
-	hi = lo
-	for v := first + 1; v < end; v++ {
-		r := f.rankOf(v)
-		lo, hi = min(lo, r), max(hi, r)
-	}
-	return lo, hi
+	_, r, _, _ := f.p.g.Describe(f.p.p.Node(v))
+	return r
 }
 
 // Weight returns the total StepWeight of the steps in [from, to).
@@ -847,13 +814,6 @@ func (f *Folded) Weight(from, to int) float64 {
 		w += f.StepWeight(i)
 	}
 	return w
-}
-
-// StepLabel names step i's first vertex: "MPI_Irecv 1", or the function
-// alone for a shared vertex (MPI_Init, MPI_Finalize, a collective).
-func (f *Folded) StepLabel(i int) string {
-	first, _ := f.StepVertices(i)
-	return f.label(first, f.rankOf(first))
 }
 
 // label names path vertex v on rank rank.

@@ -56,7 +56,7 @@ func (sp *StepPath) Origin(rank int) (origin int64, firstOp taskgraph.NodeID, ok
 
 // EachStep calls fn for every step of the fold, in path order, with its
 // path vertices [first, end), its weight (as StepWeight) and the lowest
-// and highest rank of its vertices (as StepRanks), in one pass over the
+// and highest rank of its vertices (-1 for a shared one), in one pass over the
 // path: what a picture of the fold adds up, without a table of the
 // steps.
 func (f *Folded) EachStep(fn func(i, first, end int, w float64, lo, hi int)) error {
@@ -97,9 +97,8 @@ func (f *Folded) EachStep(fn func(i, first, end int, w float64, lo, hi int)) err
 	return err
 }
 
-// StepLabelOf is StepLabel of step i whose first vertex is on rank (-1:
-// a shared vertex), for a caller that read the step: it needs no table of
-// the vertices' ranks.
+// StepLabelOf names step i, whose first vertex is on rank (-1: a shared
+// vertex, which the name leaves out): "MPI_Irecv 1", "MPI_Allreduce".
 func (f *Folded) StepLabelOf(i, rank int) string {
 	first, _ := f.StepVertices(i)
 	return f.label(first, rank)
