@@ -25,9 +25,9 @@ type filePool struct {
 	peak int // the most open at once (OpenFiles)
 }
 
-// files is the process's pool. Its size is half the files the process
+// rankFiles is the process's pool. Its size is half the files the process
 // may open (the rest for everything else it opens), at least 64.
-var files = &filePool{max: max(64, (openFileLimit()-256)/2)}
+var rankFiles = &filePool{max: max(64, (openFileLimit()-256)/2)}
 
 // pooledFile is a rank file read through the pool; it is an io.ReaderAt
 // and an io.Closer.
@@ -158,7 +158,7 @@ func (pf *pooledFile) Close() error {
 // returns the previous bound. Files open beyond a lower bound are closed
 // as they are read.
 func SetOpenFiles(n int) int {
-	p := files
+	p := rankFiles
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old := p.max
@@ -169,7 +169,7 @@ func SetOpenFiles(n int) int {
 // OpenFiles returns how many rank files are open now, and the most that
 // were open at once since the last call.
 func OpenFiles() (now, peak int) {
-	p := files
+	p := rankFiles
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now, peak = p.open, p.peak

@@ -166,7 +166,7 @@ func OpenRank(path string) (*RankReader, error) {
 // openRank is OpenRank telling onRead, when not nil, how far the reader
 // got (see Trace.OnRead).
 func openRank(path string, onRead func(n int)) (*RankReader, error) {
-	f, size, err := files.openPooled(path)
+	f, size, err := rankFiles.openPooled(path)
 	if err != nil {
 		return nil, err
 	}
