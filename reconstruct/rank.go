@@ -27,14 +27,20 @@ type chanKey struct {
 	tag  int64
 }
 
-// chanTable interns a rank's channels. A small direct-mapped cache in
-// front of the map serves the few channels a loop uses over and over.
-// Once the rank's pass is over only the keys are needed (done).
+// chanTable interns a rank's channels. A table of a few channels (a halo
+// exchange's) is searched in keys; past chanScan of them, a map does it,
+// with a small direct-mapped cache in front that serves the few channels a
+// loop uses over and over (the map and the cache are 1 KB, which thousands
+// of ranks multiply). Once the rank's pass is over only the keys are
+// needed (done).
 type chanTable struct {
 	m     map[chanKey]uint32
 	keys  []chanKey
-	cache *chanCache // allocated on first use
+	cache *chanCache // allocated with m
 }
+
+// chanScan is how many channels a table searches without its map.
+const chanScan = 8
 
 type chanCache [16]struct {
 	k  chanKey
@@ -46,19 +52,30 @@ type chanCache [16]struct {
 func (t *chanTable) done() { t.m, t.cache = nil, nil }
 
 func (t *chanTable) id(k chanKey) uint32 {
-	h := (uint32(k.peer)*31 + uint32(k.tag)*7 + k.comm) & 15
-	if t.cache == nil {
-		t.cache = new(chanCache)
+	if t.m == nil {
+		for i := range t.keys {
+			if t.keys[i] == k {
+				return uint32(i)
+			}
+		}
+		id := uint32(len(t.keys))
+		t.keys = append(t.keys, k)
+		if len(t.keys) > chanScan {
+			t.m = make(map[chanKey]uint32, len(t.keys))
+			for i, k := range t.keys {
+				t.m[k] = uint32(i)
+			}
+			t.cache = new(chanCache)
+		}
+		return id
 	}
+	h := (uint32(k.peer)*31 + uint32(k.tag)*7 + k.comm) & 15
 	c := &t.cache[h]
 	if c.ok && c.k == k {
 		return c.id
 	}
 	id, ok := t.m[k]
 	if !ok {
-		if t.m == nil {
-			t.m = make(map[chanKey]uint32)
-		}
 		id = uint32(len(t.keys))
 		t.keys = append(t.keys, k)
 		t.m[k] = id

@@ -576,19 +576,17 @@ func (e *engine) inst(id int32) (*instRec, error) {
 // Under measured weights (replay_measured.go) start and end become the
 // measured times, xw is the weight of the message (or nonblocking
 // collective) that reaches the operation, and timed says they are set.
-// 88 bytes.
+// 88 bytes (a queue of a few ops each on thousands of ranks).
 type sop struct {
 	start, end   int64
 	ostart, oend int64 // the times as recorded (measured weights move start, end)
 	ev           int64
 	bytes        uint64
 	xw           float64
-	in           *srecv // the receive it completes
-	collIn       *sinst // the nonblocking collective it completes
+	in           *srecv  // the receive it completes
+	collIn       *nbPart // the nonblocking collective it completes, and the rank's call of it
 	comp         int32
 	site         uint32
-	psite        uint32 // the site of the rank's call of collIn
-	pev          int64  // and its event
 	name         taskgraph.NameID
 	kind         spec.Kind
 	timed        bool
@@ -844,7 +842,7 @@ func (r *streamRank) recv(rc recvRec) {
 		delete(r.nbLive, int32(rc.ch))
 		if in != nil && rc.node != noNode {
 			o := r.op(rc.node)
-			o.collIn, o.psite, o.pev = in, nb.site, nb.ev
+			o.collIn = &nbPart{in: in, site: nb.site, ev: nb.ev}
 			if r.e.meas {
 				in.completed(r, o.end+r.e.off[r.idx])
 			}
@@ -1436,7 +1434,8 @@ func (e *engine) replayRank(r *streamRank) {
 				}
 			}
 		}
-		if in := o.collIn; in != nil {
+		if nb := o.collIn; nb != nil {
+			in := nb.in
 			if !in.done {
 				e.waitFor(r, in)
 				return
@@ -1451,7 +1450,7 @@ func (e *engine) replayRank(r *streamRank) {
 			}
 			if sv += xw; sv > val {
 				val = sv
-				rec.kind, rec.from, rec.cw, rec.xw, rec.psite, rec.pev = itemCollIn, int32(in.id), in.w, xw, o.psite, o.pev
+				rec.kind, rec.from, rec.cw, rec.xw, rec.psite, rec.pev = itemCollIn, int32(in.id), in.w, xw, nb.site, nb.ev
 			}
 		}
 		k := r.k

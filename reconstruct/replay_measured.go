@@ -331,8 +331,8 @@ func (e *engine) retime(r *streamRank) bool {
 				return false
 			}
 		}
-		if in := r.q[j].collIn; in != nil {
-			e.nbTimes(in)
+		if nb := r.q[j].collIn; nb != nil {
+			e.nbTimes(nb.in)
 		}
 		if e.err != nil {
 			return false
@@ -367,7 +367,7 @@ func (e *engine) retime(r *streamRank) bool {
 		var coll *sinst
 		switch {
 		case o.collIn != nil:
-			coll = o.collIn
+			coll = o.collIn.in
 			d = coll.lastT - sAbs
 			if early := tu - coll.doneT; early < 0 {
 				run.EarlyExits++
@@ -422,8 +422,8 @@ func (e *engine) retime(r *streamRank) bool {
 		if x := o.in; x != nil && x.state == recvPaired {
 			o.xw = float64(max(0, tu+off-lastSend))
 		}
-		if in := o.collIn; in != nil {
-			o.xw = float64(max(0, tu+off-in.doneT))
+		if nb := o.collIn; nb != nil {
+			o.xw = float64(max(0, tu+off-nb.in.doneT))
 		}
 		o.timed = true
 	}

@@ -5,9 +5,10 @@ import "github.com/mpitrace/mpitrace/tracefmt"
 // ReplayTrace replays an opened trace directory (ReplaySources): every
 // rank's reader at once, their blocks spooled to a temporary file and
 // each holding a window of them (opts.Windows, 32 MiB of windows in all
-// by default, 1 to 256 KiB each). The diagnostics are the trace's (directory and readers, which
-// the trace keeps as after ForEachRank: Trace.Diagnostics, Unfinished)
-// followed by the replay's, as Build's.
+// by default, 1 to 256 KiB each; less beyond 4,096 ranks: windowOf). The
+// diagnostics are the trace's (directory and readers, which the trace
+// keeps as after ForEachRank: Trace.Diagnostics, Unfinished) followed by
+// the replay's, as Build's.
 func ReplayTrace(t *tracefmt.Trace, w ReplayWeights, opts Options) (*ReplayResult, error) {
 	return replayTrace(t, true, opts.Windows, func(srcs []tracefmt.Source) (*ReplayResult, error) { return ReplaySources(srcs, w, opts) })
 }
@@ -29,7 +30,7 @@ func replayTrace(t *tracefmt.Trace, counted bool, windows int, replay func([]tra
 	if windows <= 0 {
 		windows = 32 << 20
 	}
-	sp.SetWindow(min(max(windows/max(len(t.Files), 1), 1<<10), 256<<10))
+	sp.SetWindow(windowOf(windows, len(t.Files)))
 	readers := make([]*tracefmt.RankReader, 0, len(t.Files))
 	defer func() {
 		for _, rr := range readers {
@@ -59,6 +60,24 @@ func replayTrace(t *tracefmt.Trace, counted bool, windows int, replay func([]tra
 	d.Merge(res.Diags)
 	res.Diags = d
 	return res, nil
+}
+
+// manyRanks is how many ranks' readers share the windows' bytes evenly;
+// beyond, each window shrinks as the square of the ranks (to the least,
+// 1 KiB, from 16,384 ranks on under model weights): with thousands of
+// ranks the fixed cost of each is what counts, and a rank's window is
+// refilled only a few times (a short rank's events fill a few KiB).
+const manyRanks = 4096
+
+// windowOf is the window of each of n readers whose windows take windows
+// bytes in all: 1 to 256 KiB.
+func windowOf(windows, n int) int {
+	n = max(n, 1)
+	w := windows / n
+	if n > manyRanks {
+		w = int(int64(w) * manyRanks / int64(n))
+	}
+	return min(max(w, 1<<10), 256<<10)
 }
 
 // traceRank is a reader of a trace directory's file, which names the

@@ -185,7 +185,7 @@ func (h *Header) normalized() []KeyValue {
 // recorder writes) is a slice; any other a map. Equal strings of several
 // tables share their bytes (unique.Make): every rank of a run defines the
 // same function names, and a trace of thousands of ranks keeps thousands of
-// tables.
+// tables. The readers' equal slices are one slice (shareDense).
 type Strings struct {
 	dense []string          // ids 1..len(dense), while byID is nil
 	ids   []uint64          // definition order, once byID is not nil
@@ -249,10 +249,12 @@ func (s *Strings) ID(v string) (uint64, bool) {
 	return 0, false
 }
 
-// trim gives up the room the table has beyond its strings.
+// trim gives up the room the table has beyond its strings, and shares a
+// dense table with the other tables of the same strings (shareDense): the
+// table is read only from now on, but for Define (which copies it).
 func (s *Strings) trim() {
-	if cap(s.dense) > len(s.dense) {
-		s.dense = append([]string(nil), s.dense...)
+	if s.byID == nil {
+		s.dense = shareDense(s.dense)
 	}
 }
 
