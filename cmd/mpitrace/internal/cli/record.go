@@ -273,17 +273,20 @@ const (
 // summary on stderr, leaving stdout to the application.
 func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	// The streaming replay finds the path; the graph is built only when
-	// the picture needs it: a small graph drawn whole, a short path.
+	// the picture is the whole graph (one Graphviz lays out), else the
+	// picture is the path's.
 	a, err := analyzePath(dir, driver.Options{Model: opts.Model, Stream: dotStream}, s)
 	if err != nil {
 		return err
 	}
 	defer func() { a.Close() }()
-	if a.Graph == nil && dotReplayDrew != nil && replayDraws(a.Steps, &dotOptions{}) {
-		dotReplayDrew()
-	}
-	// (The graph is drawn whole when Graphviz lays it out, else its path.)
-	if a.Graph == nil && !replayDraws(a.Steps, &dotOptions{}) {
+	switch {
+	case a.Graph != nil:
+	case replayDraws(a.Steps, &dotOptions{}):
+		if dotReplayDrew != nil {
+			dotReplayDrew()
+		}
+	default:
 		if a, err = withGraph(a, driver.Options{Model: opts.Model}); err != nil {
 			return err
 		}
