@@ -194,7 +194,7 @@ func (a *Analysis) replay(o Options) (err error) {
 	var offsets map[int]int64
 	var wg sync.WaitGroup
 	windows := 0 // the replay's default
-	if o.Measured {
+	if o.Measured && len(t.Files) <= besideRanks {
 		windows = replayWindows / 2 // two replays at once
 		offsets = ClockOffsets(t).Offset
 		wg.Add(1)
@@ -229,6 +229,13 @@ func (a *Analysis) replay(o Options) (err error) {
 	}
 	return nil
 }
+
+// besideRanks is the most ranks whose measured replay runs beside the
+// model's: two replays at once hold every rank's state twice (about 10 KB
+// a rank, and as much again of the collector's headroom). Beyond, the
+// measured replay runs after the model's, when asked (MeasuredPath): the
+// peak is one replay's, the time two's (a variable for the tests).
+var besideRanks = 4096
 
 // replayWindows is what a replay's readers hold of their blocks
 // (reconstruct.Options.Windows' default).

@@ -282,6 +282,41 @@ func TestReplayPanic(t *testing.T) {
 	}
 }
 
+// TestMeasuredAfter: beyond besideRanks ranks the measured replay runs
+// after the model's, when asked, and gives the path it gives beside it.
+func TestMeasuredAfter(t *testing.T) {
+	dir := t.TempDir()
+	if err := testgen.Halo(12, 20, 3).WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	var outs [2]string
+	for k, beside := range []int{4096, 8} {
+		old := besideRanks
+		besideRanks = beside
+		a, err := Analyze(open(t, dir), Options{Stream: true, Measured: true})
+		besideRanks = old
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Graph != nil || (a.mpath != nil) != (k == 0) {
+			t.Fatalf("beside %d ranks: graph %v, measured path replayed beside %v", beside, a.Graph != nil, a.mpath != nil)
+		}
+		mp, err := a.MeasuredPath()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		if _, err := a.Report(mp, &out, critpath.Microsecond, 10); err != nil {
+			t.Fatal(err)
+		}
+		outs[k] = out.String()
+		a.Close()
+	}
+	if outs[0] != outs[1] {
+		t.Errorf("the measured path replayed beside:\n%s\nafter:\n%s", outs[0], outs[1])
+	}
+}
+
 // TestFewOpenFiles: with the process allowed 6 open rank files, both
 // replays of a 40-rank trace run (the measured one beside the model's)
 // and give the paths they give with every file open, holding no more
