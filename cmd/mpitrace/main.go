@@ -13,8 +13,8 @@ import (
 func main() {
 	// The analyses hold little but what is in flight, and memory is what
 	// limits them on large traces: a collection when the heap has grown by
-	// half rather than doubled costs them 3 to 13% more CPU time and saves
-	// 9 to 19% of their peak (docs/performance.md). GOGC, when set, decides.
+	// half rather than doubled costs them 2 to 10% more CPU time and saves
+	// 9 to 23% of their peak (docs/performance.md). GOGC, when set, decides.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
 	}
