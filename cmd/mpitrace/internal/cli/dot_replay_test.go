@@ -37,6 +37,13 @@ func TestDotReplay(t *testing.T) {
 		dirs = append(dirs, dir)
 		long[dir] = true
 	}
+	// Its collectives complete out of Build's order: the replay cannot name
+	// the graph's vertices, and dot builds the graph.
+	unordered := filepath.Join(t.TempDir(), "unordered")
+	if err := unorderedColls().WriteDir(unordered); err != nil {
+		t.Fatal(err)
+	}
+	dirs = append(dirs, unordered)
 	defer func() { dotStream, dotReplayDrew = true, nil }()
 	drew := 0
 	dotReplayDrew = func() { drew++ }
@@ -54,6 +61,9 @@ func TestDotReplay(t *testing.T) {
 			}
 			if long[dir] && drew == before {
 				t.Errorf("mpitrace %v: the replay did not draw the path", args)
+			}
+			if dir == unordered && drew != before {
+				t.Errorf("mpitrace %v: the replay drew a path whose vertices it cannot name", args)
 			}
 			if want := map[bool]string{true: "merged by MPI function and rank", false: "folded: "}[filepath.Base(dir) == "random"]; long[dir] && !slices.Contains(args, "--unfold") && !strings.Contains(out1, want) {
 				t.Errorf("mpitrace %v: the picture is not %q:\n%s", args, want, out1)
@@ -126,6 +136,28 @@ func randomSteps(iters int, seed uint64) *testgen.Builder {
 			r1.Compute(7_000).Allreduce(8)
 		}
 	}
+	r0.Compute(1_000).Call("MPI_Finalize")
+	r1.Compute(1_000).Call("MPI_Finalize")
+	return b
+}
+
+// unorderedColls is a 2-rank program whose MPI_Ibarrier on a second
+// communicator, rank 0's first collective call, completes after the
+// MPI_Barrier both ranks make next: rank 1 posts it only after the
+// barrier.
+func unorderedColls() *testgen.Builder {
+	b := testgen.New(2)
+	r0, r1 := b.Rank(0), b.Rank(1)
+	r0.Call("MPI_Init")
+	r1.Call("MPI_Init")
+	c0 := r0.CommNew("MPI_Comm_dup", spec.CommWorld, 7, 0, 1)
+	c1 := r1.CommNew("MPI_Comm_dup", spec.CommWorld, 7, 0, 1)
+	q0 := r0.Compute(1_000).On(c0).Icoll("MPI_Ibarrier", spec.RootNone, 0, 0)
+	r0.Compute(2_000).Barrier()
+	r1.Compute(5_000).Barrier()
+	q1 := r1.Compute(1_000).On(c1).Icoll("MPI_Ibarrier", spec.RootNone, 0, 0)
+	r0.Compute(1_000).Wait(q0)
+	r1.Compute(1_000).Wait(q1)
 	r0.Compute(1_000).Call("MPI_Finalize")
 	r1.Compute(1_000).Call("MPI_Finalize")
 	return b
