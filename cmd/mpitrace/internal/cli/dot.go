@@ -305,12 +305,13 @@ func foldsPath(sp *critpath.StepPath, nodes int, opts *dotOptions) bool {
 // replayDraws says whether the path sp the replay found draws the
 // picture the options ask for without the graph: the critical path
 // (folded, merged or as it is) when its steps carry the graph's vertex
-// ids, not a part of the graph nor the whole of it.
+// ids; not a part of the graph nor the whole of it (which a graph too big
+// to draw whole is, drawn whole, when its path is too short to fold).
 func replayDraws(sp *critpath.StepPath, opts *dotOptions) bool {
 	if sp == nil || sp.Shape == nil || !sp.Shape.IDs || opts.Ranks != nil || opts.Window != nil {
 		return false
 	}
-	return opts.CriticalOnly || !opts.Unfold && sp.Shape.NumNodes() > bigDOTGraph
+	return opts.CriticalOnly || !opts.Unfold && foldsPath(sp, sp.Shape.NumNodes(), opts)
 }
 
 // withGraph analyses a's trace again with o, building the graph: for a

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -44,6 +45,13 @@ func TestDotReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirs = append(dirs, unordered)
+	// A graph too big to draw whole whose path is short: dot draws the
+	// graph, record --critpath the path unfolded.
+	wide := filepath.Join(t.TempDir(), "wide")
+	if err := testgen.Halo(300, 2, 5).WriteDir(wide); err != nil {
+		t.Fatal(err)
+	}
+	dirs = append(dirs, wide)
 	defer func() { dotStream, dotReplayDrew = true, nil }()
 	drew := 0
 	dotReplayDrew = func() { drew++ }
@@ -72,7 +80,7 @@ func TestDotReplay(t *testing.T) {
 	}
 	// record --critpath's analysis (critPath.out, taskgraph.dot and the
 	// summary) of the long traces.
-	for dir := range long {
+	for _, dir := range append(slices.Sorted(maps.Keys(long)), wide) {
 		var outs [2]string
 		before := drew
 		for i, stream := range []bool{false, true} {
@@ -101,7 +109,7 @@ func TestDotReplay(t *testing.T) {
 	if drew == 0 {
 		t.Error("the replay drew no picture")
 	}
-	t.Logf("the replay drew %d of %d pictures", drew, 3*len(dirs)+len(long))
+	t.Logf("the replay drew %d of %d pictures", drew, 3*len(dirs)+len(long)+1)
 }
 
 // randomSteps is a 2-rank program whose iterations pick one of five

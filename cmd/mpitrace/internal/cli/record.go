@@ -282,7 +282,7 @@ func recordCritpath(opts *recordOptions, dir string, s *Streams) error {
 	defer func() { a.Close() }()
 	switch {
 	case a.Graph != nil:
-	case replayDraws(a.Steps, &dotOptions{}):
+	case replayDraws(a.Steps, &dotOptions{CriticalOnly: a.Steps.Shape != nil && a.Steps.Shape.NumNodes() > bigDOTGraph}):
 		if dotReplayDrew != nil {
 			dotReplayDrew()
 		}
