@@ -18,12 +18,8 @@ func liveHeap() uint64 {
 	return ms.HeapAlloc
 }
 
-// buildHeap builds the graph of testgen.Halo(ranks, iters), decoding one
-// rank at a time, and returns the heap in use above what was in use before
-// when the last rank's pass begins (every other rank's pass done, kept for
-// the cross-rank phases: the peak of a world of short ranks) and once the
-// graph is built; and the events of a rank.
-func buildHeap(t *testing.T, ranks, iters int) (passes, graph int64, events int64) {
+// haloTrace writes testgen.Halo(ranks, iters) to a directory and opens it.
+func haloTrace(t *testing.T, ranks, iters int) *tracefmt.Trace {
 	t.Helper()
 	dir := t.TempDir()
 	if err := testgen.Halo(ranks, iters, 1).WriteDir(dir); err != nil {
@@ -33,6 +29,17 @@ func buildHeap(t *testing.T, ranks, iters int) (passes, graph int64, events int6
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tr
+}
+
+// buildHeap builds the graph of testgen.Halo(ranks, iters), decoding one
+// rank at a time, and returns the heap in use above what was in use before
+// when the last rank's pass begins (every other rank's pass done, kept for
+// the cross-rank phases: the peak of a world of short ranks) and once the
+// graph is built; and the events of a rank.
+func buildHeap(t *testing.T, ranks, iters int) (passes, graph int64, events int64) {
+	t.Helper()
+	tr := haloTrace(t, ranks, iters)
 	base := int64(liveHeap())
 	var atLast int64
 	seen := 0

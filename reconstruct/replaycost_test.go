@@ -6,7 +6,6 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/tracefmt"
-	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
 // replayPeak replays testgen.Halo(ranks, iters) from its directory, each
@@ -15,14 +14,7 @@ import (
 // collection every 4096 events.
 func replayPeak(t *testing.T, ranks, iters int) int64 {
 	t.Helper()
-	dir := t.TempDir()
-	if err := testgen.Halo(ranks, iters, 1).WriteDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := tracefmt.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := haloTrace(t, ranks, iters)
 	base := int64(liveHeap())
 	var peak int64
 	events := 0
