@@ -15,8 +15,12 @@ import (
 )
 
 // ring builds a ring exchange of size ranks with iters iterations.
-func ring(size, iters int) *testgen.Builder {
-	b := testgen.New(size)
+func ring(size, iters int) *testgen.Builder { return ringOf(testgen.New(size), iters) }
+
+// ringOf writes the ring exchange of ring into b, whose options (before
+// its first rank is made) are the writers'.
+func ringOf(b *testgen.Builder, iters int) *testgen.Builder {
+	size := b.Size
 	for it := 0; it < iters; it++ {
 		for r := 0; r < size; r++ {
 			rk := b.Rank(r)

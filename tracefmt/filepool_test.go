@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
 // TestOpenFilesBounded reads the 16 ranks of a trace (in blocks of 256
@@ -15,16 +16,7 @@ import (
 // with the pool bounded to 3 open files: every rank gives its events as
 // read alone, and no more than 3 files are open at once.
 func TestOpenFilesBounded(t *testing.T) {
-	b := ring(16, 40)
-	b.Options.BlockSize = 256
-	dir := t.TempDir()
-	if err := b.WriteDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := tracefmt.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := smallBlocksRing(t, 16, 40)
 	alone := make([]string, len(tr.Files))
 	for i, f := range tr.Files {
 		rr, err := tr.OpenRank(f.Rank)
@@ -46,6 +38,7 @@ func TestOpenFilesBounded(t *testing.T) {
 	readers := make([]*tracefmt.RankReader, len(tr.Files))
 	got := make([]strings.Builder, len(tr.Files))
 	for i, f := range tr.Files {
+		var err error
 		if readers[i], err = tr.OpenRank(f.Rank); err != nil {
 			t.Fatal(err)
 		}
@@ -76,16 +69,8 @@ func TestOpenFilesBounded(t *testing.T) {
 // TestOpenFilesReplaced: a rank file closed by the pool and replaced
 // before it is read again is an error naming it, not other data.
 func TestOpenFilesReplaced(t *testing.T) {
-	b := ring(2, 40)
-	b.Options.BlockSize = 256
-	dir := t.TempDir()
-	if err := b.WriteDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := tracefmt.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := smallBlocksRing(t, 2, 40)
+	dir := tr.Dir
 	defer tracefmt.SetOpenFiles(tracefmt.SetOpenFiles(1))
 	r0, err := tr.OpenRank(0)
 	if err != nil {
@@ -114,4 +99,31 @@ func TestOpenFilesReplaced(t *testing.T) {
 	if err := r0.Err(); err == nil || !strings.Contains(err.Error(), p0) || !strings.Contains(err.Error(), "replaced") {
 		t.Errorf("reading a replaced file: %v", err)
 	}
+}
+
+// smallBlocksRing writes ring(size, iters) in events blocks of 256 bytes
+// (each file read again and again) and opens it.
+func smallBlocksRing(t *testing.T, size, iters int) *tracefmt.Trace {
+	t.Helper()
+	b := testgen.New(size)
+	b.Options.BlockSize = 256
+	dir := t.TempDir()
+	if err := ringOf(b, iters).WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := tr.OpenRank(tr.Files[0].Rank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rr.Next() {
+	}
+	if e := rr.End(); e == nil || e.Blocks < 4 {
+		t.Fatalf("rank %d's log has %v: want several events blocks", tr.Files[0].Rank, e)
+	}
+	rr.Close()
+	return tr
 }
