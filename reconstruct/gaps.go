@@ -172,7 +172,7 @@ func (p *rankPass) lossRequests() {
 	}
 	for _, ch := range slices.Sorted(maps.Keys(p.mprobe)) {
 		for _, post := range p.mprobe[ch] {
-			p.recvs.add(recvRec{ch: ch, post: post, node: noNode})
+			p.addRecv(recvRec{ch: ch, post: post, node: noNode})
 		}
 	}
 	p.mprobe = nil

@@ -137,9 +137,10 @@ type rankPass struct {
 	file string
 	rb   opSink
 	// st, when not nil, takes the pass's matching records as they come
-	// (the streaming replay, replay.go) instead of sends, recvs and parts
-	// keeping them for Build's matching.
-	st    *streamRank
+	// (the streaming replay, replay.go; the Linker, link.go) instead of
+	// sends and recvs keeping them for Build's matching; it takes parts
+	// after each event.
+	st    matchHook
 	names *nameTable
 	strs  *tracefmt.Strings
 	diags tracefmt.Diagnostics
@@ -194,6 +195,30 @@ const (
 	phaseRunning
 	phaseDone
 )
+
+// matchHook takes a pass's matching records as they come: the records
+// Build keeps until every rank is read (sendRec, recvRec) and the
+// communicators' member lists.
+type matchHook interface {
+	// send is a message on communicator ck to world rank peer, sent by
+	// operation node of event ev (req: its request, 0 blocking; ch: its
+	// send channel). It returns the message's number among the rank's,
+	// which cancel names, or -1 when the hook takes no message.
+	send(ck commKey, peer int32, tag int64, node uint32, bytes uint64, req uint64, ch uint32, ev int64) int32
+	// recv is a receive completed (or one that takes its place without
+	// completing, node noNode), or a nonblocking collective's completion.
+	recv(rc recvRec)
+	// cancel says message id was cancelled.
+	cancel(id int32)
+	// settle says message id's request completed (after cancel, when it
+	// was cancelled).
+	settle(id int32)
+	// defined is the rank's description of communicator ck's members.
+	defined(ck commKey, members []int32)
+	// decline says the records cannot be taken as they come (the
+	// operations need reordering).
+	decline(why string)
+}
 
 // opSink is where a pass puts the rank's operations: a graph's
 // RankBuilder, or the streaming replay's queue.
@@ -415,8 +440,7 @@ const (
 	envWildTag                    // failed: an MPI_ANY_TAG's status has no tag
 )
 
-// resolveEnvelope is the rule of envelope without its diagnostics (the
-// streaming Linker shares it): the source and tag a receive on a world
+// resolveEnvelope is the rule of envelope without its diagnostics: the source and tag a receive on a world
 // of size ranks matched, and what it found.
 func resolveEnvelope(size int, peer, tag, src, stag int64) (s, t int64, why int) {
 	if peer == spec.ProcNull {
@@ -449,6 +473,89 @@ func resolveEnvelope(size int, peer, tag, src, stag int64) (s, t int64, why int)
 		why |= envTagMismatch
 	}
 	return s, t, why
+}
+
+// A receive takes its place on its channel (the k-th posted takes the
+// k-th message) once no receive its rank posted before it may still take
+// that place: a live one on the same channel, a matched probe's
+// reservation on it, or a live wildcard, whose channel only its
+// completion will tell. The replay and the Linker pass a rank's
+// completed receives to their channels by this rule.
+
+// blocker is a live receive on a known channel, or a matched probe's
+// reservation.
+type blocker struct {
+	key  chanKey
+	post uint32
+}
+
+// recvGate is what holds back the rank's completed receives: the live
+// receives and reservations, as gate found them.
+type recvGate struct {
+	minWild uint32 // the least posting number of a live wildcard receive
+	bl      []blocker
+}
+
+// gate returns the rank's live receives and reservations, in bl's array.
+func (p *rankPass) gate(bl []blocker) recvGate {
+	g := recvGate{minWild: math.MaxUint32, bl: bl}
+	p.reqs.each(func(q *reqEntry) {
+		if q.kind != reqRecv || !q.active || q.post == 0 || q.mrecv || q.unknown || !q.commOK || q.peer == spec.ProcNull {
+			return
+		}
+		if q.peer == spec.AnySource || q.peer == spec.Undefined || q.tag < 0 || !p.validRank(q.peer) {
+			g.minWild = min(g.minWild, q.post)
+			return
+		}
+		g.bl = append(g.bl, blocker{chanKey{comm: q.comm, peer: int32(q.peer), tag: q.tag}, q.post})
+	})
+	for ch, posts := range p.mprobe {
+		for _, post := range posts {
+			g.bl = append(g.bl, blocker{p.recvCh.keys[ch], post})
+		}
+	}
+	return g
+}
+
+// holds reports whether a receive posted as number post on channel k must
+// wait.
+func (g *recvGate) holds(post uint32, k chanKey) bool {
+	if post > g.minWild {
+		return true
+	}
+	for _, b := range g.bl {
+		if b.post < post && b.key == k {
+			return true
+		}
+	}
+	return false
+}
+
+// releaseHeld passes to pass, in posting order, the receives of pend
+// (sorted by posting number; rec gives a receive's number and receive
+// channel) that the rank's gate no longer holds back. It returns those
+// it still holds, in pend's array, and bl's array for the next call.
+func releaseHeld[T any](p *rankPass, pend []T, bl []blocker, rec func(T) (post, ch uint32), pass func(x T, k chanKey)) ([]T, []blocker) {
+	g := p.gate(bl[:0])
+	keep := pend[:0]
+	for _, x := range pend {
+		post, ch := rec(x)
+		k := p.recvCh.keys[ch]
+		if g.holds(post, k) {
+			keep = append(keep, x)
+			continue
+		}
+		pass(x, k)
+	}
+	clear(pend[len(keep):])
+	return keep, g.bl[:0]
+}
+
+// sendLive reports whether message id, sent with request req, may still
+// be cancelled: its request is live and has not completed it.
+func (p *rankPass) sendLive(req uint64, id int32) bool {
+	q := p.reqs.get(req)
+	return q != nil && q.kind == reqSend && q.active && q.rec == id
 }
 
 // takePost returns the posting number of a receive of a matched message
@@ -658,7 +765,7 @@ func (p *rankPass) irecv(name nameInfo, ev *tracefmt.Event, idx int64) {
 // markComplete marks operation local as part of a Wait/Test-family call.
 func (p *rankPass) markComplete(local uint32) {
 	if p.st != nil {
-		return // only reorder needs them, which the replay declines
+		return // only reorder needs them, which the hooks decline
 	}
 	w := int(local / 64)
 	if w >= len(p.completes) {
@@ -717,7 +824,11 @@ func (p *rankPass) complete(c *tracefmt.Completion, local uint32, idx int64) {
 				p.cancelSend(e.rec)
 			}
 		}
+		rec := e.rec
 		e.rec = -1
+		if rec >= 0 && p.st != nil {
+			p.st.settle(rec)
+		}
 	case reqRecv:
 		switch {
 		case e.unknown:
@@ -891,11 +1002,13 @@ func (p *rankPass) Finish(end rankEnd) {
 		p.diag(tracefmt.Info, CodeOutsideInit, "%d calls before MPI_Init or after MPI_Finalize are not vertices", p.outside)
 	}
 	if p.negN > 0 {
-		if p.st != nil {
-			p.st.decline("calls overlap (several threads): the operations need reordering")
-		}
 		p.diag(tracefmt.Warning, CodeNegativeCompute, "%d calls start before the previous call ended (by up to %d ns: several threads?); the rank's operations are ordered by when they take effect and overlapping ones are joined by computation edges of 0", p.negN, p.negMax)
-		p.reorder()
+		if p.st != nil {
+			// Reordering moves operations, not the matching's records.
+			p.st.decline("calls overlap (several threads): the operations need reordering")
+		} else {
+			p.reorder()
+		}
 	}
 	if !p.hasInit {
 		p.diag(tracefmt.Warning, CodeMissingInit, "no MPI_Init event: the rank's first operation hangs off the shared MPI_Init with weight 0")

@@ -827,6 +827,9 @@ func (r *streamRank) unsettle(m *smsg) {
 	r.unsettled = append(r.unsettled, m)
 }
 
+// settle: the replay asks a message's request when it pairs it (settled).
+func (r *streamRank) settle(int32) {}
+
 func (r *streamRank) cancel(id int32) {
 	l := r.unsettled[r.uh:]
 	if i, ok := slices.BinarySearchFunc(l, id, func(m *smsg, id int32) int { return cmp.Compare(m.id, id) }); ok {
@@ -894,59 +897,17 @@ func (e *engine) afterEvent(r *streamRank) {
 	}
 }
 
-type blocker struct {
-	key  chanKey
-	post uint32
-}
-
 // release passes the rank's receives whose place in the posting order
-// is settled to their channels: those no live receive posted earlier may
-// take the place of (one on the same channel, or a wildcard).
+// is settled to their channels (rankPass.gate).
 func (e *engine) release(r *streamRank) {
 	p := r.p
-	minWild := uint32(math.MaxUint32)
-	bl := r.bl[:0]
-	p.reqs.each(func(q *reqEntry) {
-		if q.kind != reqRecv || !q.active || q.post == 0 || q.mrecv || q.unknown || !q.commOK || q.peer == spec.ProcNull {
-			return
-		}
-		if q.peer == spec.AnySource || q.peer == spec.Undefined || q.tag < 0 || !p.validRank(q.peer) {
-			minWild = min(minWild, q.post)
-			return
-		}
-		bl = append(bl, blocker{chanKey{comm: q.comm, peer: int32(q.peer), tag: q.tag}, q.post})
-	})
-	for ch, posts := range p.mprobe {
-		for _, post := range posts {
-			bl = append(bl, blocker{p.recvCh.keys[ch], post})
-		}
-	}
-	keep := r.pend[:0]
-	for _, x := range r.pend {
-		blocked := x.post > minWild
-		if !blocked {
-			k := p.recvCh.keys[x.ch]
-			for _, b := range bl {
-				if b.post < x.post && b.key == k {
-					blocked = true
-					break
-				}
-			}
-		}
-		if blocked {
-			keep = append(keep, x)
-			continue
-		}
-		k := p.recvCh.keys[x.ch]
+	r.pend, r.bl = releaseHeld(p, r.pend, r.bl, func(x *srecv) (uint32, uint32) { return x.post, x.ch }, func(x *srecv, k chanKey) {
 		x.src = k.peer
 		x.state = recvReleased
 		x.c = e.channel(r, pchanKey{ck: p.keys[k.comm], src: k.peer, dst: int32(r.rank), tag: k.tag})
 		x.c.addRecv(e, x)
 		e.pair(x.c)
-	}
-	clear(r.pend[len(keep):])
-	r.pend = keep
-	r.bl = bl[:0]
+	})
 	r.relN, r.relC = p.reqs.n, p.cancels
 }
 
@@ -957,10 +918,8 @@ func (e *engine) settled(m *smsg) bool {
 		return true
 	}
 	s := e.ranks[m.from]
-	if !s.done {
-		if q := s.p.reqs.get(m.req); q != nil && q.kind == reqSend && q.active && q.rec == m.id {
-			return false
-		}
+	if !s.done && s.p.sendLive(m.req, m.id) {
+		return false
 	}
 	m.settled = true
 	for s.uh < len(s.unsettled) && s.unsettled[s.uh].settled {
