@@ -182,6 +182,7 @@ type ReplayResult struct {
 	cenc  []byte
 	sites map[int]*tracefmt.Sites
 	enc   []byte
+	base  stepBase // the path block's (encodeStep)
 	names []string
 }
 
@@ -1541,7 +1542,7 @@ func (e *engine) run() (*ReplayResult, error) {
 	e.names.mu.Lock()
 	res.names = append(slices.Clip(e.names.names), "MPI_Init", "MPI_Init_thread", "MPI_Finalize")
 	e.names.mu.Unlock()
-	res.path = blocks{s: &res.store, limit: 64 << 10}
+	res.path = blocks{s: &res.store, limit: 32 << 10}
 	res.colls = blocks{s: &res.store, limit: 16 << 10}
 	e.graphShape(res)
 	if err := e.back(res); err != nil {
@@ -1871,18 +1872,47 @@ func (res *ReplayResult) add(st *ReplayStep, name int) {
 	set(sfFromEv, st.In.FromEvent != -1)
 	set(sfToEv, st.In.ToEvent != -1)
 	f |= uint64(st.In.Kind&15) << sfInKindPos
-	b := res.enc[:0]
-	b = binary.AppendUvarint(b, f)
+	if res.path.begin() {
+		res.base = stepBase{}
+	}
+	res.enc = res.encodeStep(res.enc[:0], f, st, name, &res.base)
+	if st.Kind == taskgraph.KindCollective {
+		// The collectives' own steps: their index from the path's end
+		// first, each on its own (no base).
+		c := binary.AppendUvarint(res.cenc[:0], uint64(res.NumSteps))
+		c = res.encodeStep(c, f, st, name, &stepBase{})
+		res.colls.add(c)
+		res.cenc = c
+	}
+	res.path.add(res.enc)
+	res.NumSteps++
+}
+
+// stepBase is what a step's record is coded against: the last event
+// index and start time its block gave (the walk back writes neighbours
+// of the path one after the other: a few apart).
+type stepBase struct {
+	f            uint64 // flags (a record holds them xor its base's)
+	index, start int64
+	gap          int64 // an operation's event index less its local index
+}
+
+// encodeStep appends step st's record, of flags f, to b.
+func (res *ReplayResult) encodeStep(b []byte, f uint64, st *ReplayStep, name int, base *stepBase) []byte {
+	b = binary.AppendUvarint(b, f^base.f)
+	base.f = f
 	b = binary.AppendUvarint(b, uint64(st.Rank+1))
 	b = binary.AppendUvarint(b, uint64(name))
 	if f&sfIndex != 0 {
-		b = binary.AppendVarint(b, st.Event.Index)
+		b = binary.AppendVarint(b, st.Event.Index-base.index)
+		base.index = st.Event.Index
 	}
 	if f&sfComp != 0 {
 		b = binary.AppendVarint(b, int64(st.Event.Completion))
 	}
 	if f&sfStart != 0 {
-		b = binary.AppendVarint(b, st.Start)
+		b = binary.AppendVarint(b, st.Start-base.start)
+		base.start = st.Start
 	}
 	if f&sfDur != 0 {
 		b = binary.AppendUvarint(b, uint64(st.End-st.Start))
@@ -1937,8 +1967,11 @@ func (res *ReplayResult) add(st *ReplayStep, name int) {
 	}
 	switch st.Kind {
 	case taskgraph.KindOp:
-		// The local index, from the event's (most often a few apart).
-		b = binary.AppendVarint(b, st.Event.Index-int64(st.ID-res.opBase[res.rankIndex(st.Rank)]))
+		// The local index, from the event's (most often a few apart, by
+		// about as much as the last operation's).
+		gap := st.Event.Index - int64(st.ID-res.opBase[res.rankIndex(st.Rank)])
+		b = binary.AppendVarint(b, gap-base.gap)
+		base.gap = gap
 	case taskgraph.KindCollective:
 		x := uint64(0) // None
 		if st.ID != taskgraph.None {
@@ -1955,16 +1988,8 @@ func (res *ReplayResult) add(st *ReplayStep, name int) {
 		b = binary.AppendUvarint(b, uint64(st.Procs))
 		b = binary.AppendUvarint(b, uint64(st.Participants))
 		b = binary.AppendUvarint(b, nb)
-		// The collectives' own steps: their index from the path's end
-		// first.
-		c := binary.AppendUvarint(res.cenc[:0], uint64(res.NumSteps))
-		c = append(c, b...)
-		res.colls.add(c)
-		res.cenc = c
 	}
-	res.enc = b
-	res.path.add(b)
-	res.NumSteps++
+	return b
 }
 
 // Names of the shared vertices, after the functions' in res.names.
@@ -2007,12 +2032,14 @@ func (res *ReplayResult) readSteps(b *blocks, indexed bool, fn func(int, *Replay
 		}
 		steps, at = steps[:0], at[:0]
 		d := recDec{b: blk}
+		var base stepBase
 		for len(d.b) > 0 {
 			if indexed {
 				at = append(at, res.NumSteps-1-int(d.u()))
+				base = stepBase{} // each on its own
 			}
 			steps = append(steps, ReplayStep{})
-			res.decodeStep(&d, &steps[len(steps)-1])
+			res.decodeStep(&d, &steps[len(steps)-1], &base)
 			if d.bad {
 				return fmt.Errorf("internal error: reconstruct: a path step does not decode")
 			}
@@ -2031,8 +2058,9 @@ func (res *ReplayResult) readSteps(b *blocks, indexed bool, fn func(int, *Replay
 }
 
 // decodeStep decodes a step that add encoded.
-func (res *ReplayResult) decodeStep(d *recDec, st *ReplayStep) {
-	f := d.u()
+func (res *ReplayResult) decodeStep(d *recDec, st *ReplayStep, base *stepBase) {
+	f := d.u() ^ base.f
+	base.f = f
 	st.Kind = taskgraph.NodeKind(f & sfKind)
 	st.Cross = f&sfCross != 0
 	st.Rank = int(d.u()) - 1
@@ -2041,13 +2069,15 @@ func (res *ReplayResult) decodeStep(d *recDec, st *ReplayStep) {
 	}
 	st.Event = taskgraph.EventRef{Rank: st.Rank, Index: -1, Completion: -1}
 	if f&sfIndex != 0 {
-		st.Event.Index = d.s()
+		st.Event.Index = base.index + d.s()
+		base.index = st.Event.Index
 	}
 	if f&sfComp != 0 {
 		st.Event.Completion = int(d.s())
 	}
 	if f&sfStart != 0 {
-		st.Start = d.s()
+		st.Start = base.start + d.s()
+		base.start = st.Start
 	}
 	st.End = st.Start
 	if f&sfDur != 0 {
@@ -2116,8 +2146,10 @@ func (res *ReplayResult) decodeStep(d *recDec, st *ReplayStep) {
 		st.ID = taskgraph.Finalize
 	case taskgraph.KindOp:
 		st.ID = taskgraph.None
+		gap := base.gap + d.s()
+		base.gap = gap
 		if ri := res.rankIndex(st.Rank); ri >= 0 {
-			st.ID = res.opBase[ri] + taskgraph.NodeID(st.Event.Index-d.s())
+			st.ID = res.opBase[ri] + taskgraph.NodeID(st.Event.Index-gap)
 		}
 	case taskgraph.KindCollective:
 		st.ID = taskgraph.None

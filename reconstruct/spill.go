@@ -199,6 +199,11 @@ type recDec struct {
 }
 
 func (d *recDec) u() uint64 {
+	if len(d.b) > 0 && d.b[0] < 0x80 { // most fields fit a byte
+		v := uint64(d.b[0])
+		d.b = d.b[1:]
+		return v
+	}
 	v, n := binary.Uvarint(d.b)
 	if n <= 0 {
 		d.bad = true
@@ -210,6 +215,11 @@ func (d *recDec) u() uint64 {
 }
 
 func (d *recDec) s() int64 {
+	if len(d.b) > 0 && d.b[0] < 0x80 {
+		x := int64(d.b[0]) // zigzag
+		d.b = d.b[1:]
+		return x>>1 ^ -(x & 1)
+	}
 	v, n := binary.Varint(d.b)
 	if n <= 0 {
 		d.bad = true

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/mpitrace/mpitrace/analysis/fold"
 	"github.com/mpitrace/mpitrace/reconstruct"
@@ -447,26 +448,26 @@ func (sp *StepPath) stepsVisitor() (visit func(*reconstruct.ReplayStep), finish 
 	}
 }
 
-// nameCache finds a step's function's index, remembering the last few
-// names seen: a path's steps take a few functions in turn, and a name the
-// replay or the graph gives shares its bytes with the last time, which
-// makes comparing it cheaper than hashing it.
+// nameCache finds a step's function's index, remembering the names seen
+// by where their bytes are: a path's steps take a few functions in turn,
+// and the names the replay or the graph gives are interned, so the same
+// function comes with the same bytes each time and is found without
+// hashing or comparing its text. A name met elsewhere in memory is looked
+// up by its text, as a name the cache lost.
 type nameCache struct {
-	e [16]struct {
-		name string
-		x    int
-		ok   bool
+	e [64]struct {
+		p *byte
+		n int
+		x int
 	}
 }
 
 // index returns name's index in st.names, adding it when new.
 func (c *nameCache) index(st *steps, name string) int {
-	h := len(name)
-	if h > 0 {
-		h += int(name[h-1]) * 3
-	}
-	e := &c.e[h&15]
-	if e.ok && e.name == name {
+	p := unsafe.StringData(name)
+	a := uintptr(unsafe.Pointer(p))
+	e := &c.e[uint64(a)*0x9E3779B97F4A7C15>>58]
+	if p != nil && e.p == p && e.n == len(name) {
 		return e.x
 	}
 	x, ok := st.idx[name]
@@ -475,7 +476,7 @@ func (c *nameCache) index(st *steps, name string) int {
 		st.idx[name] = x
 		st.names = append(st.names, name)
 	}
-	e.name, e.x, e.ok = name, x, true
+	e.p, e.n, e.x = p, len(name), x
 	return x
 }
 
