@@ -134,31 +134,38 @@ func BenchmarkStats(b *testing.B) {
 	})
 }
 
-// BenchmarkFold times critpath.Fold alone on each benchmark trace's
-// critical path (the summary's repetition line and the folded picture):
-// every level it tries, from the path's steps to the fold. It reports the
-// path's steps folded per second and per CPU-second.
+// BenchmarkFold times the fold alone on each benchmark trace's critical
+// path as critpath finds it (the streaming replay's, read back from its
+// spill: the reading counts), for the summary's repetition line and the
+// folded picture: every level it tries, from the path's steps to the
+// fold. It reports the path's steps folded per second and per CPU-second.
 //
 //	go test ./cmd/mpitrace/internal/cli -run '^$' -bench Fold -benchtime 3x -cpu 1
 func BenchmarkFold(b *testing.B) {
 	for _, shape := range benchtrace.Shapes {
 		b.Run(shape.Name, func(b *testing.B) {
 			dir, _ := shape.Dir(b)
-			a, err := analyzePath(dir, driver.Options{}, &Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
-			if err != nil || a.PathErr != nil {
+			a, err := analyzePath(dir, driver.Options{Stream: true}, &Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
+			if err != nil || a.PathErr != nil || a.Steps == nil {
 				b.Fatalf("critical path of %s: %v %v", dir, err, a.PathErr)
+			}
+			defer a.Close()
+			if a.Path != nil {
+				b.Fatalf("%s: the path came from the graph, not the replay", dir)
 			}
 			b.ResetTimer()
 			cpu := benchtrace.CPUTime()
 			var f *critpath.Folded
 			for i := 0; i < b.N; i++ {
-				f = critpath.Fold(a.Path)
+				if f, err = a.Steps.Fold(); err != nil {
+					b.Fatal(err)
+				}
 			}
 			b.StopTimer()
 			cpu = benchtrace.CPUTime() - cpu
-			b.ReportMetric(float64(a.Path.NumVertices())*float64(b.N)/b.Elapsed().Seconds(), "steps/s")
-			b.ReportMetric(float64(a.Path.NumVertices())*float64(b.N)/cpu.Seconds(), "steps/cpu-s")
-			b.Logf("%s: %d steps fold to %d vertices at level %d", shape.Name, a.Path.NumVertices(), fold.Leaves(f.Nodes), f.Level)
+			b.ReportMetric(float64(a.Steps.NumSteps)*float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+			b.ReportMetric(float64(a.Steps.NumSteps)*float64(b.N)/cpu.Seconds(), "steps/cpu-s")
+			b.Logf("%s: %d steps fold to %d vertices at level %d", shape.Name, a.Steps.NumSteps, fold.Leaves(f.Nodes), f.Level)
 		})
 	}
 }
