@@ -196,10 +196,12 @@ func (a *Analysis) replay(o Options) (err error) {
 	windows := 0 // the replay's default
 	if o.Measured && len(t.Files) <= besideRanks {
 		windows = replayWindows / 2 // two replays at once
-		offsets = ClockOffsets(t).Offset
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The offsets while the model's replay runs: a log without a
+			// clock synchronisation at MPI_Init is read to its end.
+			offsets = ClockOffsets(t).Offset
 			mres, merr = safely(func() (*reconstruct.ReplayResult, error) {
 				return reconstruct.ReplayTraceMeasured(t, offsets, reconstruct.Options{Filtered: filtered, Windows: windows})
 			})
