@@ -178,3 +178,31 @@ func TestRecordFunctionNames(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalysisUnderLauncher: 'mpirun -np 3 mpitrace critpath ...' (the
+// analysis started as an MPI job by mistake) stops every process with
+// status 2 under both MPIs, writes no critPath.out, and says why in one
+// line, not three.
+func TestAnalysisUnderLauncher(t *testing.T) {
+	trace, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "traces", "v5", "stencil"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			m.require(t)
+			dir := t.TempDir()
+			out := filepath.Join(dir, "critPath.out")
+			r := run(t, dir, m.launch(3, mpitraceBin, "critpath", trace, "-o", out)...)
+			if r.code != 2 {
+				t.Errorf("exit status %d, want 2; stderr:\n%s", r.code, r.stderr)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("critPath.out written by a process of the job")
+			}
+			if lines := mpitraceLines(r.stderr); len(lines) != 1 || !strings.Contains(lines[0], "as one of 3 processes") {
+				t.Errorf("mpitrace's lines %q, want one saying the analysis runs as one process", lines)
+			}
+		})
+	}
+}

@@ -20,8 +20,14 @@ import (
 const annotSignals = "mpitrace-handles-sigterm"
 
 // handlesSignals marks cmd as one that handles SIGTERM (see run).
-func handlesSignals(cmd *cobra.Command) *cobra.Command {
-	cmd.Annotations = map[string]string{annotSignals: "yes"}
+func handlesSignals(cmd *cobra.Command) *cobra.Command { return annotate(cmd, annotSignals) }
+
+// annotate marks cmd with annotation key.
+func annotate(cmd *cobra.Command, key string) *cobra.Command {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[key] = "yes"
 	return cmd
 }
 
@@ -122,8 +128,14 @@ that decides the run time.
 Commands that read traces take the trace directory as their argument and
 default to traces/.`,
 		Version: Version,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Annotations[annotTraces] != "" {
+				if err := mpiJobError(cmd, os.Getenv); err != nil {
+					return err
+				}
+			}
 			warnDeprecated(cmd, s)
+			return nil
 		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -137,15 +149,15 @@ default to traces/.`,
 	root.AddCommand(
 		handlesSignals(newRecordCmd(s, nil)),
 		newRecorderCmd(s),
-		newDumpCmd(s, nil),
-		newStatsCmd(s, nil),
+		readsTraces(newDumpCmd(s, nil)),
+		readsTraces(newStatsCmd(s, nil)),
 		handlesSignals(newCalibrateCmd(s, nil)),
-		newDotCmd(s, nil),
-		newExportCmd(s, nil),
-		newCritpathCmd(s, nil),
-		newLoopsCmd(s, nil),
-		newRegionsCmd(s, nil),
-		newCheckCmd(s, nil),
+		readsTraces(newDotCmd(s, nil)),
+		readsTraces(newExportCmd(s, nil)),
+		readsTraces(newCritpathCmd(s, nil)),
+		readsTraces(newLoopsCmd(s, nil)),
+		readsTraces(newRegionsCmd(s, nil)),
+		readsTraces(newCheckCmd(s, nil)),
 		newWrapCmd(s, nil),
 		newInstrumentCmd(s, nil),
 		newCCCmd(s, nil),
