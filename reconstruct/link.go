@@ -321,10 +321,6 @@ func (rl *RankLinker) recv(rc recvRec) {
 	i, _ := slices.BinarySearchFunc(rl.pend, rc.post, func(a *linkRecv, p uint32) int { return cmp.Compare(a.post, p) })
 	rl.pend = slices.Insert(rl.pend, i, x)
 	rl.fresh = true
-	if rl.inEv {
-		// At once: pairs are reported in the order of the completions.
-		rl.release()
-	}
 }
 
 func (rl *RankLinker) cancel(id int32) {
@@ -349,18 +345,28 @@ func (rl *RankLinker) unsettledMsg(id int32) *linkSend {
 	return nil
 }
 
-func (rl *RankLinker) defined(ck commKey, members []int32) {
+// defined keeps the first description's members with a log; the pass
+// keeps no list.
+func (rl *RankLinker) defined(ck commKey, members []int32) []int32 {
 	l := rl.l
-	if _, ok := l.members[ck]; ok {
-		return
-	}
-	var m []int32
-	for _, r := range members {
-		if l.logged[r] {
-			m = append(m, r)
+	if _, ok := l.members[ck]; !ok {
+		var m []int32
+		for _, r := range members {
+			if l.logged[r] {
+				m = append(m, r)
+			}
 		}
+		l.members[ck] = m
 	}
-	l.members[ck] = m
+	return nil
+}
+
+// changed passes on the receives a completed receive request held back,
+// before the event's next completion (pairs in completion order).
+func (rl *RankLinker) changed() {
+	if len(rl.pend) > 0 {
+		rl.release()
+	}
 }
 
 // decline: reordering moves the operations, not the records.

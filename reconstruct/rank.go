@@ -213,8 +213,14 @@ type matchHook interface {
 	// settle says message id's request completed (after cancel, when it
 	// was cancelled).
 	settle(id int32)
-	// defined is the rank's description of communicator ck's members.
-	defined(ck commKey, members []int32)
+	// changed says a receive request completed: the receives it held back
+	// may take their places.
+	changed()
+	// defined is the rank's description of communicator ck's members; it
+	// returns the list the pass keeps (one shared by the ranks that
+	// describe ck alike, or none: thousands of ranks each holding the
+	// world's list would cost their number squared).
+	defined(ck commKey, members []int32) []int32
 	// decline says the records cannot be taken as they come (the
 	// operations need reordering).
 	decline(why string)
@@ -345,7 +351,7 @@ func (p *rankPass) defineComm(ev *tracefmt.Event) {
 		slices.Sort(m)
 		p.commDefs[k] = slices.Compact(m)
 		if p.st != nil {
-			p.st.defined(k, p.commDefs[k])
+			p.commDefs[k] = p.st.defined(k, p.commDefs[k])
 		}
 	}
 }
@@ -816,6 +822,33 @@ func (p *rankPass) complete(c *tracefmt.Completion, local uint32, idx int64) {
 		return
 	}
 	isCancelled := c.Flags&spec.CompletionCancelled != 0
+	if e.kind == reqRecv {
+		// The request is over before its record is taken: it holds back
+		// no receive posted after it (gate), and a hook that passes the
+		// receives on at once does so in the order of the completions.
+		x := *e
+		p.endReq(c.Req, e)
+		switch {
+		case x.unknown:
+			// A persistent receive whose starts a loss may hold: which
+			// posting this completes is not known (gaps.go).
+			if isCancelled {
+				p.cancels++
+			} else {
+				p.unplace(unRecv)
+			}
+		case x.persistent && !x.active:
+			// MPI_Wait on an inactive persistent request returns at once.
+		case isCancelled:
+			p.cancels++
+		case x.commOK:
+			p.recvDone(x.comm, x.peer, x.tag, *c, x.bytes, x.post, x.mrecv, local, idx)
+		}
+		if p.st != nil {
+			p.st.changed()
+		}
+		return
+	}
 	switch e.kind {
 	case reqSend:
 		if isCancelled {
@@ -829,23 +862,6 @@ func (p *rankPass) complete(c *tracefmt.Completion, local uint32, idx int64) {
 		if rec >= 0 && p.st != nil {
 			p.st.settle(rec)
 		}
-	case reqRecv:
-		switch {
-		case e.unknown:
-			// A persistent receive whose starts a loss may hold: which
-			// posting this completes is not known (gaps.go).
-			if isCancelled {
-				p.cancels++
-			} else {
-				p.unplace(unRecv)
-			}
-		case e.persistent && !e.active:
-			// MPI_Wait on an inactive persistent request returns at once.
-		case isCancelled:
-			p.cancels++
-		case e.commOK:
-			p.recvDone(e.comm, e.peer, e.tag, *c, e.bytes, e.post, e.mrecv, local, idx)
-		}
 	case reqColl:
 		if e.rec >= 0 {
 			if p.st == nil {
@@ -854,10 +870,16 @@ func (p *rankPass) complete(c *tracefmt.Completion, local uint32, idx int64) {
 			p.addRecv(recvRec{ch: uint32(e.rec), node: local})
 		}
 	}
+	p.endReq(c.Req, e)
+}
+
+// endReq ends request id's activity: a persistent one becomes inactive,
+// another is gone.
+func (p *rankPass) endReq(id uint64, e *reqEntry) {
 	if e.persistent {
 		e.active, e.unknown = false, false
 	} else {
-		p.reqs.del(c.Req)
+		p.reqs.del(id)
 	}
 }
 
@@ -976,14 +998,24 @@ func (p *rankPass) Finish(end rankEnd) {
 			continue
 		}
 		p.pending[e.kind]++
+		// A hook hears of each request in turn (pairs in the order of
+		// the requests): a send's message stays, a receive of known
+		// source and tag takes its place.
 		switch e.kind {
 		case reqSend:
 			if e.rec >= 0 {
 				p.loss.endSend = append(p.loss.endSend, uint32(e.rec))
+				if p.st != nil {
+					p.st.settle(e.rec)
+				}
 			}
 		case reqRecv:
 			p.endRecv(e)
 			p.unfinishedRecv(e)
+			e.active = false // it holds back no receive now (gate)
+			if p.st != nil {
+				p.st.changed()
+			}
 		}
 	}
 	slices.Sort(p.loss.endSend)

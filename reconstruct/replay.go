@@ -831,6 +831,9 @@ func (r *streamRank) unsettle(m *smsg) {
 // settle: the replay asks a message's request when it pairs it (settled).
 func (r *streamRank) settle(int32) {}
 
+// changed: the replay passes receives on after each event (afterEvent).
+func (r *streamRank) changed() {}
+
 func (r *streamRank) cancel(id int32) {
 	l := r.unsettled[r.uh:]
 	if i, ok := slices.BinarySearchFunc(l, id, func(m *smsg, id int32) int { return cmp.Compare(m.id, id) }); ok {
@@ -1046,16 +1049,21 @@ func (r *streamRank) calls(ck commKey) uint32 {
 // defined takes rank r's description of communicator ck's members:
 // Build takes the lowest rank's when they differ, which the replay
 // cannot know before every rank is read.
-func (r *streamRank) defined(ck commKey, members []int32) {
+func (r *streamRank) defined(ck commKey, members []int32) []int32 {
 	e := r.e
 	if e.defs == nil {
 		e.defs = make(map[commKey][]int32)
 	}
-	if d, ok := e.defs[ck]; !ok {
+	d, ok := e.defs[ck]
+	switch {
+	case !ok:
 		e.defs[ck] = members
-	} else if !slices.Equal(d, members) {
+	case slices.Equal(d, members):
+		return d // the first description's, shared
+	default:
 		r.decline(fmt.Sprintf("%s has other members on another rank", commName(ck)))
 	}
+	return members
 }
 
 // members returns communicator ck's members, as rank r knows them.

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -46,8 +47,16 @@ func graphLinks(g *taskgraph.Graph) []string {
 }
 
 // linkerLinks runs a Linker over ranks, interleaving their events as
-// order says: -1 rank after rank, else a random interleaving from seed.
+// order says: -1 rank after rank, else a random interleaving from seed;
+// the links sorted.
 func linkerLinks(ranks []*tracefmt.RankData, seed int) []string {
+	out := linkerOrder(ranks, seed)
+	slices.Sort(out)
+	return out
+}
+
+// linkerOrder is linkerLinks in the order the Linker reports them.
+func linkerOrder(ranks []*tracefmt.RankData, seed int) []string {
 	size := 0
 	var ids []int
 	for _, d := range ranks {
@@ -119,7 +128,6 @@ func linkerLinks(ranks []*tracefmt.RankData, seed int) []string {
 		}
 	}
 	l.Finish()
-	slices.Sort(out)
 	return out
 }
 
@@ -334,5 +342,109 @@ func TestLinkerRandom(t *testing.T) {
 	t.Logf("%d links compared, %d cases skipped", links, skipped)
 	if links < 1000 || skipped > 300 {
 		t.Errorf("the random cases compared %d links and skipped %d cases: too weak a test", links, skipped)
+	}
+}
+
+// TestLinkerCompletionOrder: the Linker reports a call's pairs in the order
+// of its completions (export numbers its flows so): a receive that a
+// wildcard held back takes its message when the wildcard's completion
+// (or cancellation) is read, before the call's next completion pairs, and
+// at the end of a log the requests still live are settled in id order.
+func TestLinkerCompletionOrder(t *testing.T) {
+	const rank0 = `rank 0
+t=100 Call fn=MPI_Init dur=10
+t=200 Send fn=MPI_Send peer=1 tag=0 comm=1 bytes=8 dur=10
+t=300 Send fn=MPI_Send peer=1 tag=0 comm=1 bytes=8 dur=10
+t=400 Recv fn=MPI_Recv peer=1 tag=5 comm=1 bytes=8 src=1 stag=5 sbytes=8 dur=10
+t=900 Call fn=MPI_Finalize dur=10
+end reason=finalize
+`
+	for _, c := range []struct {
+		name, rank1 string
+		want        []string
+	}{
+		{"a wildcard completed", `rank 1
+t=100 Call fn=MPI_Init dur=10
+t=200 Irecv fn=MPI_Irecv peer=-1 tag=0 comm=1 bytes=8 req=1 dur=10
+t=300 Recv fn=MPI_Recv peer=0 tag=0 comm=1 bytes=8 src=0 stag=0 sbytes=8 dur=10
+t=400 Send fn=MPI_Isend peer=0 tag=5 comm=1 bytes=8 req=2 dur=10
+t=500 Complete fn=MPI_Waitall flag=1 completions=[{req=1 src=0 stag=0 sbytes=8 flags=0},{req=2 src=-5 stag=-1 sbytes=0 flags=0}] dur=10
+t=900 Call fn=MPI_Finalize dur=10
+end reason=finalize
+`, []string{"0:1 -> 1:4", "0:2 -> 1:2", "1:3 -> 0:3"}},
+		{"a wildcard cancelled", `rank 1
+t=100 Call fn=MPI_Init dur=10
+t=200 Irecv fn=MPI_Irecv peer=-1 tag=0 comm=1 bytes=8 req=1 dur=10
+t=300 Recv fn=MPI_Recv peer=0 tag=0 comm=1 bytes=8 src=0 stag=0 sbytes=8 dur=10
+t=320 Recv fn=MPI_Recv peer=0 tag=0 comm=1 bytes=8 src=0 stag=0 sbytes=8 dur=10
+t=340 ReqFree fn=MPI_Cancel req=1 dur=10
+t=400 Send fn=MPI_Isend peer=0 tag=5 comm=1 bytes=8 req=2 dur=10
+t=500 Complete fn=MPI_Waitall flag=1 completions=[{req=1 src=-5 stag=-1 sbytes=0 flags=1},{req=2 src=-5 stag=-1 sbytes=0 flags=0}] dur=10
+t=900 Call fn=MPI_Finalize dur=10
+end reason=finalize
+`, []string{"0:1 -> 1:2", "0:2 -> 1:3", "1:5 -> 0:3"}},
+		{"live at the end", `rank 1
+t=100 Call fn=MPI_Init dur=10
+t=150 Recv fn=MPI_Recv peer=0 tag=0 comm=1 bytes=8 src=0 stag=0 sbytes=8 dur=10
+t=200 Irecv fn=MPI_Irecv peer=-1 tag=0 comm=1 bytes=8 req=1 dur=10
+t=300 Recv fn=MPI_Recv peer=0 tag=0 comm=1 bytes=8 src=0 stag=0 sbytes=8 dur=10
+t=400 Send fn=MPI_Isend peer=0 tag=5 comm=1 bytes=8 req=2 dur=10
+t=900 Call fn=MPI_Finalize dur=10
+end reason=finalize
+`, []string{"0:1 -> 1:1", "0:2 -> 1:3", "1:4 -> 0:3"}},
+	} {
+		ranks, err := tracefmt.ParseText(strings.NewReader(rank0 + c.rank1))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := linkerOrder(ranks, -1); !slices.Equal(got, c.want) {
+			t.Errorf("%s: the Linker reports %q, want (completion order) %q", c.name, got, c.want)
+		}
+		checkLinker(t, c.name, ranks)
+	}
+}
+
+// TestLinkerSharedMembers: what a rank costs the Linker does not grow with
+// the size of the communicators its ranks describe: n ranks each listing
+// the n members of a duplicate of MPI_COMM_WORLD, read at once, cost the
+// same per rank at 512 and 2048 ranks (each rank's pass keeping its own
+// list made it grow as n: 2 KB more a rank at 512, 8 KB at 2048).
+func TestLinkerSharedMembers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("thousands of ranks")
+	}
+	perRank := func(n int) float64 {
+		b := testgen.New(n)
+		members := make([]int64, n)
+		for i := range members {
+			members[i] = int64(i)
+		}
+		for r := 0; r < n; r++ {
+			rk := b.Rank(r)
+			rk.Call("MPI_Init")
+			rk.On(rk.CommNew("MPI_Comm_dup", 1, 77, members...)).Barrier()
+		}
+		ranks := ranksOf(t, b)
+		ids := make([]int, n)
+		for i := range ids {
+			ids[i] = i
+		}
+		base := liveHeap()
+		l := reconstruct.NewLinker(n, ids)
+		rls := make([]*reconstruct.RankLinker, n)
+		for i, d := range ranks {
+			rls[i] = l.Rank(d.Header.Rank, &d.Strings)
+			for j := 0; j < 2; j++ { // MPI_Init and the communicator's creation
+				rls[i].Event(&d.Events[j], reconstruct.Endpoint{Rank: i, Event: int64(j)})
+			}
+		}
+		used := int64(liveHeap()) - int64(base)
+		runtime.KeepAlive(rls)
+		return float64(used) / float64(n)
+	}
+	small, large := perRank(512), perRank(2048)
+	t.Logf("%.0f B a rank at 512 ranks, %.0f at 2048", small, large)
+	if large > 1.5*small+512 {
+		t.Errorf("a rank costs %.0f B at 2048 ranks against %.0f at 512: the member lists are held per rank", large, small)
 	}
 }
