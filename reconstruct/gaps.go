@@ -1,6 +1,7 @@
 package reconstruct
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -170,9 +171,11 @@ func (p *rankPass) lossRequests() {
 		}
 		e.active, e.unknown, e.rec = false, true, -1
 	}
-	for _, ch := range slices.Sorted(maps.Keys(p.mprobe)) {
-		for _, post := range p.mprobe[ch] {
-			p.addRecv(recvRec{ch: ch, post: post, node: noNode})
+	keys := slices.SortedFunc(maps.Keys(p.mprobe), func(a, b chanKey) int { return cmp.Compare(p.mprobe[a].ch, p.mprobe[b].ch) })
+	for _, k := range keys {
+		res := p.mprobe[k]
+		for _, post := range res.posts {
+			p.addRecv(recvRec{ch: res.ch, post: post, node: noNode}, k)
 		}
 	}
 	p.mprobe = nil

@@ -115,7 +115,7 @@ type linkSend struct {
 // event completed it.
 type linkRecv struct {
 	post  uint32
-	ch    uint32 // the rank's receive channel
+	key   chanKey // the rank's receive channel
 	hasEP bool
 	ep    Endpoint
 }
@@ -167,7 +167,7 @@ type RankLinker struct {
 func (l *Linker) Rank(rank int, strs *tracefmt.Strings) *RankLinker {
 	rl := &RankLinker{l: l, rank: rank, collSeq: map[commKey]int{}}
 	rl.p = newRankPass(rank, l.size, "", linkOps{rl}, l.names, strs)
-	rl.p.st = rl
+	rl.p.hook(rl)
 	return rl
 }
 
@@ -281,7 +281,7 @@ func (rl *RankLinker) settleAll() {
 // release passes the receives held back that may now take their places.
 func (rl *RankLinker) release() {
 	p := rl.p
-	rl.pend, rl.bl = releaseHeld(p, rl.pend, rl.bl, func(x *linkRecv) (uint32, uint32) { return x.post, x.ch }, func(x *linkRecv, k chanKey) {
+	rl.pend, rl.bl = releaseHeld(p, rl.pend, rl.bl, func(x *linkRecv) (uint32, chanKey) { return x.post, x.key }, func(x *linkRecv, k chanKey) {
 		ch := gkey{comm: p.keys[k.comm], src: k.peer, dst: int32(rl.rank), tag: k.tag}
 		q := rl.l.queue(ch)
 		q.recvs = append(q.recvs, x)
@@ -292,11 +292,11 @@ func (rl *RankLinker) release() {
 
 // The pass's records (matchHook).
 
-func (rl *RankLinker) send(ck commKey, peer int32, tag int64, _ uint32, _ uint64, req uint64, _ uint32, _ int64) int32 {
+func (rl *RankLinker) send(ck commKey, k chanKey, _ uint32, _ uint64, req uint64, _ uint32, _ int64) int32 {
 	if rl.lost || !rl.inEv || rl.sendSeq == math.MaxInt32 {
 		return -1
 	}
-	m := &linkSend{ep: rl.cur, from: rl, ch: gkey{comm: ck, src: int32(rl.rank), dst: peer, tag: tag},
+	m := &linkSend{ep: rl.cur, from: rl, ch: gkey{comm: ck, src: int32(rl.rank), dst: k.peer, tag: k.tag},
 		req: req, id: rl.sendSeq, settled: req == 0}
 	rl.sendSeq++
 	q := rl.l.queue(m.ch)
@@ -310,11 +310,11 @@ func (rl *RankLinker) send(ck commKey, peer int32, tag int64, _ uint32, _ uint64
 	return m.id
 }
 
-func (rl *RankLinker) recv(rc recvRec) {
+func (rl *RankLinker) recv(rc recvRec, k chanKey) {
 	if rc.coll() || rl.lost && rc.post > rl.lostPost {
 		return
 	}
-	x := &linkRecv{post: rc.post, ch: rc.ch}
+	x := &linkRecv{post: rc.post, key: k}
 	if rc.node != noNode && rl.inEv {
 		x.hasEP, x.ep = true, rl.cur
 	}

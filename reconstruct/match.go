@@ -185,7 +185,7 @@ func (b *build) unmatchedSends(ri int) {
 // operation node on receive channel c of the rank of res.
 func (b *build) unmatchedRecv(res *rankResult, c int, node uint32) {
 	p := res.p
-	unmatchedRecvDiag(&res.joinDiags, p, c, b.gb.Rank(p.rank).Event(node), b.missing)
+	unmatchedRecvDiag(&res.joinDiags, p, p.recvCh.keys[c], b.gb.Rank(p.rank).Event(node), b.missing)
 }
 
 // unmatchedSend reports that no receive took the message of send si (on
@@ -193,7 +193,7 @@ func (b *build) unmatchedRecv(res *rankResult, c int, node uint32) {
 func (b *build) unmatchedSend(res *rankResult, c int, si uint32) {
 	p := res.p
 	s := p.sends.at(int(si))
-	unmatchedSendDiag(&res.sendDiags, p, c, b.gb.Rank(p.rank).Event(s.node), s.bytes, b.missing)
+	unmatchedSendDiag(&res.sendDiags, p, p.sendCh.keys[c], b.gb.Rank(p.rank).Event(s.node), s.bytes, b.missing)
 }
 
 // The diagnostics of matching, Build's and the replay's.
@@ -224,10 +224,9 @@ func sizeDiffers(bytes uint64, rc *recvRec) bool {
 }
 
 // unmatchedRecvDiag reports that no message matched the receive on
-// receive channel c of p's rank completed by the call of event ev;
+// receive channel k of p's rank completed by the call of event ev;
 // missing says how to weigh what the sender misses.
-func unmatchedRecvDiag(t *tracefmt.Diagnostics, p *rankPass, c int, ev int64, missing func(int) (tracefmt.Severity, string)) {
-	k := p.recvCh.keys[c]
+func unmatchedRecvDiag(t *tracefmt.Diagnostics, p *rankPass, k chanKey, ev int64, missing func(int) (tracefmt.Severity, string)) {
 	s := int(k.peer)
 	sev, note := missing(s)
 	addDiag(t, sev, CodeUnmatchedRecv, p.rank, p.file,
@@ -235,9 +234,8 @@ func unmatchedRecvDiag(t *tracefmt.Diagnostics, p *rankPass, c int, ev int64, mi
 }
 
 // unmatchedSendDiag reports that no receive took the message of bytes
-// sent on send channel c of p's rank by the call of event ev.
-func unmatchedSendDiag(t *tracefmt.Diagnostics, p *rankPass, c int, ev int64, bytes uint64, missing func(int) (tracefmt.Severity, string)) {
-	k := p.sendCh.keys[c]
+// sent on send channel k of p's rank by the call of event ev.
+func unmatchedSendDiag(t *tracefmt.Diagnostics, p *rankPass, k chanKey, ev int64, bytes uint64, missing func(int) (tracefmt.Severity, string)) {
 	dst := int(k.peer)
 	sev, note := missing(dst)
 	addDiag(t, sev, CodeUnmatchedSend, p.rank, p.file, "event %d: message to rank %d (tag %d, %s, %d bytes) was never received%s",

@@ -37,6 +37,13 @@ type chanTable struct {
 	m     map[chanKey]uint32
 	keys  []chanKey
 	cache *chanCache // allocated with m
+	// limit, when not 0, is the most channels the table remembers: at
+	// limit it forgets them all and numbers on from base (the hooks'
+	// passes, whose records carry their channels: a new tag per
+	// iteration must not make a pass grow with the run). A channel met
+	// again then gets a new, greater number.
+	limit int
+	base  uint32
 }
 
 // chanScan is how many channels a table searches without its map.
@@ -52,6 +59,24 @@ type chanCache [16]struct {
 func (t *chanTable) done() { t.m, t.cache = nil, nil }
 
 func (t *chanTable) id(k chanKey) uint32 {
+	if t.limit > 0 {
+		if len(t.keys) >= t.limit {
+			if i := slices.Index(t.keys, k); i >= 0 && t.m == nil {
+				return t.base + uint32(i)
+			}
+			if id, ok := t.m[k]; ok {
+				return t.base + id
+			}
+			t.base += uint32(len(t.keys))
+			t.keys, t.m, t.cache = t.keys[:0], nil, nil
+		}
+		return t.base + t.local(k)
+	}
+	return t.local(k)
+}
+
+// local numbers k among the keys the table holds.
+func (t *chanTable) local(k chanKey) uint32 {
 	if t.m == nil {
 		for i := range t.keys {
 			if t.keys[i] == k {
@@ -179,7 +204,7 @@ type rankPass struct {
 	// partBase is the index of parts[0] among the rank's collective
 	// calls: 0 for Build; the replay drops the calls it took.
 	partBase int
-	mprobe   map[uint32][]uint32 // receive channel → posting numbers reserved by matched probes
+	mprobe   map[chanKey]*probeRes // receive channel → the posting numbers reserved by matched probes
 	cancels  int
 	pending  [4]int
 	// completes marks the operations of Wait/Test-family calls, which
@@ -188,6 +213,13 @@ type rankPass struct {
 	freedWld  int
 
 	loss lossState // where the log lost events (gaps.go)
+}
+
+// probeRes is what matched probes reserved on a receive channel: the
+// channel's number when the first was read, and the posting numbers.
+type probeRes struct {
+	ch    uint32
+	posts []uint32
 }
 
 const (
@@ -201,13 +233,15 @@ const (
 // communicators' member lists.
 type matchHook interface {
 	// send is a message on communicator ck to world rank peer, sent by
-	// operation node of event ev (req: its request, 0 blocking; ch: its
-	// send channel). It returns the message's number among the rank's,
-	// which cancel names, or -1 when the hook takes no message.
-	send(ck commKey, peer int32, tag int64, node uint32, bytes uint64, req uint64, ch uint32, ev int64) int32
+	// operation node of event ev (req: its request, 0 blocking; k and
+	// ch: its send channel and the channel's number). It returns the
+	// message's number among the rank's, which cancel names, or -1 when
+	// the hook takes no message.
+	send(ck commKey, k chanKey, node uint32, bytes uint64, req uint64, ch uint32, ev int64) int32
 	// recv is a receive completed (or one that takes its place without
-	// completing, node noNode), or a nonblocking collective's completion.
-	recv(rc recvRec)
+	// completing, node noNode) on channel k, or a nonblocking
+	// collective's completion.
+	recv(rc recvRec, k chanKey)
 	// cancel says message id was cancelled.
 	cancel(id int32)
 	// settle says message id's request completed (after cancel, when it
@@ -238,6 +272,16 @@ type opSink interface {
 	SetSites(*tracefmt.Sites)
 	Times(local uint32) (start, end int64)
 	Permute(perm []uint32) error
+}
+
+// hookChans is the most channels of each kind a hooked pass remembers
+// (chanTable.limit; a variable for the tests).
+var hookChans = 256
+
+// hook makes the pass give its matching records to st as they come.
+func (p *rankPass) hook(st matchHook) {
+	p.st = st
+	p.sendCh.limit, p.recvCh.limit = hookChans, hookChans
 }
 
 func newRankPass(rank, size int, file string, rb opSink, names *nameTable, strs *tracefmt.Strings) *rankPass {
@@ -370,11 +414,11 @@ func (p *rankPass) op(name taskgraph.NameID, ev *tracefmt.Event, bytes uint64, i
 	return p.rb.AddOp(taskgraph.Op{Name: name, Kind: ev.Kind, Start: ev.Start, End: ev.End, Bytes: bytes, Event: idx})
 }
 
-// addRecv records a completed (or freed) receive, or a nonblocking
-// collective's completion.
-func (p *rankPass) addRecv(r recvRec) {
+// addRecv records a completed (or freed) receive on channel k, or a
+// nonblocking collective's completion.
+func (p *rankPass) addRecv(r recvRec, k chanKey) {
 	if p.st != nil {
-		p.st.recv(r)
+		p.st.recv(r, k)
 		return
 	}
 	p.recvs.add(r)
@@ -407,9 +451,10 @@ func (p *rankPass) postSend(ck uint32, peer, tag int64, bytes uint64, node uint3
 		p.diag(tracefmt.Error, CodeBadPeer, "event %d: send to rank %d, which is not a world rank of 0..%d", idx, peer, p.size-1)
 		return -1
 	}
-	ch := p.sendCh.id(chanKey{comm: ck, peer: int32(peer), tag: tag})
+	k := chanKey{comm: ck, peer: int32(peer), tag: tag}
+	ch := p.sendCh.id(k)
 	if p.st != nil {
-		return p.st.send(p.keys[ck], int32(peer), tag, node, bytes, req, ch, idx)
+		return p.st.send(p.keys[ck], k, node, bytes, req, ch, idx)
 	}
 	return int32(p.sends.add(sendRec{ch: ch, node: node, bytes: bytes}))
 }
@@ -515,9 +560,9 @@ func (p *rankPass) gate(bl []blocker) recvGate {
 		}
 		g.bl = append(g.bl, blocker{chanKey{comm: q.comm, peer: int32(q.peer), tag: q.tag}, q.post})
 	})
-	for ch, posts := range p.mprobe {
-		for _, post := range posts {
-			g.bl = append(g.bl, blocker{p.recvCh.keys[ch], post})
+	for k, res := range p.mprobe {
+		for _, post := range res.posts {
+			g.bl = append(g.bl, blocker{k, post})
 		}
 	}
 	return g
@@ -541,12 +586,11 @@ func (g *recvGate) holds(post uint32, k chanKey) bool {
 // (sorted by posting number; rec gives a receive's number and receive
 // channel) that the rank's gate no longer holds back. It returns those
 // it still holds, in pend's array, and bl's array for the next call.
-func releaseHeld[T any](p *rankPass, pend []T, bl []blocker, rec func(T) (post, ch uint32), pass func(x T, k chanKey)) ([]T, []blocker) {
+func releaseHeld[T any](p *rankPass, pend []T, bl []blocker, rec func(T) (post uint32, k chanKey), pass func(x T, k chanKey)) ([]T, []blocker) {
 	g := p.gate(bl[:0])
 	keep := pend[:0]
 	for _, x := range pend {
-		post, ch := rec(x)
-		k := p.recvCh.keys[ch]
+		post, k := rec(x)
 		if g.holds(post, k) {
 			keep = append(keep, x)
 			continue
@@ -565,15 +609,15 @@ func (p *rankPass) sendLive(req uint64, id int32) bool {
 }
 
 // takePost returns the posting number of a receive of a matched message
-// (MPI_Mrecv, MPI_Imrecv) on channel ch: the one its matched probe
+// (MPI_Mrecv, MPI_Imrecv) on channel k: the one its matched probe
 // reserved, if any, else a fresh one.
-func (p *rankPass) takePost(ch uint32) uint32 {
-	if q := p.mprobe[ch]; len(q) > 0 {
-		post := q[0]
-		if len(q) == 1 {
-			delete(p.mprobe, ch)
+func (p *rankPass) takePost(k chanKey) uint32 {
+	if res := p.mprobe[k]; res != nil {
+		post := res.posts[0]
+		if len(res.posts) == 1 {
+			delete(p.mprobe, k)
 		} else {
-			p.mprobe[ch] = q[1:]
+			res.posts = res.posts[1:]
 		}
 		return post
 	}
@@ -586,14 +630,15 @@ func (p *rankPass) recvDone(ck uint32, peer, tag int64, st tracefmt.Completion, 
 	if !ok {
 		return
 	}
-	ch := p.recvCh.id(chanKey{comm: ck, peer: int32(src), tag: t})
+	k := chanKey{comm: ck, peer: int32(src), tag: t}
+	ch := p.recvCh.id(k)
 	if mrecv {
-		if len(p.mprobe[ch]) == 0 && p.unplace(unRecv) {
+		if p.mprobe[k] == nil && p.unplace(unRecv) {
 			return // its probe, and with it its place in the order, was lost
 		}
-		post = p.takePost(ch)
+		post = p.takePost(k)
 	}
-	p.addRecv(recvRec{ch: ch, post: post, node: node, sbytes: sat32(st.Bytes), cap: sat32(capacity)})
+	p.addRecv(recvRec{ch: ch, post: post, node: node, sbytes: sat32(st.Bytes), cap: sat32(capacity)}, k)
 }
 
 // Event consumes the rank's next event.
@@ -685,11 +730,17 @@ func (p *rankPass) Event(ev *tracefmt.Event) {
 		if name.cls&clsMprobe != 0 && ev.Flag() == 1 {
 			if ck, ok := p.comm(ev.Comm(), idx); ok {
 				if src, t, ok := p.envelope(ev.Peer(), ev.Tag(), ev.Src(), ev.STag(), idx); ok {
-					ch := p.recvCh.id(chanKey{comm: ck, peer: int32(src), tag: t})
+					k := chanKey{comm: ck, peer: int32(src), tag: t}
+					ch := p.recvCh.id(k) // its place among the channels is here
 					if p.mprobe == nil {
-						p.mprobe = make(map[uint32][]uint32)
+						p.mprobe = make(map[chanKey]*probeRes)
 					}
-					p.mprobe[ch] = append(p.mprobe[ch], p.nextPost())
+					res := p.mprobe[k]
+					if res == nil {
+						res = &probeRes{ch: ch}
+						p.mprobe[k] = res
+					}
+					res.posts = append(res.posts, p.nextPost())
 				}
 			}
 		}
@@ -867,7 +918,7 @@ func (p *rankPass) complete(c *tracefmt.Completion, local uint32, idx int64) {
 			if p.st == nil {
 				p.parts[e.rec].done = local
 			}
-			p.addRecv(recvRec{ch: uint32(e.rec), node: local})
+			p.addRecv(recvRec{ch: uint32(e.rec), node: local}, chanKey{})
 		}
 	}
 	p.endReq(c.Req, e)
@@ -982,8 +1033,8 @@ func (p *rankPass) unfinishedRecv(e *reqEntry) bool {
 		p.freedWld++
 		return false
 	}
-	ch := p.recvCh.id(chanKey{comm: e.comm, peer: int32(e.peer), tag: e.tag})
-	p.addRecv(recvRec{ch: ch, post: e.post, node: noNode, cap: sat32(e.bytes)})
+	k := chanKey{comm: e.comm, peer: int32(e.peer), tag: e.tag}
+	p.addRecv(recvRec{ch: p.recvCh.id(k), post: e.post, node: noNode, cap: sat32(e.bytes)}, k)
 	return true
 }
 

@@ -232,7 +232,7 @@ func newEngine(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*engine, 
 			file = tr.Name()
 		}
 		r.p = newRankPass(r.rank, size, file, r, e.names, r.src.Strings())
-		r.p.st = r
+		r.p.hook(r)
 		if opts.Observe != nil {
 			r.observe = opts.Observe(r.src.Header(), r.src.Strings())
 		}
@@ -388,6 +388,7 @@ func (e *engine) channel(r *streamRank, key pchanKey) *pchan {
 // unmatchedRecv is a receive no message matched.
 type unmatchedRecv struct {
 	ch   uint32
+	key  chanKey
 	post uint32
 	ev   int64
 }
@@ -406,10 +407,11 @@ type sizeMismatch struct {
 type smsg struct {
 	from      int32 // sender's index
 	id        int32
-	ch        uint32 // the sender's send channel
-	ev        int64  // the sending call's event
-	node      uint32 // sending operation
-	item      uint32 // its item on the path record, once replayed
+	ch        uint32  // the sender's send channel's number
+	key       chanKey // and the channel
+	ev        int64   // the sending call's event
+	node      uint32  // sending operation
+	item      uint32  // its item on the path record, once replayed
 	bytes     uint64
 	req       uint64 // 0: a blocking send, settled
 	val       float64
@@ -430,9 +432,10 @@ type smsg struct {
 type srecv struct {
 	rank   int32 // receiver's index
 	post   uint32
-	ch     uint32 // the receiver's channel
-	seq    uint32 // its place in completion order
-	ev     int64  // the completing call's event, -1: none
+	ch     uint32  // the receiver's channel's number
+	key    chanKey // and the channel
+	seq    uint32  // its place in completion order
+	ev     int64   // the completing call's event, -1: none
 	sbytes uint32
 	cap    uint32
 	state  uint8
@@ -774,13 +777,14 @@ func (r *streamRank) decline(why string) {
 func (r *streamRank) op(local uint32) *sop { return &r.q[local-r.qbase] }
 
 // send is a message on communicator ck to world rank peer.
-func (r *streamRank) send(ck commKey, peer int32, tag int64, node uint32, bytes uint64, req uint64, ch uint32, ev int64) int32 {
+func (r *streamRank) send(ck commKey, k chanKey, node uint32, bytes uint64, req uint64, ch uint32, ev int64) int32 {
+	peer, tag := k.peer, k.tag
 	if r.sendSeq == math.MaxInt32 {
 		r.decline("more than 2^31 messages sent")
 		return -1
 	}
 	o := r.op(node)
-	m := &smsg{from: r.idx, id: r.sendSeq, node: node, bytes: bytes, req: req, settled: req == 0, ch: ch, ev: ev,
+	m := &smsg{from: r.idx, id: r.sendSeq, node: node, bytes: bytes, req: req, settled: req == 0, ch: ch, key: k, ev: ev,
 		start: o.start, end: o.end, sname: o.name, ssite: o.site, dst: peer}
 	r.sendSeq++
 	r.outbox = append(r.outbox, m)
@@ -842,7 +846,7 @@ func (r *streamRank) cancel(id int32) {
 }
 
 // recv takes a receive record of the pass.
-func (r *streamRank) recv(rc recvRec) {
+func (r *streamRank) recv(rc recvRec, k chanKey) {
 	if rc.coll() {
 		nb := r.nbLive[int32(rc.ch)]
 		in := nb.in
@@ -856,7 +860,7 @@ func (r *streamRank) recv(rc recvRec) {
 		}
 		return
 	}
-	x := &srecv{rank: r.idx, post: rc.post, ch: rc.ch, seq: r.recvSeq, ev: -1, sbytes: rc.sbytes, cap: rc.cap}
+	x := &srecv{rank: r.idx, post: rc.post, ch: rc.ch, key: k, seq: r.recvSeq, ev: -1, sbytes: rc.sbytes, cap: rc.cap}
 	r.recvSeq++
 	if rc.node != noNode {
 		o := r.op(rc.node)
@@ -905,7 +909,7 @@ func (e *engine) afterEvent(r *streamRank) {
 // is settled to their channels (rankPass.gate).
 func (e *engine) release(r *streamRank) {
 	p := r.p
-	r.pend, r.bl = releaseHeld(p, r.pend, r.bl, func(x *srecv) (uint32, uint32) { return x.post, x.ch }, func(x *srecv, k chanKey) {
+	r.pend, r.bl = releaseHeld(p, r.pend, r.bl, func(x *srecv) (uint32, chanKey) { return x.post, x.key }, func(x *srecv, k chanKey) {
 		x.src = k.peer
 		x.state = recvReleased
 		x.c = e.channel(r, pchanKey{ck: p.keys[k.comm], src: k.peer, dst: int32(r.rank), tag: k.tag})
@@ -1266,7 +1270,7 @@ func (e *engine) resolve(r *streamRank, x *srecv) bool {
 				if x.state == recvReleased {
 					x.state = recvUnmatched
 					if x.ev >= 0 {
-						r.unmatched = append(r.unmatched, unmatchedRecv{ch: x.ch, post: x.post, ev: x.ev})
+						r.unmatched = append(r.unmatched, unmatchedRecv{ch: x.ch, key: x.key, post: x.post, ev: x.ev})
 					}
 				}
 				continue
@@ -2266,7 +2270,7 @@ func (e *engine) diagnostics() *tracefmt.Diagnostics {
 			return cmp.Compare(a.post, b.post)
 		})
 		for _, u := range r.unmatched {
-			unmatchedRecvDiag(&t, r.p, int(u.ch), u.ev, e.missing)
+			unmatchedRecvDiag(&t, r.p, u.key, u.ev, e.missing)
 		}
 		slices.SortFunc(r.sizes, func(a, b sizeMismatch) int { return cmp.Compare(a.seq, b.seq) })
 		for i := range r.sizes {
@@ -2296,7 +2300,7 @@ func (e *engine) diagnostics() *tracefmt.Diagnostics {
 			return cmp.Compare(a.id, b.id)
 		})
 		for _, m := range l {
-			unmatchedSendDiag(&t, r.p, int(m.ch), m.ev, m.bytes, e.missing)
+			unmatchedSendDiag(&t, r.p, m.key, m.ev, m.bytes, e.missing)
 		}
 		d.Merge(&t)
 	}

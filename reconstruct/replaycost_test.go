@@ -6,6 +6,7 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
 // replayPeak replays testgen.Halo(ranks, iters) from its directory, each
@@ -14,7 +15,12 @@ import (
 // collection every 4096 events.
 func replayPeak(t *testing.T, ranks, iters int) int64 {
 	t.Helper()
-	tr := haloTrace(t, ranks, iters)
+	return replayPeakOf(t, haloTrace(t, ranks, iters))
+}
+
+// replayPeakOf is replayPeak of trace tr.
+func replayPeakOf(t *testing.T, tr *tracefmt.Trace) int64 {
+	t.Helper()
 	base := int64(liveHeap())
 	var peak int64
 	events := 0
@@ -55,5 +61,43 @@ func TestReplayRankCost(t *testing.T) {
 	t.Logf("peak %d B for %d ranks, %d B for %d: %d B a rank", p1, small, p2, large, per)
 	if per > limit {
 		t.Errorf("the replay holds %d B a rank at its peak, want at most %d", per, limit)
+	}
+}
+
+// TestReplayManyTags: a program that sends each message on a new tag
+// (tag = iteration) does not make the replay grow with its length: each
+// rank's pass remembers a bounded number of channels (it used to keep
+// every channel, about 100 bytes a tag).
+func TestReplayManyTags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hundreds of thousands of messages")
+	}
+	peak := func(n int) int64 {
+		b := testgen.New(2)
+		r0, r1 := b.Rank(0), b.Rank(1)
+		r0.Call("MPI_Init")
+		r1.Call("MPI_Init")
+		for i := range n { // a ping-pong: neither rank runs ahead
+			r0.Send(1, int64(i), 8)
+			r1.Recv(0, int64(i), 8)
+			r1.Send(0, int64(i), 8)
+			r0.Recv(1, int64(i), 8)
+		}
+		r0.Call("MPI_Finalize")
+		r1.Call("MPI_Finalize")
+		dir := t.TempDir()
+		if err := b.WriteDir(dir); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := tracefmt.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return replayPeakOf(t, tr)
+	}
+	small, large := peak(50_000), peak(200_000)
+	t.Logf("peak heap %d KB at 50,000 tags, %d KB at 200,000", small>>10, large>>10)
+	if large > small+small/2+256<<10 { // 3 times as much before
+		t.Errorf("peak heap %d KB at 200,000 tags against %d KB at 50,000: the replay grows with the tags", large>>10, small>>10)
 	}
 }

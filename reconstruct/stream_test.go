@@ -448,3 +448,47 @@ func TestLinkerSharedMembers(t *testing.T) {
 		t.Errorf("a rank costs %.0f B at 2048 ranks against %.0f at 512: the member lists are held per rank", large, small)
 	}
 }
+
+// TestLinkerManyTags: a program that sends each message on a new tag
+// (tag = iteration) does not make the Linker grow with its length: each
+// rank's pass remembers a bounded number of channels (it used to keep
+// every channel: about 100 bytes a tag).
+func TestLinkerManyTags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hundreds of thousands of messages")
+	}
+	held := func(n int) int64 {
+		b := testgen.New(2)
+		r0, r1 := b.Rank(0), b.Rank(1)
+		r0.Call("MPI_Init")
+		r1.Call("MPI_Init")
+		for i := range n {
+			r0.Send(1, int64(i), 8)
+			r1.Recv(0, int64(i), 8)
+		}
+		r0.Call("MPI_Finalize")
+		r1.Call("MPI_Finalize")
+		ranks := ranksOf(t, b)
+		base := int64(liveHeap())
+		pairs := 0
+		l := reconstruct.NewLinker(2, []int{0, 1})
+		l.Message = func(_, _ *reconstruct.Endpoint) { pairs++ }
+		rls := []*reconstruct.RankLinker{l.Rank(0, &ranks[0].Strings), l.Rank(1, &ranks[1].Strings)}
+		for j := range ranks[0].Events {
+			for r := range rls {
+				rls[r].Event(&ranks[r].Events[j], reconstruct.Endpoint{Rank: r, Event: int64(j)})
+			}
+		}
+		used := int64(liveHeap()) - base
+		if pairs != n {
+			t.Fatalf("%d tags: %d messages paired", n, pairs)
+		}
+		runtime.KeepAlive(rls)
+		return used
+	}
+	small, large := held(20_000), held(200_000)
+	t.Logf("the Linker holds %d KB after 20,000 tags, %d KB after 200,000", small>>10, large>>10)
+	if large > small+1<<20 {
+		t.Errorf("the Linker holds %d KB after 200,000 tags against %d KB after 20,000: it grows with the tags", large>>10, small>>10)
+	}
+}
