@@ -21,8 +21,14 @@ func liveHeap() uint64 {
 // haloTrace writes testgen.Halo(ranks, iters) to a directory and opens it.
 func haloTrace(t *testing.T, ranks, iters int) *tracefmt.Trace {
 	t.Helper()
+	return openBuilt(t, testgen.Halo(ranks, iters, 1))
+}
+
+// openBuilt writes the trace b built to a directory and opens it.
+func openBuilt(t *testing.T, b *testgen.Builder) *tracefmt.Trace {
+	t.Helper()
 	dir := t.TempDir()
-	if err := testgen.Halo(ranks, iters, 1).WriteDir(dir); err != nil {
+	if err := b.WriteDir(dir); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := tracefmt.OpenDir(dir)

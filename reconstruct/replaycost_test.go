@@ -6,7 +6,6 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/latency"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/tracefmt"
-	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
 // replayPeak replays testgen.Halo(ranks, iters) from its directory, each
@@ -72,29 +71,7 @@ func TestReplayManyTags(t *testing.T) {
 	if testing.Short() {
 		t.Skip("hundreds of thousands of messages")
 	}
-	peak := func(n int) int64 {
-		b := testgen.New(2)
-		r0, r1 := b.Rank(0), b.Rank(1)
-		r0.Call("MPI_Init")
-		r1.Call("MPI_Init")
-		for i := range n { // a ping-pong: neither rank runs ahead
-			r0.Send(1, int64(i), 8)
-			r1.Recv(0, int64(i), 8)
-			r1.Send(0, int64(i), 8)
-			r0.Recv(1, int64(i), 8)
-		}
-		r0.Call("MPI_Finalize")
-		r1.Call("MPI_Finalize")
-		dir := t.TempDir()
-		if err := b.WriteDir(dir); err != nil {
-			t.Fatal(err)
-		}
-		tr, err := tracefmt.OpenDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return replayPeakOf(t, tr)
-	}
+	peak := func(n int) int64 { return replayPeakOf(t, openBuilt(t, tagsTrace(n, true))) }
 	small, large := peak(50_000), peak(200_000)
 	t.Logf("peak heap %d KB at 50,000 tags, %d KB at 200,000", small>>10, large>>10)
 	if large > small+small/2+256<<10 { // 3 times as much before
