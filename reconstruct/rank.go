@@ -49,7 +49,9 @@ type chanTable struct {
 // chanScan is how many channels a table searches without its map.
 const chanScan = 8
 
-type chanCache [16]struct {
+type chanCache [16]chanSlot
+
+type chanSlot struct {
 	k  chanKey
 	id uint32
 	ok bool
@@ -59,23 +61,46 @@ type chanCache [16]struct {
 func (t *chanTable) done() { t.m, t.cache = nil, nil }
 
 func (t *chanTable) id(k chanKey) uint32 {
-	if t.limit > 0 {
-		if len(t.keys) >= t.limit {
-			if i := slices.Index(t.keys, k); i >= 0 && t.m == nil {
-				return t.base + uint32(i)
-			}
-			if id, ok := t.m[k]; ok {
-				return t.base + id
-			}
-			t.base += uint32(len(t.keys))
-			t.keys, t.m, t.cache = t.keys[:0], nil, nil
+	if t.limit > 0 && len(t.keys) >= t.limit {
+		if id, ok := t.find(k); ok {
+			return t.base + id
 		}
-		return t.base + t.local(k)
+		// Full: forget the channels, keeping the room of the map and of
+		// the cache.
+		t.base += uint32(len(t.keys))
+		t.keys = t.keys[:0]
+		if t.m != nil {
+			clear(t.m)
+			*t.cache = chanCache{}
+		}
 	}
-	return t.local(k)
+	return t.base + t.local(k)
 }
 
-// local numbers k among the keys the table holds.
+// slot is k's entry in the cache.
+func (t *chanTable) slot(k chanKey) *chanSlot {
+	return &t.cache[(uint32(k.peer)*31+uint32(k.tag)*7+k.comm)&15]
+}
+
+// find returns k's number among the keys the table holds, without adding
+// it.
+func (t *chanTable) find(k chanKey) (uint32, bool) {
+	if t.m == nil {
+		i := slices.Index(t.keys, k)
+		return uint32(i), i >= 0
+	}
+	c := t.slot(k)
+	if c.ok && c.k == k {
+		return c.id, true
+	}
+	id, ok := t.m[k]
+	if ok {
+		c.k, c.id, c.ok = k, id, true
+	}
+	return id, ok
+}
+
+// local numbers k among the keys the table holds, adding it when new.
 func (t *chanTable) local(k chanKey) uint32 {
 	if t.m == nil {
 		for i := range t.keys {
@@ -94,8 +119,7 @@ func (t *chanTable) local(k chanKey) uint32 {
 		}
 		return id
 	}
-	h := (uint32(k.peer)*31 + uint32(k.tag)*7 + k.comm) & 15
-	c := &t.cache[h]
+	c := t.slot(k)
 	if c.ok && c.k == k {
 		return c.id
 	}
