@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mpitrace/mpitrace/internal/ccache"
 	"github.com/mpitrace/mpitrace/recorder/wrap"
 )
 
@@ -112,9 +113,9 @@ func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
 	if err != nil {
 		return nil, fmt.Errorf("internal error: generating the recorder's wrappers: %w", err)
 	}
-	show := compilerIdentity(ctx, cc)
+	show := ccache.Identity(ctx, cc)
 	h := sha256.New()
-	fmt.Fprintf(h, "mpitrace recorder %s\ncompiler %s\nshow %s\nsources %s\n", Version, resolvedCompiler(cc), show, SourceHash())
+	fmt.Fprintf(h, "mpitrace recorder %s\ncompiler %s\nshow %s\nsources %s\n", Version, ccache.Resolved(cc), show, SourceHash())
 	// Line markers name the preprocessor's temporary input file: leave
 	// them out so the key depends on the header's content only.
 	for _, line := range strings.Split(header, "\n") {
@@ -160,38 +161,6 @@ func Build(ctx context.Context, opts BuildOptions) (*Library, error) {
 	return lib, nil
 }
 
-// compileInto runs the compiler cc with args in the build directory tmp
-// and installs tmp as lib.Dir; a failed build's directory is kept as
-// lib.Dir+".failed" with its build.log.
-func compileInto(ctx context.Context, cc string, args []string, tmp string, lib *Library, force bool) error {
-	cmd := exec.CommandContext(ctx, cc, args...)
-	cmd.Dir = tmp
-	out, err := cmd.CombinedOutput()
-	_ = os.WriteFile(filepath.Join(tmp, "build.log"), append([]byte(cc+" "+strings.Join(args, " ")+"\n"), out...), 0o644)
-	if err != nil {
-		failed := lib.Dir + ".failed"
-		_ = os.RemoveAll(failed)
-		if os.Rename(tmp, failed) != nil {
-			failed = tmp
-		}
-		return compileError(cc, out, err, filepath.Join(failed, "build.log"))
-	}
-	if err := os.Rename(tmp, lib.Dir); err != nil {
-		// Another build finished first, or Force replaces an old one.
-		if force {
-			_ = os.RemoveAll(lib.Dir)
-			if err2 := os.Rename(tmp, lib.Dir); err2 == nil {
-				return nil
-			}
-		}
-		if _, err2 := os.Stat(lib.Path); err2 == nil {
-			return nil
-		}
-		return fmt.Errorf("installing the recorder into %s: %w", lib.Dir, err)
-	}
-	return nil
-}
-
 // wrapOptions generate the recorder's wrappers. Fortran bindings make
 // Fortran programs (mpif.h and "use mpi") recorded like C ones: each
 // Fortran entry point converts its arguments and calls the recorder's C
@@ -226,64 +195,23 @@ func recorderExclusions() []wrap.Exclusion {
 	return ex
 }
 
-// resolvedCompiler is the compiler wrapper as a cache key: its file, with
-// links resolved, and its flags. mpicc, mpicc.openmpi and
-// /usr/bin/mpicc.openmpi name one compiler and share one build.
-func resolvedCompiler(cc []string) string {
-	p, err := exec.LookPath(cc[0])
-	if err == nil {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			p = r
-		}
-		if a, err := filepath.Abs(p); err == nil {
-			p = a
-		}
-	} else {
-		p = cc[0]
-	}
-	return strings.Join(append([]string{p}, cc[1:]...), " ")
-}
-
-// compilerIdentity is what the compiler wrapper says it runs: the underlying
-// compiler and flags (`-show` for MPICH, `-showme` for Open MPI) and its
-// version, so a different MPI installation gets a different cache entry.
-func compilerIdentity(ctx context.Context, cc []string) string {
-	var parts []string
-	for _, flag := range []string{"-showme", "-show", "--version"} {
-		out, err := exec.CommandContext(ctx, cc[0], append(append([]string{}, cc[1:]...), flag)...).Output()
-		if err == nil {
-			parts = append(parts, strings.TrimSpace(string(out)))
-		}
-	}
-	return strings.Join(parts, "\n")
+// compileInto compiles the recorder with cc and args in tmp and installs
+// it as lib.Dir (ccache.Install).
+func compileInto(ctx context.Context, cc string, args []string, tmp string, lib *Library, force bool) error {
+	return ccache.Install(ctx, cc, args, tmp, lib.Dir, lib.Path, "recorder", force, func(out []byte, err error, log string) error {
+		return compileError(cc, out, err, log)
+	})
 }
 
 // buildDir makes a temporary build directory in the cache, with the
 // recorder sources in it.
 func buildDir(cache, key string) (string, error) {
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", fmt.Errorf("creating the recorder cache: %w (set MPITRACE_CACHE to a writable directory)", err)
-	}
-	tmp, err := os.MkdirTemp(cache, key+".tmp")
-	if err != nil {
-		return "", fmt.Errorf("creating the recorder cache: %w (set MPITRACE_CACHE to a writable directory)", err)
-	}
-	if err := writeSources(tmp); err != nil {
-		os.RemoveAll(tmp)
-		return "", err
-	}
-	return tmp, nil
-}
-
-func writeSources(dir string) error {
+	files := map[string][]byte{}
 	names, _ := fs.Glob(sources, "c/*")
 	for _, n := range names {
-		b, _ := sources.ReadFile(n)
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(n)), b, 0o644); err != nil {
-			return fmt.Errorf("writing the recorder sources: %w", err)
-		}
+		files[filepath.Base(n)], _ = sources.ReadFile(n)
 	}
-	return nil
+	return ccache.NewBuild(cache, key, "recorder", files)
 }
 
 // compileError turns a compiler failure into one actionable message.
@@ -295,17 +223,7 @@ func compileError(cc string, out []byte, err error, logPath string) error {
 	case strings.Contains(text, "cannot find -lzstd"):
 		return fmt.Errorf("building the recorder with %s: libzstd not found: install libzstd-dev (apt-get install libzstd-dev)", cc)
 	}
-	first := ""
-	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, "error") {
-			first = strings.TrimSpace(l)
-			break
-		}
-	}
-	if first == "" {
-		first = err.Error()
-	}
-	return fmt.Errorf("building the recorder with %s failed: %s (full log: %s)", cc, first, logPath)
+	return fmt.Errorf("building the recorder with %s failed: %s (full log: %s)", cc, ccache.FirstError(out, err), logPath)
 }
 
 // Sources returns the embedded recorder sources by base name (for tests and
@@ -348,7 +266,7 @@ func BuildCore(ctx context.Context, cc string, opts BuildOptions) (*Library, err
 		return nil, fmt.Errorf("C compiler %q not found on PATH: install one (apt-get install gcc) or set CC", ccw[0])
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "mpitrace core recorder %s\ncompiler %s\nshow %s\nsources %s\n", Version, resolvedCompiler(ccw), compilerIdentity(ctx, ccw), SourceHash())
+	fmt.Fprintf(h, "mpitrace core recorder %s\ncompiler %s\nshow %s\nsources %s\n", Version, ccache.Resolved(ccw), ccache.Identity(ctx, ccw), SourceHash())
 	key := "core-" + hex.EncodeToString(h.Sum(nil))[:20]
 	dir := filepath.Join(opts.CacheDir, key)
 	lib := &Library{Path: filepath.Join(dir, CoreLibraryName), Dir: dir, Key: key, MPICC: cc}
