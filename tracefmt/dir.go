@@ -124,36 +124,82 @@ type UnfinishedCall struct {
 // data loss), a rank of 0..size-1 without a usable file (missing_rank,
 // data loss), a file named for another rank (file_name_rank, warning).
 func OpenDir(dir string) (*Trace, error) {
+	l, err := ListDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return l.Open(l.ReadHeaders(0, len(l.Names)))
+}
+
+// Listing is a trace directory's rank files before their headers are
+// read: OpenDir is ListDir, ReadHeaders and Open, which the processes of
+// an analysis run as an MPI job split, each reading the headers of its
+// own files and all of them opening the trace from every file's.
+type Listing struct {
+	Dir string
+	// Names are the rank-*.mpit files' names, sorted.
+	Names    []string
+	manifest *Manifest
+	diags    Diagnostics
+}
+
+// ListDir lists a trace directory's rank files and reads its manifest
+// (OpenDir's first step).
+func ListDir(dir string) (*Listing, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	t := &Trace{Dir: dir}
-	var names []string
+	l := &Listing{Dir: dir}
 	for _, e := range ents {
 		if rankFileRE.MatchString(e.Name()) {
-			names = append(names, e.Name())
+			l.Names = append(l.Names, e.Name())
 		}
 	}
-	slices.Sort(names)
+	slices.Sort(l.Names)
 	m, merr := ReadManifest(dir)
 	switch {
 	case merr == nil:
-		t.Manifest = m
+		l.manifest = m
 	case errors.Is(merr, os.ErrNotExist):
 	default:
-		t.dirDiags.Add(Diagnostic{Severity: Warning, Code: CodeBadManifest, Rank: -1, File: filepath.Join(dir, ManifestName), Block: -1, Offset: -1,
+		l.diags.Add(Diagnostic{Severity: Warning, Code: CodeBadManifest, Rank: -1, File: filepath.Join(dir, ManifestName), Block: -1, Offset: -1,
 			Message: fmt.Sprintf("cannot read the manifest: %v", errors.Unwrap(merr))})
 	}
-	if len(names) == 0 {
+	if len(l.Names) == 0 {
 		return nil, fmt.Errorf("%s: no rank-*.mpit files: not a trace directory (record one with mpitrace record)", dir)
 	}
+	return l, nil
+}
+
+// HeaderResult is what reading one rank file's header gave.
+type HeaderResult struct {
+	Header Header
+	Err    error
+}
+
+// ReadHeaders reads the headers of files Names[lo:hi].
+func (l *Listing) ReadHeaders(lo, hi int) []HeaderResult {
+	res := make([]HeaderResult, hi-lo)
+	for i := range res {
+		res[i].Header, res[i].Err = ReadHeader(filepath.Join(l.Dir, l.Names[lo+i]))
+	}
+	return res
+}
+
+// Open opens the trace from every file's header (headers[i] is
+// Names[i]'s): it checks that the files belong together and reports the
+// damage OpenDir reports.
+func (l *Listing) Open(headers []HeaderResult) (*Trace, error) {
+	dir := l.Dir
+	t := &Trace{Dir: dir, Manifest: l.manifest}
+	t.dirDiags.Merge(&l.diags)
 	byRank := make(map[int]*RankFile)
 	var first *RankFile
 	var firstErr error // why the first skipped file was skipped
-	for _, name := range names {
+	for i, name := range l.Names {
 		path := filepath.Join(dir, name)
-		h, err := ReadHeader(path)
+		h, err := headers[i].Header, headers[i].Err
 		if err != nil {
 			// Empty, foreign, damaged or too new: the file is skipped
 			// and its rank counts as missing, whatever the reason.
@@ -188,10 +234,10 @@ func OpenDir(dir string) (*Trace, error) {
 		}
 	}
 	if first == nil {
-		if len(names) == 1 {
+		if len(l.Names) == 1 {
 			return nil, firstErr
 		}
-		return nil, &noUsableFileError{dir: dir, n: len(names), first: firstErr}
+		return nil, &noUsableFileError{dir: dir, n: len(l.Names), first: firstErr}
 	}
 	t.RunID = first.Header.RunID
 	t.Size = first.Header.Size
