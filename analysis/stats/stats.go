@@ -306,6 +306,15 @@ func unfinished(r *tracefmt.RankReader, origin, last int64) []Unfinished {
 
 // OfTrace profiles every rank of t, concurrently.
 func OfTrace(t *tracefmt.Trace) (*Profile, error) {
+	ranks, err := RanksOf(t)
+	if err != nil {
+		return nil, err
+	}
+	return Merge(ranks), nil
+}
+
+// RanksOf profiles every rank of t, concurrently (in no order).
+func RanksOf(t *tracefmt.Trace) ([]*Rank, error) {
 	var (
 		mu    sync.Mutex
 		ranks []*Rank
@@ -320,10 +329,7 @@ func OfTrace(t *tracefmt.Trace) (*Profile, error) {
 		mu.Unlock()
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return Merge(ranks), nil
+	return ranks, err
 }
 
 // Merge builds the profile of the given ranks (in any order).
