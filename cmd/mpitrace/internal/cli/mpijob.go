@@ -40,8 +40,12 @@ func mpiJobError(cmd *cobra.Command, getenv func(string) string) error {
 		if err == nil && rank != 0 {
 			return &ExitCodeError{Code: ExitUsage}
 		}
-		return &ExitCodeError{Code: ExitUsage, Err: fmt.Errorf("%s: started by %s as one of %d processes (%s=%d): the analysis runs as one process; run 'mpitrace %s' without the launcher",
-			cmd.Name(), v.launcher, size, v.size, size, cmd.Name())}
+		how := fmt.Sprintf("run 'mpitrace %s' without the launcher", cmd.Name())
+		if cmd.Flags().Lookup("mpi") != nil {
+			how += ", or add --mpi to run it as an MPI job (each process reads a group of ranks)"
+		}
+		return &ExitCodeError{Code: ExitUsage, Err: fmt.Errorf("%s: started by %s as one of %d processes (%s=%d): the analysis runs as one process; %s",
+			cmd.Name(), v.launcher, size, v.size, size, how)}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mpitrace/mpitrace/internal/mpicomm"
 	"io"
 	"os"
 	"os/signal"
@@ -76,18 +77,33 @@ func run(ctx context.Context, args []string, s *Streams) int {
 	if err == nil {
 		return ExitOK
 	}
+	// Under --mpi, one line for the whole job: process 0's, every
+	// process with the same status (runMPI has the others' agree with
+	// process 0's; some launchers combine the statuses of the processes).
+	quiet := false
+	if cmd != nil {
+		if mpi, _ := cmd.Flags().GetBool("mpi"); mpi {
+			rank, _, _ := mpicomm.JobSize(os.Getenv)
+			quiet = rank != 0
+		}
+	}
+	say := func(format string, args ...any) {
+		if !quiet {
+			fmt.Fprintf(s.Err, format, args...)
+		}
+	}
 	var ec *ExitCodeError
 	if errors.As(err, &ec) {
 		if ec.Err != nil {
-			fmt.Fprintf(s.Err, "mpitrace: %s\n", ec.Err)
+			say("mpitrace: %s\n", ec.Err)
 		}
 		return ec.Code
 	}
-	fmt.Fprintf(s.Err, "mpitrace: %s\n", err)
+	say("mpitrace: %s\n", err)
 	var fe *FlagError
 	if errors.As(err, &fe) || isCobraUsageError(err) {
 		if cmd != nil {
-			fmt.Fprintf(s.Err, "usage: %s\nRun '%s --help' for more.\n", cmd.UseLine(), cmd.CommandPath())
+			say("usage: %s\nRun '%s --help' for more.\n", cmd.UseLine(), cmd.CommandPath())
 		}
 		return ExitUsage
 	}
@@ -129,7 +145,7 @@ Commands that read traces take the trace directory as their argument and
 default to traces/.`,
 		Version: Version,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if cmd.Annotations[annotTraces] != "" {
+			if mpi, _ := cmd.Flags().GetBool("mpi"); cmd.Annotations[annotTraces] != "" && !mpi {
 				if err := mpiJobError(cmd, os.Getenv); err != nil {
 					return err
 				}

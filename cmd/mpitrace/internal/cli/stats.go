@@ -20,6 +20,7 @@ type statsOptions struct {
 	By      string // "function" or "callsite"
 	traceFlags
 	siteFlags
+	mpi mpiFlags
 }
 
 func newStatsCmd(s *Streams, runF func(context.Context, *statsOptions) error) *cobra.Command {
@@ -66,7 +67,7 @@ trace has errors, and with --strict 3 when it lost data.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runStats(opts, s)
+			return runStats(cmd.Context(), opts, s)
 		},
 	}
 	f := cmd.Flags()
@@ -75,25 +76,38 @@ trace has errors, and with --strict 3 when it lost data.`,
 	f.IntVar(&opts.Top, "top", 0, "show at most this many functions (call sites) per table (0: all)")
 	f.StringVar(&opts.By, "by", "function", "group the calls by `function` or by callsite (mpiP's call-site table)")
 	addSiteFlags(f, &opts.siteFlags)
+	addMPIFlags(f, &opts.mpi)
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
 	return cmd
 }
 
-func runStats(opts *statsOptions, s *Streams) error {
+func runStats(ctx context.Context, opts *statsOptions, s *Streams) error {
 	if opts.Top < 0 {
 		return flagErrorf("--top must be 0 or more")
 	}
-	bySite := false
 	switch opts.By {
-	case "function", "":
-	case "callsite":
-		bySite = true
+	case "function", "", "callsite":
 	default:
 		return flagErrorf("--by %q: group by function or callsite", opts.By)
+	}
+	if err := opts.mpi.check(); err != nil {
+		return err
 	}
 	resolver, err := opts.resolver()
 	if err != nil {
 		return err
+	}
+	if opts.mpi.MPI {
+		if err := checkTraceDir(opts.Dir); err != nil {
+			return err
+		}
+		return runMPI(ctx, s, opts.Dir, &opts.mpi, func(j *driver.Job, s *Streams) error {
+			p, err := j.Profile()
+			if err != nil || p == nil {
+				return err
+			}
+			return printStats(opts, s, j.Trace, p, resolver)
+		})
 	}
 	t, err := openTrace(opts.Dir, s)
 	if err != nil {
@@ -103,7 +117,14 @@ func runStats(opts *statsOptions, s *Streams) error {
 	if err != nil {
 		return err
 	}
+	return printStats(opts, s, t, p, resolver)
+}
+
+// printStats prints profile p of trace t.
+func printStats(opts *statsOptions, s *Streams, t *tracefmt.Trace, p *stats.Profile, resolver *callsite.Resolver) error {
+	bySite := opts.By == "callsite"
 	diags := t.Diagnostics()
+	var err error
 	if bySite {
 		return runStatsBySite(opts, s, t, p, resolver, diags)
 	}

@@ -21,18 +21,8 @@ type traceFlags struct {
 // Every command that reads a trace opens it here: reading it shows a
 // progress bar on a terminal's stderr (progress.go).
 func openTrace(dir string, s *Streams) (*tracefmt.Trace, error) {
-	st, err := os.Stat(dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			if dir == "traces" {
-				return nil, fmt.Errorf("no trace directory traces/ here: record one with 'mpitrace record -- mpirun -np 4 ./app', or name the directory")
-			}
-			return nil, fmt.Errorf("%s: no such trace directory", dir)
-		}
+	if err := checkTraceDir(dir); err != nil {
 		return nil, err
-	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory: name the trace directory that holds the rank-*.mpit files", dir)
 	}
 	t, err := tracefmt.OpenDir(dir)
 	if err != nil {
@@ -40,6 +30,24 @@ func openTrace(dir string, s *Streams) (*tracefmt.Trace, error) {
 	}
 	startProgress(s, t)
 	return t, nil
+}
+
+// checkTraceDir says what to do when dir is not a directory.
+func checkTraceDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			if dir == "traces" {
+				return fmt.Errorf("no trace directory traces/ here: record one with 'mpitrace record -- mpirun -np 4 ./app', or name the directory")
+			}
+			return fmt.Errorf("%s: no such trace directory", dir)
+		}
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory: name the trace directory that holds the rank-*.mpit files", dir)
+	}
+	return nil
 }
 
 // reportDiagnostics prints the trace's diagnostics on stderr, one line each,

@@ -1,0 +1,173 @@
+package main_test
+
+// The analysis as an MPI job (--mpi): mpirun -np P mpitrace stats --mpi.
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStatsMPI: under both MPIs, with 1 to 4 processes, 'stats --mpi
+// --json' on every stored trace prints what the single-process run's
+// goldens hold, byte for byte (stdout and stderr: the profile and the
+// diagnostics), and exits 0; so does 'stats --mpi --by callsite' with 3.
+func TestStatsMPI(t *testing.T) {
+	stored, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "traces"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := filepath.Glob(filepath.Join(stored, "v*", "*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no stored traces: %v", err)
+	}
+	for _, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			m.require(t)
+			sysroot := t.TempDir()
+			for _, dir := range dirs {
+				version, name := filepath.Base(filepath.Dir(dir)), filepath.Base(dir)
+				golden := filepath.Join(stored, "golden", version, name)
+				for np := 1; np <= 4; np++ {
+					for _, c := range []struct {
+						file string
+						args []string
+					}{
+						{"stats.json", []string{"stats", "--json"}},
+						{"stats-callsite.txt", []string{"stats", "--by", "callsite", "--sysroot", sysroot}},
+					} {
+						if c.file == "stats-callsite.txt" && np != 3 {
+							continue // the same exchanges as --json's: once is enough
+						}
+						argv := append(append([]string{mpitraceBin}, c.args...), "--mpi", "--mpicc", m.cc, dir)
+						r := run(t, t.TempDir(), m.launch(np, argv...)...)
+						clean := func(s string) string {
+							return strings.ReplaceAll(strings.ReplaceAll(s, sysroot, "$TMP/sysroot"), dir, "$TRACE")
+						}
+						if r.code != 0 {
+							t.Fatalf("%s/%s, %d processes: mpitrace %s: exit %d\n%s", version, name, np, strings.Join(c.args, " "), r.code, r.stderr)
+						}
+						want, err := os.ReadFile(filepath.Join(golden, c.file))
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got := clean(r.stdout); got != string(want) {
+							t.Errorf("%s/%s, %d processes: mpitrace %s differs from %s:\n%s", version, name, np, strings.Join(c.args, " "), c.file, lineDiff(strings.Split(got, "\n"), strings.Split(string(want), "\n")))
+						}
+						wantErr, _ := os.ReadFile(filepath.Join(golden, c.file+".stderr"))
+						if got := clean(r.stderr); got != string(wantErr) {
+							t.Errorf("%s/%s, %d processes: stderr of mpitrace %s:\n%s\nwant:\n%s", version, name, np, strings.Join(c.args, " "), got, wantErr)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestStatsMPIFaults: under both MPIs, a job that cannot run stops every
+// process with one line from mpitrace and a documented status, never a
+// hang (each job has a deadline): damaged and foreign rank files are
+// reported as the single-process run reports them; a compiler wrapper
+// that does not exist, the launcher of another MPI than the transport's,
+// and a command started under a launcher without --mpi are refused.
+func TestStatsMPIFaults(t *testing.T) {
+	src, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "traces", "v5", "mix"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := filepath.Join(t.TempDir(), "mix")
+	copyDir(t, src, trace)
+	// A checksum that fails in rank 2's log, rank 3's log cut short, and
+	// rank 1's no mpitrace file.
+	damage(t, filepath.Join(trace, "rank-00002.mpit"), 600, 40)
+	cut(t, filepath.Join(trace, "rank-00003.mpit"), 1000)
+	if err := os.WriteFile(filepath.Join(trace, "rank-00001.mpit"), []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serial := run(t, t.TempDir(), mpitraceBin, "stats", "--json", trace)
+	if serial.code != 0 || len(mpitraceLines(serial.stderr)) < 3 {
+		t.Fatalf("the damaged trace: exit %d, stderr:\n%s", serial.code, serial.stderr)
+	}
+	for _, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			m.require(t)
+			r := run(t, t.TempDir(), m.launch(3, mpitraceBin, "stats", "--json", "--mpi", "--mpicc", m.cc, trace)...)
+			if r.code != serial.code || r.stdout != serial.stdout || r.stderr != serial.stderr {
+				t.Errorf("damaged trace, 3 processes: exit %d (want %d), stdout same: %v, stderr:\n%s\nwant:\n%s",
+					r.code, serial.code, r.stdout == serial.stdout, r.stderr, serial.stderr)
+			}
+			other := "mpicc.mpich"
+			if m.name == "mpich" {
+				other = "mpicc.openmpi"
+			}
+			for _, c := range []struct {
+				name string
+				args []string
+				code int
+				says string
+			}{
+				{"no wrapper", []string{"--mpi", "--mpicc", "no-such-mpicc"}, 1, `"no-such-mpicc" not found`},
+				{"another MPI", []string{"--mpi", "--mpicc", other}, 1, "the launcher belongs to another MPI"},
+				{"without --mpi", nil, 2, "add --mpi"},
+				{"no trace", []string{"--mpi", "--mpicc", m.cc}, 1, "no such trace directory"},
+			} {
+				dir := trace
+				if c.name == "no trace" {
+					dir = filepath.Join(t.TempDir(), "none")
+				}
+				argv := append([]string{mpitraceBin, "stats", dir}, c.args...)
+				r := run(t, t.TempDir(), m.launch(3, argv...)...)
+				lines := mpitraceLines(r.stderr)
+				if r.code != c.code || len(lines) != 1 || !strings.Contains(lines[0], c.says) {
+					t.Errorf("%s: exit %d (want %d), mpitrace's lines %q, want one saying %q", c.name, r.code, c.code, lines, c.says)
+				}
+			}
+		})
+	}
+}
+
+// copyDir copies the files of directory src into a new directory dst.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// damage overwrites n bytes of file at offset off with 0xff.
+func damage(t *testing.T, file string, off, n int) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil || len(b) < off+n {
+		t.Fatalf("%s: %d bytes, %v", file, len(b), err)
+	}
+	for i := off; i < off+n; i++ {
+		b[i] = 0xff
+	}
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cut truncates file to n bytes.
+func cut(t *testing.T, file string, n int64) {
+	t.Helper()
+	if err := os.Truncate(file, n); err != nil {
+		t.Fatal(err)
+	}
+}

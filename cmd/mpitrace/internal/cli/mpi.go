@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mpitrace/mpitrace/analysis/driver"
+	"github.com/mpitrace/mpitrace/internal/mpicomm"
+)
+
+// mpiFlags run a command as an MPI job (--mpi).
+type mpiFlags struct {
+	MPI       bool
+	MPICC     string
+	StatsFile string
+}
+
+func addMPIFlags(f *pflag.FlagSet, m *mpiFlags) {
+	f.BoolVar(&m.MPI, "mpi", false, "run as an MPI job (mpirun -np P mpitrace ... --mpi): each process reads a group of ranks")
+	f.StringVar(&m.MPICC, "mpicc", "", "the MPI's C compiler wrapper that builds the --mpi transport (default: the launcher's MPI's, else mpicc)")
+	f.StringVar(&m.StatsFile, "mpi-stats", "", "with --mpi, write each process's ranks, time and bytes exchanged to `FILE` (JSON)")
+}
+
+// check says what is wrong with the flags.
+func (m *mpiFlags) check() error {
+	if !m.MPI && (m.MPICC != "" || m.StatsFile != "") {
+		return flagErrorf("--mpicc and --mpi-stats go with --mpi")
+	}
+	return nil
+}
+
+// runMPI runs body as this process's part of an analysis run as an MPI
+// job: it builds (or finds in the cache) and loads the MPI transport,
+// opens the trace as one of the job's processes and hands body the job
+// and the streams to print on, process 0's own and nothing elsewhere. The
+// exit status is process 0's, on every process. A failure before MPI
+// works is said by the launcher's process 0 only; a failure of MPI itself
+// after it worked stops the whole job (MPI_Abort), never a hang.
+func runMPI(ctx context.Context, s *Streams, dir string, m *mpiFlags, body func(j *driver.Job, s *Streams) error) error {
+	// Before MPI works, each process fails alone and run prints the
+	// launcher's process 0's error only.
+	_, envSize, launched := mpicomm.JobSize(os.Getenv)
+	quiet := &Streams{In: s.In, Out: io.Discard, Err: io.Discard}
+	lib, err := mpicomm.Build(ctx, mpicomm.BuildOptions{MPICC: m.MPICC})
+	if err != nil {
+		return err
+	}
+	comm, err := mpicomm.Open(lib)
+	if err != nil {
+		return err
+	}
+	if launched && comm.Size() != envSize {
+		comm.Finalize()
+		return fmt.Errorf("--mpi: the launcher started %d processes, but MPI_Init in the transport built with %s sees %d: the launcher belongs to another MPI; pass that MPI's compiler wrapper with --mpicc (e.g. --mpicc mpicc.mpich for mpirun.mpich)",
+			envSize, orDefault(m.MPICC, mpicomm.DefaultMPICC(os.Getenv)), comm.Size())
+	}
+	out := s
+	if comm.Rank() != 0 {
+		out = quiet
+	}
+	j, err := driver.OpenJob(dir, comm)
+	if err == nil {
+		if comm.Rank() == 0 {
+			startProgress(out, j.Trace)
+		}
+		err = body(j, out)
+		if err == nil || !isMPIFailure(err) {
+			if serr := writeMPIStats(j, m.StatsFile); err == nil {
+				err = serr
+			}
+		}
+	}
+	if isMPIFailure(err) {
+		// The others may wait in an exchange this process will not make.
+		fmt.Fprintf(s.Err, "mpitrace: process %d: %v\n", comm.Rank(), err)
+		comm.Abort(ExitError)
+	}
+	code := []int64{0}
+	if comm.Rank() == 0 {
+		code[0] = int64(exitCode(err))
+		if err == nil {
+			code[0] = ExitOK
+		}
+	}
+	if xerr := comm.AllreduceInt64(mpicomm.Sum, code); xerr != nil {
+		fmt.Fprintf(s.Err, "mpitrace: process %d: %v\n", comm.Rank(), xerr)
+		comm.Abort(ExitError)
+	}
+	comm.Finalize()
+	if comm.Rank() != 0 {
+		if code[0] == ExitOK {
+			return nil
+		}
+		return &ExitCodeError{Code: int(code[0])}
+	}
+	return err
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// isMPIFailure reports whether err is MPI's own (the transport's), not
+// the analysis's.
+func isMPIFailure(err error) bool {
+	var me *mpicomm.Error
+	return errors.As(err, &me)
+}
+
+// writeMPIStats writes, on process 0, every process's figures to file
+// (one JSON document); every process takes part.
+func writeMPIStats(j *driver.Job, file string) error {
+	if file == "" {
+		return nil
+	}
+	all, err := j.GatherStats()
+	if err != nil || all == nil {
+		return err
+	}
+	return writeOutput(file, func(w io.Writer) error {
+		return writeJSON(w, struct {
+			Processes []driver.ProcessStats `json:"processes"`
+		}{all})
+	})
+}
