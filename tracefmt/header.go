@@ -107,15 +107,7 @@ func (h *Header) Set(key, value string) {
 
 // parseHeaderMeta fills the typed fields from Meta and checks rank and size.
 func (h *Header) parseMeta() error {
-	// The keys, and the values but a rank's own, are the same on every
-	// rank: one copy of each for thousands of ranks' headers.
-	for i := range h.Meta {
-		kv := &h.Meta[i]
-		kv.Key = unique.Make(kv.Key).Value()
-		if !rankOwn[kv.Key] {
-			kv.Value = unique.Make(kv.Value).Value()
-		}
-	}
+	h.intern()
 	rank, ok := h.Get(KeyRank)
 	if !ok {
 		return fmt.Errorf("no %q key", KeyRank)
@@ -141,6 +133,18 @@ func (h *Header) parseMeta() error {
 	h.Hostname, _ = h.Get(KeyHostname)
 	h.MPILibrary, _ = h.Get(KeyMPILibrary)
 	return nil
+}
+
+// intern shares h's keys, and its values but a rank's own, which are the
+// same on every rank: one copy of each for thousands of ranks' headers.
+func (h *Header) intern() {
+	for i := range h.Meta {
+		kv := &h.Meta[i]
+		kv.Key = unique.Make(kv.Key).Value()
+		if !rankOwn[kv.Key] {
+			kv.Value = unique.Make(kv.Value).Value()
+		}
+	}
 }
 
 // rankOwn are the header keys whose values differ between the ranks of a

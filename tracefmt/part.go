@@ -25,51 +25,89 @@ const (
 	errBroken
 )
 
+// wireHeaders are headers with their keys and values in one table: most
+// are the same on every rank.
+type wireHeaders struct {
+	Strings []string
+	Headers []wireHeader
+}
+
 type wireHeader struct {
-	Header  Header
+	Version uint16
+	Meta    []int32 // key, value, key, value... indices in Strings
 	Err     string
 	Kind    int
 	File    string // a VersionError's
-	Version uint16
+	ErrVer  uint16
 }
 
 // EncodeHeaders encodes headers for DecodeHeaders.
 func EncodeHeaders(headers []HeaderResult) ([]byte, error) {
-	w := make([]wireHeader, len(headers))
+	var w wireHeaders
+	index := map[string]int32{}
+	str := func(s string) int32 {
+		i, ok := index[s]
+		if !ok {
+			i = int32(len(w.Strings))
+			index[s] = i
+			w.Strings = append(w.Strings, s)
+		}
+		return i
+	}
+	w.Headers = make([]wireHeader, len(headers))
 	for i, h := range headers {
-		w[i].Header = h.Header
+		wh := &w.Headers[i]
 		if h.Err == nil {
+			wh.Version = h.Header.Version
+			for _, kv := range h.Header.Meta {
+				wh.Meta = append(wh.Meta, str(kv.Key), str(kv.Value))
+			}
 			continue
 		}
-		w[i].Err = h.Err.Error()
+		wh.Err = h.Err.Error()
 		var ve *VersionError
 		switch {
 		case errors.As(h.Err, &ve):
-			w[i].Kind, w[i].File, w[i].Version = errVersion, ve.File, ve.Version
+			wh.Kind, wh.File, wh.ErrVer = errVersion, ve.File, ve.Version
 		case errors.Is(h.Err, ErrNotMpitrace):
-			w[i].Kind = errNotMpitrace
+			wh.Kind = errNotMpitrace
 		case errors.Is(h.Err, ErrBrokenTrace):
-			w[i].Kind = errBroken
+			wh.Kind = errBroken
 		}
 	}
 	var b bytes.Buffer
-	err := gob.NewEncoder(&b).Encode(w)
+	err := gob.NewEncoder(&b).Encode(&w)
 	return b.Bytes(), err
 }
 
-// DecodeHeaders decodes EncodeHeaders' bytes.
+// DecodeHeaders decodes EncodeHeaders' bytes: the headers ReadHeader
+// read (their strings shared as ReadHeader shares them).
 func DecodeHeaders(b []byte) ([]HeaderResult, error) {
-	var w []wireHeader
+	var w wireHeaders
 	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&w); err != nil {
 		return nil, fmt.Errorf("internal error: decoding rank headers: %w", err)
 	}
-	res := make([]HeaderResult, len(w))
-	for i, h := range w {
-		res[i].Header = h.Header
+	res := make([]HeaderResult, len(w.Headers))
+	for i, h := range w.Headers {
 		switch {
 		case h.Err == "":
+			if len(h.Meta)%2 != 0 {
+				return nil, errors.New("internal error: decoding rank headers: odd meta")
+			}
+			hd := Header{Version: h.Version, Meta: make([]KeyValue, len(h.Meta)/2)}
+			for j := range hd.Meta {
+				k, v := h.Meta[2*j], h.Meta[2*j+1]
+				if k < 0 || int(k) >= len(w.Strings) || v < 0 || int(v) >= len(w.Strings) {
+					return nil, errors.New("internal error: decoding rank headers: bad string index")
+				}
+				hd.Meta[j] = KeyValue{w.Strings[k], w.Strings[v]}
+			}
+			if err := hd.parseMeta(); err != nil {
+				return nil, fmt.Errorf("internal error: decoding rank headers: %w", err)
+			}
+			res[i].Header = hd
 		case h.Kind == errVersion:
-			res[i].Err = &VersionError{File: h.File, Version: h.Version}
+			res[i].Err = &VersionError{File: h.File, Version: h.ErrVer}
 		default:
 			res[i].Err = &remoteError{msg: h.Err, kind: h.Kind}
 		}

@@ -41,6 +41,9 @@ type Job struct {
 	// header); the process reads the events of Trace.Files[Lo:Hi].
 	Trace  *tracefmt.Trace
 	Lo, Hi int
+	// Own is Trace.Part(Lo, Hi): the process's own files, whose readers
+	// count in its OnRead.
+	Own *tracefmt.Trace
 	// Stats is what the process did, for --mpi-stats.
 	Stats ProcessStats
 }
@@ -192,6 +195,7 @@ func OpenJob(dir string, x Exchange) (*Job, error) {
 	}
 	b := Partition(fs, x.Size())
 	j.Trace, j.Lo, j.Hi = t, b[x.Rank()], b[x.Rank()+1]
+	j.Own = t.Part(j.Lo, j.Hi)
 	j.Stats.FirstRank, j.Stats.LastRank = -1, -1
 	if j.Hi > j.Lo {
 		j.Stats.FirstRank, j.Stats.LastRank = t.Files[j.Lo].Rank, t.Files[j.Hi-1].Rank
@@ -263,7 +267,7 @@ func Partition(sizes []int64, p int) (bounds []int) {
 // others nil.
 func (j *Job) Profile() (*stats.Profile, error) {
 	start := time.Now()
-	part := j.Trace.Part(j.Lo, j.Hi)
+	part := j.Own
 	ranks, err := stats.RanksOf(part)
 	var mine []byte
 	if err == nil {

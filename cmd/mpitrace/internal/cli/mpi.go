@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -66,7 +67,9 @@ func runMPI(ctx context.Context, s *Streams, dir string, m *mpiFlags, body func(
 	j, err := driver.OpenJob(dir, comm)
 	if err == nil {
 		if comm.Rank() == 0 {
-			startProgress(out, j.Trace)
+			// Process 0's own share: about the whole job's, the groups
+			// being about equal in bytes.
+			startProgressNamed(out, j.Own, fmt.Sprintf("reading %s (process 0 of %d)", filepath.Base(dir), comm.Size()))
 		}
 		err = body(j, out)
 		if err == nil || !isMPIFailure(err) {

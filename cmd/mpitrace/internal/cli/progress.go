@@ -46,11 +46,16 @@ type readProgress struct {
 // shows it after progressDelay. It replaces s.Err (and s.Out when it is a
 // terminal) by writers that stop the bar before anything is written.
 func startProgress(s *Streams, t *tracefmt.Trace) {
+	startProgressNamed(s, t, "reading "+filepath.Base(t.Dir))
+}
+
+// startProgressNamed is startProgress with the bar named name.
+func startProgressNamed(s *Streams, t *tracefmt.Trace, name string) {
 	if !s.ErrTTY {
 		return
 	}
 	s.stopProgress() // a command that reads a second trace
-	rp := &readProgress{total: t.FileBytes(), name: "reading " + filepath.Base(t.Dir), out: s.Err}
+	rp := &readProgress{total: t.FileBytes(), name: name, out: s.Err}
 	t.OnRead = func(n int) { rp.read.Add(int64(n)) }
 	rp.timer = time.AfterFunc(progressDelay, rp.show)
 	s.progress = rp
