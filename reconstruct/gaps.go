@@ -169,6 +169,7 @@ func (p *rankPass) lossRequests() {
 				p.unfinishedRecv(e)
 			}
 		}
+		p.dropSend(e)
 		e.active, e.unknown, e.rec = false, true, -1
 	}
 	keys := slices.SortedFunc(maps.Keys(p.mprobe), func(a, b chanKey) int { return cmp.Compare(p.mprobe[a].ch, p.mprobe[b].ch) })

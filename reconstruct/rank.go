@@ -268,8 +268,9 @@ type matchHook interface {
 	recv(rc recvRec, k chanKey)
 	// cancel says message id was cancelled.
 	cancel(id int32)
-	// settle says message id's request completed (after cancel, when it
-	// was cancelled).
+	// settle says message id's request no longer holds it: completed
+	// (after cancel, when it was cancelled), freed, forgotten or started
+	// again; its sender's request says whether it was cancelled.
 	settle(id int32)
 	// changed says a receive request completed: the receives it held back
 	// may take their places.
@@ -816,6 +817,9 @@ func (p *rankPass) send(name nameInfo, ev *tracefmt.Event, idx int64) {
 }
 
 func (p *rankPass) newReq(id uint64, idx int64) *reqEntry {
+	if old := p.reqs.get(id); old != nil {
+		p.dropSend(old) // forgotten: its message goes
+	}
 	e, existed := p.reqs.put(id)
 	if existed {
 		p.diag(tracefmt.Error, CodeRequestReused, "event %d: request %d created again while still live; the earlier one is forgotten", idx, id)
@@ -932,11 +936,7 @@ func (p *rankPass) complete(c *tracefmt.Completion, local uint32, idx int64) {
 				p.cancelSend(e.rec)
 			}
 		}
-		rec := e.rec
-		e.rec = -1
-		if rec >= 0 && p.st != nil {
-			p.st.settle(rec)
-		}
+		p.dropSend(e)
 	case reqColl:
 		if e.rec >= 0 {
 			if p.st == nil {
@@ -946,6 +946,19 @@ func (p *rankPass) complete(c *tracefmt.Completion, local uint32, idx int64) {
 		}
 	}
 	p.endReq(c.Req, e)
+}
+
+// dropSend ends send request e's hold on its message: its request says
+// whether it was cancelled now (a hook's settle).
+func (p *rankPass) dropSend(e *reqEntry) {
+	if e.kind != reqSend || e.rec < 0 {
+		return
+	}
+	rec := e.rec
+	e.rec = -1
+	if p.st != nil {
+		p.st.settle(rec)
+	}
 }
 
 // endReq ends request id's activity: a persistent one becomes inactive,
@@ -1004,6 +1017,7 @@ func (p *rankPass) start(name nameInfo, ev *tracefmt.Event, idx int64) {
 			continue
 		case e.active:
 			p.diag(tracefmt.Error, CodeBadStart, "event %d: start of request %d, which is already active", idx, q)
+			p.dropSend(e) // its earlier message goes
 		}
 		e.active, e.unknown = true, false
 		switch e.kind {
@@ -1040,6 +1054,7 @@ func (p *rankPass) reqFree(name nameInfo, ev *tracefmt.Event, idx int64) {
 			p.diag(tracefmt.Info, CodeRequestFreed, "event %d: receive request %d freed before completion: its message takes its place in the matching order but has no edge", idx, q)
 		}
 	}
+	p.dropSend(e) // freed: its message goes
 	p.reqs.del(q)
 }
 

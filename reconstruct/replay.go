@@ -671,6 +671,8 @@ type streamRank struct {
 	sendSeq   int32
 	unsettled []*smsg // see unsettle
 	uh, ukept int
+	// settledNow are the messages the pass settled during the event.
+	settledNow []*smsg
 	cc        *replayChans
 	relN      int // live requests at the last release
 	relC      int // cancellations at the last release
@@ -832,8 +834,15 @@ func (r *streamRank) unsettle(m *smsg) {
 	r.unsettled = append(r.unsettled, m)
 }
 
-// settle: the replay asks a message's request when it pairs it (settled).
-func (r *streamRank) settle(int32) {}
+// settle marks message id settled: its channel pairs it after the event
+// (afterEvent). The sender's pass says so; no other rank asks it.
+func (r *streamRank) settle(id int32) {
+	l := r.unsettled[r.uh:]
+	if i, ok := slices.BinarySearchFunc(l, id, func(m *smsg, id int32) int { return cmp.Compare(m.id, id) }); ok && !l[i].settled {
+		l[i].settled = true
+		r.settledNow = append(r.settledNow, l[i])
+	}
+}
 
 // changed: the replay passes receives on after each event (afterEvent).
 func (r *streamRank) changed() {}
@@ -894,6 +903,9 @@ func (e *engine) afterEvent(r *streamRank) {
 	}
 	p.partBase += len(p.parts)
 	p.parts = p.parts[:0]
+	if len(r.settledNow) > 0 {
+		e.pairSettled(r)
+	}
 	// Only a receive recorded, or a live one gone (completed, freed,
 	// cancelled: the requests change), can let a receive take its place.
 	if len(r.pend) > 0 && (r.recvNew || p.reqs.n != r.relN || p.cancels != r.relC) {
@@ -920,24 +932,26 @@ func (e *engine) release(r *streamRank) {
 }
 
 // settled reports whether message m's request says whether it was
-// cancelled.
-func (e *engine) settled(m *smsg) bool {
-	if m.settled {
-		return true
+// cancelled: its sender's pass said so (settle), or its log ended.
+func (e *engine) settled(m *smsg) bool { return m.settled }
+
+// pairSettled pairs the messages of rank r that its last event settled,
+// and drops the settled ones at the head of its unsettled list.
+func (e *engine) pairSettled(r *streamRank) {
+	for i, m := range r.settledNow {
+		if m.c != nil {
+			e.pair(m.c)
+		}
+		r.settledNow[i] = nil
 	}
-	s := e.ranks[m.from]
-	if !s.done && s.p.sendLive(m.req, m.id) {
-		return false
+	r.settledNow = r.settledNow[:0]
+	for r.uh < len(r.unsettled) && r.unsettled[r.uh].settled {
+		r.unsettled[r.uh] = nil
+		r.uh++
 	}
-	m.settled = true
-	for s.uh < len(s.unsettled) && s.unsettled[s.uh].settled {
-		s.unsettled[s.uh] = nil
-		s.uh++
+	if r.uh == len(r.unsettled) {
+		r.unsettled, r.uh = r.unsettled[:0], 0
 	}
-	if s.uh == len(s.unsettled) {
-		s.unsettled, s.uh = s.unsettled[:0], 0
-	}
-	return true
 }
 
 // pair pairs channel c's receives with its messages, in order.
@@ -1228,8 +1242,12 @@ func (e *engine) finishRank(r *streamRank) {
 	r.done = true
 	e.wakeReaders(r)
 	for _, m := range r.unsettled[r.uh:] {
-		m.settled = true
+		if !m.settled {
+			m.settled = true
+			r.settledNow = append(r.settledNow, m)
+		}
 	}
+	e.pairSettled(r)
 	r.unsettled, r.uh = nil, 0
 	// The instances it will not reach no longer wait for it.
 	for ck, l := range e.live {
