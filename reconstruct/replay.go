@@ -673,20 +673,20 @@ type streamRank struct {
 	uh, ukept int
 	// settledNow are the messages the pass settled during the event.
 	settledNow []*smsg
-	cc        *replayChans
-	relN      int // live requests at the last release
-	relC      int // cancellations at the last release
-	bl        []blocker
-	outbox    []*smsg
-	oh        int
-	pend      []*srecv // receives not on their channel yet, by post
-	recvNew   bool
-	blk       []spart
-	bh        int
-	nb        []spart
-	nh        int
-	nbLive    map[int32]nbPart
-	count     []uint32 // collective calls per rank-local communicator key
+	cc         *replayChans
+	relN       int // live requests at the last release
+	relC       int // cancellations at the last release
+	bl         []blocker
+	outbox     []*smsg
+	oh         int
+	pend       []*srecv // receives not on their channel yet, by post
+	recvNew    bool
+	blk        []spart
+	bh         int
+	nb         []spart
+	nh         int
+	nbLive     map[int32]nbPart
+	count      []uint32 // collective calls per rank-local communicator key
 
 	// Replay.
 	k        uint32 // next operation
