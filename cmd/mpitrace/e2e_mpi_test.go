@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
 // TestStatsMPI: under both MPIs, with 1 to 4 processes, 'stats --mpi
@@ -169,5 +171,41 @@ func cut(t *testing.T, file string, n int64) {
 	t.Helper()
 	if err := os.Truncate(file, n); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStatsMPIRecorded: a run recorded under each MPI (fixtures'
+// mix.c, 4 ranks) and a generated trace of 4,096 ranks, profiled by 3
+// processes of that MPI (all the formats: text, --per-rank, --json, by
+// call site; the JSON alone for the large one), print what one process
+// prints, byte for byte.
+func TestStatsMPIRecorded(t *testing.T) {
+	wide := filepath.Join(t.TempDir(), "wide")
+	if err := testgen.Halo(4096, 3, 1).WriteDir(wide); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			m.require(t)
+			bin := m.compile(t, "mix")
+			out := filepath.Join(t.TempDir(), "traces")
+			if r := record(t, out, nil, m.launch(4, bin)...); r.code != 0 {
+				t.Fatalf("record exited %d\n%s", r.code, r.stderr)
+			}
+			for _, dir := range []string{out, wide} {
+				for _, args := range [][]string{{"stats"}, {"stats", "--per-rank"}, {"stats", "--json"}, {"stats", "--by", "callsite"}} {
+					if dir == wide && args[len(args)-1] != "--json" {
+						continue // the JSON holds what the others print
+					}
+					one := run(t, t.TempDir(), append(append([]string{mpitraceBin}, args...), dir)...)
+					argv := append(append([]string{mpitraceBin}, args...), "--mpi", "--mpicc", m.cc, dir)
+					job := run(t, t.TempDir(), m.launch(3, argv...)...)
+					if one.code != 0 || job.code != 0 || job.stdout != one.stdout || job.stderr != one.stderr {
+						t.Errorf("%s, mpitrace %s: exit %d with --mpi, %d without; same stdout: %v; stderr with --mpi:\n%s\nwithout:\n%s",
+							filepath.Base(dir), strings.Join(args, " "), job.code, one.code, job.stdout == one.stdout, job.stderr, one.stderr)
+					}
+				}
+			}
+		})
 	}
 }
