@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
@@ -2044,6 +2045,66 @@ func (res *ReplayResult) Steps(fn func(*ReplayStep) error) error {
 // with its index on the path; it stops at fn's first error.
 func (res *ReplayResult) Collectives(fn func(i int, st *ReplayStep) error) error {
 	return res.readSteps(&res.colls, true, fn)
+}
+
+// StepHead is what a fold reads of a step (Steps gives the rest).
+type StepHead struct {
+	Name string
+	Rank int
+	In   taskgraph.EdgeKind // the kind of the edge into the step
+}
+
+// stepVarints are the flags of the fields a step has one varint for.
+const stepVarints = sfIndex | sfComp | sfStart | sfDur | sfBytes | sfMsgBytes | sfInRank | sfInWeight | sfInBytes |
+	sfSite | sfSiteRank | sfWeight | sfInCross | sfInEnd | sfOrig | sfFromShift | sfFromSite | sfToSite | sfFromEv | sfToEv
+
+// StepHeads calls fn for each step of the path, in order, with its
+// head: Steps, decoding only what the head needs and skipping the rest.
+func (res *ReplayResult) StepHeads(fn func(*StepHead) error) error {
+	var buf []byte
+	var heads []StepHead
+	b := &res.path
+	for k := len(b.idx); k >= 0; k-- {
+		blk, _, err := b.read(k, buf)
+		if err != nil {
+			return err
+		}
+		if k < len(b.idx) {
+			buf = blk
+		}
+		heads = heads[:0]
+		d := recDec{b: blk}
+		var f uint64
+		for len(d.b) > 0 {
+			f ^= d.u()
+			h := StepHead{Rank: int(d.u()) - 1, In: taskgraph.EdgeKind(f >> sfInKindPos & 15)}
+			if id := d.u(); id < uint64(len(res.names)) {
+				h.Name = res.names[id]
+			}
+			skip := bits.OnesCount64(f & stepVarints)
+			switch taskgraph.NodeKind(f & sfKind) {
+			case taskgraph.KindOp:
+				skip++
+			case taskgraph.KindCollective:
+				skip += 5
+			}
+			for ; skip > 0 && len(d.b) > 0; d.b = d.b[1:] {
+				if d.b[0] < 0x80 {
+					skip--
+				}
+			}
+			if skip > 0 || d.bad {
+				return fmt.Errorf("internal error: reconstruct: a path step does not decode")
+			}
+			heads = append(heads, h)
+		}
+		for i := len(heads) - 1; i >= 0; i-- {
+			if err := fn(&heads[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // readSteps decodes the steps of b, written backwards, in path order;

@@ -1178,3 +1178,42 @@ func forEachCase(t *testing.T, n int, seed uint64, check func(name string, ranks
 		}
 	}
 }
+
+// TestStepHeads: the heads of a path's steps are its steps' names, ranks
+// and in-edge kinds, in order, on paths of many blocks: one long rank's
+// (operations) and a halo exchange's (messages, collectives).
+func TestStepHeads(t *testing.T) {
+	for _, b := range []*testgen.Builder{testgen.Serial(30000, 1), testgen.Halo(6, 3000, 1)} {
+		tr := openBuilt(t, b)
+		res, err := reconstruct.ReplayTrace(tr, replayWeights{}, reconstruct.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []reconstruct.StepHead
+		kinds := map[taskgraph.NodeKind]bool{}
+		if err := res.Steps(func(st *reconstruct.ReplayStep) error {
+			want = append(want, reconstruct.StepHead{Name: st.Name, Rank: st.Rank, In: st.In.Kind})
+			kinds[st.Kind] = true
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		i := 0
+		if err := res.StepHeads(func(h *reconstruct.StepHead) error {
+			if i >= len(want) || *h != want[i] {
+				return fmt.Errorf("step %d: head %+v, want %+v", i, *h, want[min(i, len(want)-1)])
+			}
+			i++
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if i != len(want) || len(want) < 20000 {
+			t.Errorf("%d heads of %d steps", i, len(want))
+		}
+		if len(tr.Files) > 1 && !kinds[taskgraph.KindCollective] {
+			t.Errorf("the halo's path has no collective")
+		}
+		res.Close()
+	}
+}

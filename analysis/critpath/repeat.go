@@ -394,17 +394,29 @@ type steps struct {
 // newSteps makes the path's steps: one pass over it.
 func (sp *StepPath) newSteps() (*steps, error) {
 	visit, finish := sp.stepsVisitor()
-	if err := sp.Steps(func(s *reconstruct.ReplayStep) error {
-		visit(s)
-		return nil
-	}); err != nil {
+	var err error
+	if sp.res != nil {
+		// A replay's: the heads alone, which is what visit reads.
+		var st reconstruct.ReplayStep
+		err = sp.res.StepHeads(func(h *reconstruct.StepHead) error {
+			st.Name, st.Rank, st.In.Kind = h.Name, h.Rank, h.In
+			visit(&st)
+			return nil
+		})
+	} else {
+		err = sp.Steps(func(s *reconstruct.ReplayStep) error {
+			visit(s)
+			return nil
+		})
+	}
+	if err != nil {
 		return nil, err
 	}
 	return finish()
 }
 
-// stepsVisitor returns newSteps' pass: visit sees each step in order,
-// finish returns the steps.
+// stepsVisitor returns newSteps' pass: visit sees each step in order
+// (reading its Name, Rank and In.Kind alone), finish returns the steps.
 func (sp *StepPath) stepsVisitor() (visit func(*reconstruct.ReplayStep), finish func() (*steps, error)) {
 	n := sp.NumSteps
 	st := &steps{sp: sp, n: n, fn: fnSeq{b: make([]uint8, 0, n)}, idx: map[string]int{}, prog: newProgramSites(sp.tables())}
