@@ -143,47 +143,62 @@ func (j *Job) count(start time.Time, sent int, parts [][]byte) {
 // process reads the headers of a share of the files, all of them open
 // the trace from every header (tracefmt.Listing.Open, so every process
 // has the same trace or the same error), and each takes a contiguous
-// group of the usable files, balanced by size (Partition).
-func OpenJob(dir string, x Exchange) (*Job, error) {
+// group of the usable files, balanced by size (Partition). check, when
+// not nil, is a process's first look at dir: its error, like any other,
+// stops every process.
+func OpenJob(dir string, x Exchange, check func(dir string) error) (*Job, error) {
 	j := &Job{x: x}
 	j.Stats.Process = x.Rank()
 	start := time.Now()
-	l, err := tracefmt.ListDir(dir)
+	var l *tracefmt.Listing
+	var err error
+	if check != nil {
+		err = check(dir)
+	}
+	if err == nil {
+		l, err = tracefmt.ListDir(dir)
+	}
 	var mine []byte
-	var lo, hi int
 	if err == nil {
 		n, p := len(l.Names), x.Size()
-		lo, hi = x.Rank()*n/p, (x.Rank()+1)*n/p
-		mine, err = encodeHeaders(l, lo, hi)
+		mine, err = encodeHeaders(l, x.Rank()*n/p, (x.Rank()+1)*n/p)
 	}
 	j.Stats.ReadNs += time.Since(start).Nanoseconds()
 	parts, err := j.allgather(mine, err)
 	if err != nil {
 		return nil, err
 	}
+	ws := make([]wireHeaders, len(parts))
+	for p, b := range parts {
+		if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&ws[p]); err != nil {
+			return nil, fmt.Errorf("internal error: decoding process %d's headers: %w", p, err)
+		}
+	}
+	// Every process sees what every other saw: all stop here alike.
+	for p := range ws {
+		if ws[p].Listing != ws[0].Listing {
+			return nil, &JobError{p, fmt.Sprintf("%s: process %d sees other rank files in the directory than process 0: every process of the job must see the same trace directory (a shared file system)", dir, p)}
+		}
+	}
 	var (
 		headers []tracefmt.HeaderResult
 		sizes   = map[string]int64{}
-		listing [32]byte
 	)
-	for p, b := range parts {
-		var w wireHeaders
-		if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&w); err != nil {
-			return nil, fmt.Errorf("internal error: decoding process %d's headers: %w", p, err)
-		}
-		if p == 0 {
-			listing = w.Listing
-		} else if w.Listing != listing {
-			return nil, &JobError{p, fmt.Sprintf("%s: process %d sees other rank files in the directory than process 0: every process of the job must see the same trace directory (a shared file system)", dir, p)}
-		}
-		hs, err := tracefmt.DecodeHeaders(w.Headers)
+	for p := range ws {
+		hs, err := tracefmt.DecodeHeaders(ws[p].Headers)
 		if err != nil {
 			return nil, err
 		}
-		headers = append(headers, hs...)
-		for i, s := range w.Sizes {
-			sizes[l.Names[len(headers)-len(hs)+i]] = s
+		if len(hs) != len(ws[p].Sizes) || len(headers)+len(hs) > len(l.Names) {
+			return nil, fmt.Errorf("internal error: process %d sent %d headers and %d sizes", p, len(hs), len(ws[p].Sizes))
 		}
+		for i, s := range ws[p].Sizes {
+			sizes[l.Names[len(headers)+i]] = s
+		}
+		headers = append(headers, hs...)
+	}
+	if len(headers) != len(l.Names) {
+		return nil, fmt.Errorf("internal error: %d headers for %d rank files", len(headers), len(l.Names))
 	}
 	t, err := l.Open(headers)
 	if err != nil {

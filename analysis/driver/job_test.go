@@ -154,7 +154,7 @@ func TestJobProfile(t *testing.T) {
 		var got *stats.Profile
 		var gotJob *Job
 		errs := runLocal(p, func(x Exchange) error {
-			j, err := OpenJob(dir, x)
+			j, err := OpenJob(dir, x, nil)
 			if err != nil {
 				return err
 			}
@@ -192,16 +192,25 @@ func TestJobErrors(t *testing.T) {
 		}
 	}
 	os.Remove(filepath.Join(b, "rank-00002.mpit"))
+	many, few := t.TempDir(), t.TempDir() // 4 files, and 1
+	if err := testgen.Halo(4, 2, 1).WriteDir(many); err != nil {
+		t.Fatal(err)
+	}
+	if err := testgen.Halo(1, 2, 1).WriteDir(few); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		dirs []string
 		says string
 	}{
 		{"other files", []string{a, b, a}, "process 1 sees other rank files"},
+		// Process 1's listing is shorter than process 0's part of it.
+		{"fewer files", []string{many, few}, "process 1 sees other rank files"},
 		{"no directory", []string{a, a, filepath.Join(a, "none")}, "no such file"},
 	} {
-		errs := runLocal(3, func(x Exchange) error {
-			_, err := OpenJob(c.dirs[x.Rank()], x)
+		errs := runLocal(len(c.dirs), func(x Exchange) error {
+			_, err := OpenJob(c.dirs[x.Rank()], x, nil)
 			return err
 		})
 		for me, err := range errs {

@@ -114,6 +114,8 @@ func TestStatsMPIFaults(t *testing.T) {
 				{"another MPI", []string{"--mpi", "--mpicc", other}, 1, "the launcher belongs to another MPI"},
 				{"without --mpi", nil, 2, "add --mpi"},
 				{"no trace", []string{"--mpi", "--mpicc", m.cc}, 1, "no such trace directory"},
+				// Parsing stops at the bad flag, before --mpi.
+				{"bad flag first", []string{"--bogus", "--mpi", "--mpicc", m.cc}, 2, "unknown flag: --bogus"},
 			} {
 				dir := trace
 				if c.name == "no trace" {
@@ -125,6 +127,15 @@ func TestStatsMPIFaults(t *testing.T) {
 				if r.code != c.code || len(lines) != 1 || !strings.Contains(lines[0], c.says) {
 					t.Errorf("%s: exit %d (want %d), mpitrace's lines %q, want one saying %q", c.name, r.code, c.code, lines, c.says)
 				}
+			}
+			// One process of three does not see the trace directory (a
+			// node without the file system): every process stops, none
+			// waits for it.
+			argv := m.launch(1, mpitraceBin, "stats", "--mpi", "--mpicc", m.cc, filepath.Join(t.TempDir(), "none"))
+			argv = append(append(argv, ":", "-np", "2"), mpitraceBin, "stats", "--mpi", "--mpicc", m.cc, trace)
+			r = run(t, t.TempDir(), argv...)
+			if lines := mpitraceLines(r.stderr); r.code != 1 || len(lines) != 1 || !strings.Contains(lines[0], "no such trace directory") {
+				t.Errorf("a directory one process lacks: exit %d, mpitrace's lines %q", r.code, lines)
 			}
 		})
 	}

@@ -131,6 +131,9 @@ func (l library) version() string {
 	return C.GoString((*C.char)(unsafe.Pointer(&buf[0])))
 }
 
+// Available reports whether this binary can load the transport (cgo).
+func Available() error { return nil }
+
 // Open loads the transport library at path and initialises MPI: the
 // process's Comm. The thread that initialises MPI makes every MPI call.
 func Open(path string) (*Comm, error) {
@@ -158,7 +161,11 @@ func Open(path string) (*Comm, error) {
 		}
 		c.lib = library{f}
 		var r, s C.int
-		if rc := C.c_init(f, &r, &s); rc != 0 {
+		switch rc := C.c_init(f, &r, &s); {
+		case rc == -1:
+			ready <- result{err: fmt.Errorf("--mpi: the MPI does not allow threads (MPI_THREAD_FUNNELED), which the mpitrace binary runs")}
+			return
+		case rc != 0:
 			ready <- result{err: fmt.Errorf("--mpi: MPI_Init failed: %s", c.lib.errorString(int(rc)))}
 			return
 		}

@@ -18,7 +18,10 @@ func (library) abort(int)                                                    {}
 func (library) errorString(int) string                                       { return "" }
 func (library) version() string                                              { return "" }
 
+var errNoCgo = errors.New("--mpi: this mpitrace was built without cgo, which loading the MPI transport needs; build it with CGO_ENABLED=1")
+
+// Available says this binary cannot load the transport.
+func Available() error { return errNoCgo }
+
 // Open fails: loading the transport needs cgo's dlopen.
-func Open(path string) (*Comm, error) {
-	return nil, errors.New("--mpi: this mpitrace was built without cgo, which loading the MPI transport needs; build it with CGO_ENABLED=1")
-}
+func Open(path string) (*Comm, error) { return nil, errNoCgo }

@@ -160,14 +160,18 @@ func (c *Comm) Rank() int { return c.rank }
 // Size is the number of processes of the job.
 func (c *Comm) Size() int { return c.size }
 
-// do runs f on the thread that initialised MPI.
+// do runs f on the thread that initialised MPI, and there what MPI says
+// of its error.
 func (c *Comm) do(f func() int) error {
-	done := make(chan int, 1)
-	c.calls <- func() { done <- f() }
-	if rc := <-done; rc != 0 {
-		return &Error{Code: rc, Msg: c.lib.errorString(rc)}
+	done := make(chan error, 1)
+	c.calls <- func() {
+		if rc := f(); rc != 0 {
+			done <- &Error{Code: rc, Msg: c.lib.errorString(rc)}
+			return
+		}
+		done <- nil
 	}
-	return nil
+	return <-done
 }
 
 // Error is an error MPI returned.
@@ -233,30 +237,50 @@ func (c *Comm) Gather(mine []byte, root int) ([][]byte, error) {
 // Alltoall sends send[p] to process p and returns what each process sent
 // to this one.
 func (c *Comm) Alltoall(send [][]byte) ([][]byte, error) {
-	if len(send) != c.size {
-		return nil, fmt.Errorf("internal error: Alltoall of %d parts in a job of %d", len(send), c.size)
-	}
+	// Every process makes every call: one whose parts are too large says
+	// so in the sizes it sends (-1), and all return the error.
 	sc := make([]int64, c.size)
 	var flat []byte
-	for p, b := range send {
-		sc[p] = int64(len(b))
-		flat = append(flat, b...)
+	for p := range sc {
+		if p < len(send) {
+			sc[p] = int64(len(send[p]))
+			flat = append(flat, send[p]...)
+		}
 	}
-	scounts, sdispls, _, err := layout(sc)
-	if err != nil {
-		return nil, err
+	scounts, sdispls, _, lerr := layout(sc)
+	if lerr != nil || len(send) != c.size {
+		scounts, sdispls, flat = make([]int32, c.size), make([]int32, c.size), nil
+		for p := range scounts {
+			scounts[p] = -1
+		}
 	}
 	rcounts := make([]int32, c.size)
 	if err := c.do(func() int { return c.lib.alltoallInt(scounts, rcounts) }); err != nil {
 		return nil, err
 	}
+	bad := false
 	rc := make([]int64, c.size)
 	for p, n := range rcounts {
-		rc[p] = int64(n)
+		bad = bad || n < 0
+		rc[p] = max(int64(n), 0)
 	}
 	_, rdispls, total, err := layout(rc)
-	if err != nil {
+	flag := []int64{0}
+	if bad || err != nil || lerr != nil || len(send) != c.size {
+		flag[0] = 1
+	}
+	if xerr := c.AllreduceInt64(Max, flag); xerr != nil {
+		return nil, xerr
+	}
+	switch {
+	case len(send) != c.size:
+		return nil, fmt.Errorf("internal error: Alltoall of %d parts in a job of %d", len(send), c.size)
+	case lerr != nil:
+		return nil, lerr
+	case err != nil:
 		return nil, err
+	case flag[0] != 0:
+		return nil, fmt.Errorf("--mpi: another process's exchange was more than one MPI call moves")
 	}
 	recv := make([]byte, max(total, 1))
 	if err := c.do(func() int { return c.lib.alltoallv(flat, scounts, sdispls, recv, rcounts, rdispls) }); err != nil {

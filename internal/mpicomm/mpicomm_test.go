@@ -82,6 +82,15 @@ func job(lib string) error {
 			return fail("alltoall", recv)
 		}
 	}
+	// A process that gives the wrong number of parts fails the exchange
+	// on every process, none waiting for it.
+	bad := send
+	if me == n-1 {
+		bad = send[:n-1]
+	}
+	if _, err := c.Alltoall(bad); err == nil {
+		return fail("an alltoall with a bad part", "no error")
+	}
 	var root []byte
 	if me == 0 {
 		root = []byte("from 0")

@@ -17,7 +17,12 @@ int mpicomm_init(int *rank, int *size)
         rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
         if (rc != MPI_SUCCESS)
             return rc;
+    } else {
+        MPI_Query_thread(&provided);
     }
+    /* The Go runtime runs threads of its own: MPI must allow them. */
+    if (provided < MPI_THREAD_FUNNELED)
+        return -1;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     rc = MPI_Comm_rank(MPI_COMM_WORLD, rank);
     if (rc == MPI_SUCCESS)

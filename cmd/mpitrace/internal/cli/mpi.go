@@ -45,8 +45,14 @@ func (m *mpiFlags) check() error {
 func runMPI(ctx context.Context, s *Streams, dir string, m *mpiFlags, body func(j *driver.Job, s *Streams) error) error {
 	// Before MPI works, each process fails alone and run prints the
 	// launcher's process 0's error only.
+	// (A process that fails here while the others start MPI leaves them
+	// waiting for it in MPI_Init under MPICH: what can differ between
+	// nodes, the trace directory, is looked at once MPI works.)
 	_, envSize, launched := mpicomm.JobSize(os.Getenv)
 	quiet := &Streams{In: s.In, Out: io.Discard, Err: io.Discard}
+	if err := mpicomm.Available(); err != nil {
+		return err
+	}
 	lib, err := mpicomm.Build(ctx, mpicomm.BuildOptions{MPICC: m.MPICC})
 	if err != nil {
 		return err
@@ -64,7 +70,7 @@ func runMPI(ctx context.Context, s *Streams, dir string, m *mpiFlags, body func(
 	if comm.Rank() != 0 {
 		out = quiet
 	}
-	j, err := driver.OpenJob(dir, comm)
+	j, err := driver.OpenJob(dir, comm, checkTraceDir)
 	if err == nil {
 		if comm.Rank() == 0 {
 			// Process 0's own share: about the whole job's, the groups
@@ -84,11 +90,15 @@ func runMPI(ctx context.Context, s *Streams, dir string, m *mpiFlags, body func(
 		comm.Abort(ExitError)
 	}
 	code := []int64{0}
-	if comm.Rank() == 0 {
+	if comm.Rank() == 0 && err != nil {
+		// Said now: once the others know the status, they exit, and a
+		// launcher may stop this process before it says anything.
 		code[0] = int64(exitCode(err))
-		if err == nil {
-			code[0] = ExitOK
+		var ec *ExitCodeError
+		if !errors.As(err, &ec) || ec.Err != nil {
+			fmt.Fprintf(s.Err, "mpitrace: %v\n", err)
 		}
+		err = &ExitCodeError{Code: int(code[0])}
 	}
 	if xerr := comm.AllreduceInt64(mpicomm.Sum, code); xerr != nil {
 		fmt.Fprintf(s.Err, "mpitrace: process %d: %v\n", comm.Rank(), xerr)

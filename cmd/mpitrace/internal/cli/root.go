@@ -81,11 +81,8 @@ func run(ctx context.Context, args []string, s *Streams) int {
 	// process with the same status (runMPI has the others' agree with
 	// process 0's; some launchers combine the statuses of the processes).
 	quiet := false
-	if cmd != nil {
-		if mpi, _ := cmd.Flags().GetBool("mpi"); mpi {
-			rank, _, _ := mpicomm.JobSize(os.Getenv)
-			quiet = rank != 0
-		}
+	if rank, _, launched := mpicomm.JobSize(os.Getenv); launched && rank != 0 && mpiAsked(cmd, args) {
+		quiet = true
 	}
 	say := func(format string, args ...any) {
 		if !quiet {
@@ -108,6 +105,25 @@ func run(ctx context.Context, args []string, s *Streams) int {
 		return ExitUsage
 	}
 	return exitCode(err)
+}
+
+// mpiAsked reports whether the command line asked for --mpi: the flag
+// parsed, or, when parsing stopped at a bad flag before it, the word.
+func mpiAsked(cmd *cobra.Command, args []string) bool {
+	if cmd != nil {
+		if mpi, _ := cmd.Flags().GetBool("mpi"); mpi {
+			return true
+		}
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--mpi" || strings.HasPrefix(a, "--mpi=") {
+			return true
+		}
+	}
+	return false
 }
 
 // isCobraUsageError recognises cobra's own flag and argument errors.

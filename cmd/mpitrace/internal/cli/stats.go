@@ -98,9 +98,6 @@ func runStats(ctx context.Context, opts *statsOptions, s *Streams) error {
 		return err
 	}
 	if opts.mpi.MPI {
-		if err := checkTraceDir(opts.Dir); err != nil {
-			return err
-		}
 		return runMPI(ctx, s, opts.Dir, &opts.mpi, func(j *driver.Job, s *Streams) error {
 			p, err := j.Profile()
 			if err != nil || p == nil {
