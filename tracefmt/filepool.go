@@ -34,7 +34,7 @@ var rankFiles = &filePool{max: max(64, (openFileLimit()-256)/2)}
 type pooledFile struct {
 	pool   *filePool
 	path   string
-	first  os.FileInfo
+	first  fileID
 	f      *os.File
 	elem   *list.Element
 	inUse  int
@@ -55,7 +55,7 @@ func (p *filePool) openPooled(path string) (*pooledFile, int64, error) {
 		f.Close()
 		return nil, 0, err
 	}
-	pf := &pooledFile{pool: p, path: path, first: st, f: f}
+	pf := &pooledFile{pool: p, path: path, first: idOf(st), f: f}
 	pf.elem = p.lru.PushFront(pf)
 	p.opened()
 	return pf, size, nil
@@ -100,7 +100,7 @@ func (pf *pooledFile) acquire() (*os.File, error) {
 			return nil, err
 		}
 		st, err := f.Stat()
-		if err == nil && (!os.SameFile(st, pf.first) || st.Size() != pf.first.Size()) {
+		if err == nil && !idOf(st).same(pf.first) {
 			err = fmt.Errorf("%s: the file was replaced or changed size while it was read", pf.path)
 		}
 		if err != nil {
