@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -43,28 +44,44 @@ func (m *mpiFlags) check() error {
 // works is said by the launcher's process 0 only; a failure of MPI itself
 // after it worked stops the whole job (MPI_Abort), never a hang.
 func runMPI(ctx context.Context, s *Streams, dir string, m *mpiFlags, body func(j *driver.Job, s *Streams) error) error {
-	// Before MPI works, each process fails alone and run prints the
-	// launcher's process 0's error only.
+	// Before MPI works, each process fails alone: the launcher's process
+	// 0 says why at once, the others wait a moment first, so that a
+	// launcher that stops the job when a process fails (Open MPI's) does
+	// not stop process 0 before it said it.
 	// (A process that fails here while the others start MPI leaves them
 	// waiting for it in MPI_Init under MPICH: what can differ between
 	// nodes, the trace directory, is looked at once MPI works.)
-	_, envSize, launched := mpicomm.JobSize(os.Getenv)
+	envRank, envSize, launched := mpicomm.JobSize(os.Getenv)
 	quiet := &Streams{In: s.In, Out: io.Discard, Err: io.Discard}
+	alone := func(err error) error {
+		if envRank != 0 {
+			time.Sleep(aloneDelay)
+			return &ExitCodeError{Code: exitCode(err)}
+		}
+		fmt.Fprintf(s.Err, "mpitrace: %v\n", err)
+		return &ExitCodeError{Code: exitCode(err)}
+	}
 	if err := mpicomm.Available(); err != nil {
-		return err
+		return alone(err)
 	}
 	lib, err := mpicomm.Build(ctx, mpicomm.BuildOptions{MPICC: m.MPICC})
 	if err != nil {
-		return err
+		return alone(err)
 	}
 	comm, err := mpicomm.Open(lib)
 	if err != nil {
-		return err
+		return alone(err)
 	}
 	if launched && comm.Size() != envSize {
-		comm.Finalize()
-		return fmt.Errorf("--mpi: the launcher started %d processes, but MPI_Init in the transport built with %s sees %d: the launcher belongs to another MPI; pass that MPI's compiler wrapper with --mpicc (e.g. --mpicc mpicc.mpich for mpirun.mpich)",
+		err := fmt.Errorf("--mpi: the launcher started %d processes, but MPI_Init in the transport built with %s sees %d: the launcher belongs to another MPI; pass that MPI's compiler wrapper with --mpicc (e.g. --mpicc mpicc.mpich for mpirun.mpich)",
 			envSize, orDefault(m.MPICC, mpicomm.DefaultMPICC(os.Getenv)), comm.Size())
+		if envRank == 0 {
+			err = alone(err)
+			comm.Finalize()
+			return err
+		}
+		comm.Finalize()
+		return alone(err)
 	}
 	out := s
 	if comm.Rank() != 0 {
@@ -113,6 +130,10 @@ func runMPI(ctx context.Context, s *Streams, dir string, m *mpiFlags, body func(
 	}
 	return err
 }
+
+// aloneDelay is how long a process other than 0 waits before it exits
+// when it failed before MPI worked (runMPI).
+const aloneDelay = time.Second
 
 func orDefault(s, def string) string {
 	if s == "" {
