@@ -67,11 +67,24 @@ func BenchmarkReplayWide(b *testing.B) {
 	benchtrace.RunShape(b, benchtrace.Wide, replayCritpath(map[string]bool{}))
 }
 
+// BenchmarkReplayGroups is BenchmarkReplayCritpath replayed in two
+// groups (reconstruct.ReplayGroups), one per core.
+//
+//	go test ./reconstruct -run '^$' -bench 'ReplayCritpath|ReplayGroups' -benchtime 1x
+func BenchmarkReplayGroups(b *testing.B) {
+	benchtrace.Run(b, replayIn(2, map[string]bool{}))
+	benchtrace.RunShape(b, benchtrace.Wide, replayIn(2, map[string]bool{}))
+}
+
 func replayCritpath(logged map[string]bool) func(b *testing.B, dir string) {
+	return replayIn(1, logged)
+}
+
+func replayIn(groups int, logged map[string]bool) func(b *testing.B, dir string) {
 	return func(b *testing.B, dir string) {
 		srcs, done := spooledSources(b, dir)
 		defer done()
-		res, err := reconstruct.ReplaySources(srcs, modelWeights{latency.Default()}, reconstruct.Options{})
+		res, err := reconstruct.ReplayGroups(srcs, modelWeights{latency.Default()}, reconstruct.Options{}, groups)
 		if err != nil {
 			b.Fatal(err)
 		}

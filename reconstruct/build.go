@@ -30,6 +30,14 @@ type Options struct {
 	// hold of their blocks, in bytes for all of them (32 MiB when 0): two
 	// replays at once take half each.
 	Windows int
+
+	// owns, when set, says which ranks (by index) an engine of a
+	// partitioned replay replays (replay_part.go): only they get an
+	// Observe function.
+	owns func(i int) bool
+	// names, when set, is the name table the engines of a partitioned
+	// replay share.
+	names *nameTable
 }
 
 func (o Options) workers() int {

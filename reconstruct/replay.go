@@ -210,7 +210,11 @@ func newEngine(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*engine, 
 	for _, s := range srcs {
 		size = max(size, s.Header().Size)
 	}
-	e := &engine{size: size, w: w, opts: opts, names: &nameTable{m: make(map[string]nameInfo)},
+	names := opts.names
+	if names == nil {
+		names = &nameTable{m: make(map[string]nameInfo)}
+	}
+	e := &engine{size: size, w: w, opts: opts, names: names,
 		chans: make(map[pchanKey]*pchan), insts: make(map[rinstKey]*sinst), live: make(map[commKey][]*sinst),
 		fin: finBest{rank: -1}}
 	for _, s := range srcs {
@@ -231,6 +235,12 @@ func newEngine(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*engine, 
 		file := ""
 		if tr, ok := r.src.(traceRank); ok {
 			file = tr.Name()
+		}
+		r.file = file
+		if opts.owns != nil && !opts.owns(i) {
+			// Another group's rank: a proxy (replay_part.go).
+			r.remote = true
+			continue
 		}
 		r.p = newRankPass(r.rank, size, file, r, e.names, r.src.Strings())
 		r.p.hook(r)
@@ -293,6 +303,7 @@ type engine struct {
 	insts     map[rinstKey]*sinst
 	live      map[commKey][]*sinst // instances not complete, by communicator
 	nrecs     uint32               // complete instances
+	ownLow    uint32               // of them, those whose lowest participant's rank it replays
 	recs      store                // their instRecs, by id
 	runq      []int32
 	fin       finBest
@@ -302,6 +313,13 @@ type engine struct {
 	events    int64 // read
 	stalls    int   // times no replay could go on
 	shape     shapeCount
+	// grp, when not nil, is the engine's group among those of a
+	// partitioned replay (replay_part.go): it replays the ranks the group
+	// owns, the others are its proxies.
+	grp *group
+	// merged, when set, are the channels of every engine of a
+	// partitioned replay, the engine being their merged view.
+	merged []map[pchanKey]*pchan
 }
 
 // replayEvery, when set (by tests), is called every 65,536 events read.
@@ -427,6 +445,7 @@ type smsg struct {
 	dst       int32  // world rank
 	c         *pchan // its channel, nil: the destination has no log
 	rcv       *srecv // the receive that took it, once paired
+	remote    bool   // its destination is another group's (replay_part.go)
 }
 
 // srecv is a receive completed (or freed), waiting for its message.
@@ -716,6 +735,11 @@ type streamRank struct {
 	noRecv     []*smsg // messages to ranks without a log
 	enc        itemEnc
 	slot       int16 // in the walk's cache, -1 none
+	file       string
+	// remote: another group replays the rank (replay_part.go); rmsgs are
+	// its messages to this group's ranks not yet settled and valued.
+	remote bool
+	rmsgs  map[int32]*smsg
 }
 
 const (
@@ -794,8 +818,14 @@ func (r *streamRank) send(ck commKey, k chanKey, node uint32, bytes uint64, req 
 	if req != 0 {
 		r.unsettle(m) // its request may yet cancel it
 	}
-	if r.e.index(int(peer)) < 0 {
+	di := r.e.index(int(peer))
+	if di < 0 {
 		r.noRecv = append(r.noRecv, m) // never received: no channel
+		return m.id
+	}
+	if g := r.e.grp; g != nil && g.owner[di] != int32(g.id) {
+		m.remote = true
+		g.sendRec(r, m, pchanKey{ck: ck, src: int32(r.rank), dst: peer, tag: tag}, int(g.owner[di]))
 		return m.id
 	}
 	c := r.e.channel(r, pchanKey{ck: ck, src: int32(r.rank), dst: peer, tag: tag})
@@ -940,7 +970,10 @@ func (e *engine) settled(m *smsg) bool { return m.settled }
 // and drops the settled ones at the head of its unsettled list.
 func (e *engine) pairSettled(r *streamRank) {
 	for i, m := range r.settledNow {
-		if m.c != nil {
+		switch {
+		case m.remote:
+			e.grp.settle(r, m)
+		case m.c != nil:
 			e.pair(m.c)
 		}
 		r.settledNow[i] = nil
@@ -1007,45 +1040,21 @@ func (e *engine) part(r *streamRank, pr *partRec, abs int32) {
 			r.decline(fmt.Sprintf("collective on %s, whose members no call described", commName(key.ck)))
 			return
 		}
-		in = &sinst{key: key, members: mem, low: math.MaxInt32, bestRank: -1}
-		e.logged(mem, func(s *streamRank) {
-			if !s.done || s.calls(key.ck) > key.k {
-				in.expected++
-			}
-		})
-		e.insts[key] = in
-		e.live[key.ck] = append(e.live[key.ck], in)
+		in = e.newInst(key, mem)
 	}
 	if !in.members.has(int32(r.rank)) {
 		r.decline(fmt.Sprintf("collective call on %s, of which rank %d is no member", commName(key.ck), r.rank))
 		return
 	}
-	if int32(r.rank) < in.low {
-		in.low, in.lowEv, in.lowName, in.lowFn, in.lowSite = int32(r.rank), pr.ev, pr.name, pr.fn, 0
-		if pr.ev == r.siteEv {
-			in.lowSite = r.site
-		}
-	}
-	in.parts = append(in.parts, *pr)
-	in.who = append(in.who, int32(r.rank))
-	if e.meas {
-		site := uint32(0)
-		if pr.ev == r.siteEv {
-			site = r.site
-		}
-		in.sites = append(in.sites, site)
-	}
-	if len(in.parts) == 1 || pr.start < in.start {
-		in.start = pr.start
-	}
-	if len(in.parts) == 1 || pr.end > in.end {
-		in.end = pr.end
-	}
-	in.anyNB = in.anyNB || pr.nb
-	sp := spart{at: pr.at, inst: in, start: pr.start, end: pr.end, ev: pr.ev}
+	site := uint32(0)
 	if pr.ev == r.siteEv {
-		sp.site = r.site
+		site = r.site
 	}
+	e.join(in, int32(r.rank), pr, site)
+	if e.grp != nil {
+		e.grp.part(in, r, pr, site)
+	}
+	sp := spart{at: pr.at, inst: in, start: pr.start, end: pr.end, ev: pr.ev, site: site}
 	if pr.nb {
 		r.nb = append(r.nb, sp)
 		if r.nbLive == nil {
@@ -1057,8 +1066,44 @@ func (e *engine) part(r *streamRank, pr *partRec, abs int32) {
 	r.blk = append(r.blk, sp)
 }
 
+// newInst makes instance key of members mem, expecting the members
+// with a log that did not end short of it.
+func (e *engine) newInst(key rinstKey, mem memberSet) *sinst {
+	in := &sinst{key: key, members: mem, low: math.MaxInt32, bestRank: -1}
+	e.logged(mem, func(s *streamRank) {
+		if !s.done || s.calls(key.ck) > key.k {
+			in.expected++
+		}
+	})
+	e.insts[key] = in
+	e.live[key.ck] = append(e.live[key.ck], in)
+	return in
+}
+
+// join adds world rank rank's call pr (at call site site) to in.
+func (e *engine) join(in *sinst, rank int32, pr *partRec, site uint32) {
+	if rank < in.low {
+		in.low, in.lowEv, in.lowName, in.lowFn, in.lowSite = rank, pr.ev, pr.name, pr.fn, site
+	}
+	in.parts = append(in.parts, *pr)
+	in.who = append(in.who, rank)
+	if e.meas {
+		in.sites = append(in.sites, site)
+	}
+	if len(in.parts) == 1 || pr.start < in.start {
+		in.start = pr.start
+	}
+	if len(in.parts) == 1 || pr.end > in.end {
+		in.end = pr.end
+	}
+	in.anyNB = in.anyNB || pr.nb
+}
+
 // calls returns how many collective calls the rank made on ck.
 func (r *streamRank) calls(ck commKey) uint32 {
+	if r.remote {
+		return r.finalCalls[ck]
+	}
 	if id, ok := r.p.keyIdx[ck]; ok && int(id) < len(r.count) {
 		return r.count[id]
 	}
@@ -1070,6 +1115,9 @@ func (r *streamRank) calls(ck commKey) uint32 {
 // cannot know before every rank is read.
 func (r *streamRank) defined(ck commKey, members []int32) []int32 {
 	e := r.e
+	if e.grp != nil {
+		return e.grp.defined(r, ck, members)
+	}
 	if e.defs == nil {
 		e.defs = make(map[commKey][]int32)
 	}
@@ -1115,9 +1163,17 @@ func (e *engine) logged(mem memberSet, fn func(*streamRank)) {
 // arrive is rank r's arrival at in with value v, by an edge of weight
 // w (from MPI_Init when init) from item (see sinst.bestItem).
 func (e *engine) arrive(in *sinst, r *streamRank, v float64, item int64, nb bool, w, at int64, pt *spart, init bool) {
-	if in.arrived == 0 || v > in.best || v == in.best && r.idx < in.bestRank {
-		in.best, in.bestRank, in.bestItem, in.bestNB, in.bestW, in.bestAt, in.bestInit = v, r.idx, item, nb, w, at, init
-		in.bestSite, in.bestEv = pt.site, pt.ev
+	if e.grp != nil {
+		e.grp.arrive(in, r, v, item, nb, w, at, pt, init)
+	}
+	e.arrival(in, r.idx, v, item, nb, w, at, pt.site, pt.ev, init)
+}
+
+// arrival is an arrival at in, of rank index idx (arrive's).
+func (e *engine) arrival(in *sinst, idx int32, v float64, item int64, nb bool, w, at int64, site uint32, ev int64, init bool) {
+	if in.arrived == 0 || v > in.best || v == in.best && idx < in.bestRank {
+		in.best, in.bestRank, in.bestItem, in.bestNB, in.bestW, in.bestAt, in.bestInit = v, idx, item, nb, w, at, init
+		in.bestSite, in.bestEv = site, ev
 	}
 	in.arrived++
 	if in.arrived >= in.expected {
@@ -1148,6 +1204,9 @@ func (e *engine) complete(in *sinst) {
 	in.done = true
 	in.id = e.nrecs
 	e.nrecs++
+	if e.grp == nil || e.grp.owns(e.index(int(in.low))) {
+		e.ownLow++
+	}
 	lowIdx := e.shape.lowIndex(e.index(int(in.low)), in.lowEv, len(e.ranks))
 	e.putInst(&instRec{lowIdx: lowIdx, name: in.lowName, bestRank: in.bestRank, bestNB: in.bestNB, bestItem: in.bestItem,
 		bestW: in.bestW, bestAt: in.bestAt, bestSite: in.bestSite, bestEv: in.bestEv, bestInit: in.bestInit, nb: in.anyNB, bytes: info.Bytes, procs: int32(min(procs, math.MaxInt32)),
@@ -1174,6 +1233,9 @@ func (e *engine) complete(in *sinst) {
 
 func (e *engine) enqueue(i int32) {
 	r := e.ranks[i]
+	if r.remote {
+		panic(fmt.Sprintf("internal error: reconstruct: rank %d, another group's, queued", r.rank))
+	}
 	if !r.queued && !r.finished {
 		r.queued = true
 		e.runq = append(e.runq, i)
@@ -1250,7 +1312,15 @@ func (e *engine) finishRank(r *streamRank) {
 	}
 	e.pairSettled(r)
 	r.unsettled, r.uh = nil, 0
-	// The instances it will not reach no longer wait for it.
+	if e.grp != nil {
+		e.grp.done(r)
+	}
+	e.ended(r, calls)
+}
+
+// ended: rank r's log ended with calls collective calls per
+// communicator: the instances it will not reach no longer wait for it.
+func (e *engine) ended(r *streamRank, calls map[commKey]uint32) {
 	for ck, l := range e.live {
 		n := calls[ck]
 		for _, in := range slices.Clone(l) {
@@ -1294,10 +1364,15 @@ func (e *engine) resolve(r *streamRank, x *srecv) bool {
 				}
 				continue
 			}
-			if sr := e.ranks[s]; sr != r && !sr.blocked && !sr.finished {
+			if sr := e.ranks[s]; sr.remote || sr != r && !sr.blocked && !sr.finished {
+				// Another group's rank is waited for: its records come
+				// with the group's messages (or, when no group can go
+				// on, once every rank read ahead).
 				x.waited = true
 				sr.readWaiters = append(sr.readWaiters, r.idx)
-				e.enqueue(sr.idx)
+				if !sr.remote {
+					e.enqueue(sr.idx)
+				}
 				return false
 			}
 			e.read(e.ranks[s], 1)
@@ -1468,6 +1543,9 @@ func (e *engine) replayRank(r *streamRank) {
 			if m.waiter > 0 {
 				e.enqueue(m.waiter - 1)
 			}
+			if m.remote {
+				e.grp.value(r, m)
+			}
 		}
 		r.outbox, r.oh = dropHead(r.outbox, r.oh)
 		for r.nh < len(r.nb) && r.nb[r.nh].at == k {
@@ -1520,13 +1598,7 @@ func (e *engine) run() (*ReplayResult, error) {
 	// twice as many each time that does not help.
 	chunk := 1
 	for e.err == nil {
-		for len(e.runq) > 0 && e.err == nil {
-			i := e.runq[0]
-			e.runq = e.runq[1:]
-			r := e.ranks[i]
-			r.queued = false
-			e.advance(r)
-		}
+		e.drain()
 		if e.err != nil {
 			break
 		}
@@ -1558,6 +1630,12 @@ func (e *engine) run() (*ReplayResult, error) {
 	if e.err != nil {
 		return nil, e.err
 	}
+	return e.result()
+}
+
+// result is the replay's result, once every rank is replayed: the path
+// found, walked back, and the diagnostics.
+func (e *engine) result() (*ReplayResult, error) {
 	if e.fin.rank < 0 {
 		return nil, fmt.Errorf("the task graph has no operations: no path from MPI_Init to MPI_Finalize")
 	}
@@ -1581,6 +1659,23 @@ func (e *engine) run() (*ReplayResult, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// drain replays the ranks of the run queue until it is empty.
+func (e *engine) drain() {
+	for len(e.runq) > 0 && e.err == nil {
+		i := e.runq[0]
+		e.runq = e.runq[1:]
+		r := e.ranks[i]
+		r.queued = false
+		e.advance(r)
+		if e.grp != nil && e.grp.c != nil {
+			// What crosses groups goes at once: another group may
+			// wait for it; and what came is taken at once.
+			e.grp.flush()
+			e.grp.take()
+		}
+	}
 }
 
 // stuckError says where the replay stopped with nothing left to read.
@@ -1659,8 +1754,8 @@ func (e *engine) back(res *ReplayResult) error {
 	}
 	// collective emits the step of instance id and moves to its best
 	// arrival.
-	collective := func(id int32, cw float64) error {
-		ir, err := e.inst(id)
+	collective := func(owner *engine, id int32, cw float64) error {
+		ir, err := owner.inst(id)
 		if err != nil {
 			return err
 		}
@@ -1706,7 +1801,7 @@ func (e *engine) back(res *ReplayResult) error {
 			return err
 		}
 		if rec.kind == itemPart {
-			if err := collective(rec.from, rec.cw); err != nil {
+			if err := collective(r.e, rec.from, rec.cw); err != nil {
 				return err
 			}
 			continue
@@ -1725,7 +1820,7 @@ func (e *engine) back(res *ReplayResult) error {
 			st.Cross = true
 			st.In = ReplayEdge{Kind: taskgraph.CollOut, Rank: r.rank, Cross: rec.xw, FromSite: rec.psite, FromEvent: rec.pev, ToEvent: -1}
 			res.add(&st, int(rec.name))
-			if err := collective(rec.from, rec.cw); err != nil {
+			if err := collective(r.e, rec.from, rec.cw); err != nil {
 				return err
 			}
 		default:
@@ -2296,7 +2391,7 @@ func (e *engine) checkInstance(in *sinst) {
 	var d instDiag
 	for _, i := range order[1:] {
 		r := int(in.who[i])
-		instanceDiag(&d.diags, r, e.ranks[e.index(r)].p.file, &in.parts[i], p0, in.who[order[0]], int(in.key.k), in.key.ck)
+		instanceDiag(&d.diags, r, e.ranks[e.index(r)].file, &in.parts[i], p0, in.who[order[0]], int(in.key.k), in.key.ck)
 	}
 	if d.diags.Len() > 0 {
 		d.minRank, d.ev = in.who[order[0]], p0.ev
@@ -2360,12 +2455,18 @@ func (e *engine) diagnostics() *tracefmt.Diagnostics {
 	}
 	// What is left on the channels was never received (the receives
 	// freed before completion take their messages first).
-	for _, c := range e.chans {
-		e.pair(c)
-		for _, m := range c.sends[c.sh:] {
-			if !m.cancelled {
-				s := e.ranks[m.from]
-				s.noRecv = append(s.noRecv, m)
+	chans := []map[pchanKey]*pchan{e.chans}
+	if e.merged != nil {
+		chans = e.merged
+	}
+	for _, cs := range chans {
+		for _, c := range cs {
+			e.pair(c)
+			for _, m := range c.sends[c.sh:] {
+				if !m.cancelled {
+					s := e.ranks[m.from]
+					s.noRecv = append(s.noRecv, m)
+				}
 			}
 		}
 	}
@@ -2455,6 +2556,10 @@ func (e *engine) memberSet(ck commKey) (memberSet, bool) {
 		return memberSet{world: e.size}, true
 	case ck.self >= 0:
 		return memberSet{list: []int32{ck.self}}, true
+	}
+	if e.grp != nil {
+		l, ok := e.grp.def(ck)
+		return memberSet{list: l}, ok
 	}
 	l, ok := e.defs[ck]
 	return memberSet{list: l}, ok
