@@ -740,6 +740,11 @@ type streamRank struct {
 	// its messages to this group's ranks not yet settled and valued.
 	remote bool
 	rmsgs  map[int32]*smsg
+	// waiting (of a proxy) are the group's ranks waiting for its records;
+	// ahead (of a rank of the group) are the channels to other groups'
+	// ranks on which they wait for its records (replay_part.go).
+	waiting map[int32]bool
+	ahead   map[pchanKey]bool
 }
 
 const (
@@ -1364,15 +1369,17 @@ func (e *engine) resolve(r *streamRank, x *srecv) bool {
 				}
 				continue
 			}
-			if sr := e.ranks[s]; sr.remote || sr != r && !sr.blocked && !sr.finished {
-				// Another group's rank is waited for: its records come
-				// with the group's messages (or, when no group can go
-				// on, once every rank read ahead).
+			if sr := e.ranks[s]; sr.remote {
+				// Another group's rank: its group reads it ahead when
+				// it waits (replay_part.go).
+				x.waited = true
+				e.grp.waitOn(r, sr, pchanKey{ck: r.p.keys[x.key.comm], src: x.src, dst: int32(r.rank), tag: x.key.tag})
+				return false
+			}
+			if sr := e.ranks[s]; sr != r && !sr.blocked && !sr.finished {
 				x.waited = true
 				sr.readWaiters = append(sr.readWaiters, r.idx)
-				if !sr.remote {
-					e.enqueue(sr.idx)
-				}
+				e.enqueue(sr.idx)
 				return false
 			}
 			e.read(e.ranks[s], 1)
@@ -1393,6 +1400,9 @@ func (e *engine) advance(r *streamRank) {
 	if !r.finished && e.err == nil {
 		r.blocked = true
 		e.wakeReaders(r)
+		if len(r.ahead) > 0 {
+			e.grp.readAhead(r)
+		}
 	}
 }
 

@@ -390,8 +390,11 @@ func (g *tgen) round() {
 	}
 }
 
+// genRanks bounds the ranks of genText's programs.
+var genRanks = 6
+
 func genText(rng *rand.Rand) string {
-	n := 1 + rng.IntN(6)
+	n := 1 + rng.IntN(genRanks)
 	g := &tgen{rng: rng, n: n, tags: 5 + 45*rng.IntN(2)}
 	if rng.IntN(3) == 0 {
 		g.bad = 0.03

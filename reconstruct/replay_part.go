@@ -76,9 +76,6 @@ func ReplayGroups(srcs []tracefmt.Source, w ReplayWeights, opts Options, groups 
 		o := opts
 		o.names = names
 		o.owns = func(i int) bool { return owner[i] == int32(g) }
-		if o.Windows > 0 {
-			o.Windows = max(o.Windows/groups, 1)
-		}
 		e, err := newEngine(srcs, w, o)
 		if err != nil {
 			return nil, err
@@ -173,6 +170,9 @@ type group struct {
 	inbox [][]xmsg      // batches sent to the group (under c.mu)
 	wake  chan struct{} // a batch came
 	cmd   chan int      // what the coordinator says a waiting group does
+	// behind are the ranks asked to read ahead that read aheadMax events
+	// and were not done.
+	behind []*streamRank
 }
 
 // owns reports whether the group replays the rank of index i.
@@ -218,6 +218,7 @@ const (
 	xDone                // a rank's log ended
 	xPart                // a collective call was read
 	xArrive              // a rank arrived at a collective instance
+	xAhead               // a rank of the group is asked to read ahead when it waits
 )
 
 // xmsg is a message between groups (about rank index from).
@@ -248,6 +249,55 @@ func (g *group) send(to int, x xmsg) { g.out[to] = append(g.out[to], x) }
 // sendRec: rank r sent m on channel key to the group to.
 func (g *group) sendRec(r *streamRank, m *smsg, key pchanKey, to int) {
 	g.send(to, xmsg{kind: xSend, from: r.idx, m: *m, key: key})
+	delete(r.ahead, key) // what was asked, or what makes its rank ask again
+}
+
+// aheadMax is the most events a rank reads ahead at one request.
+const aheadMax = 1024
+
+// waitOn: rank r waits for a record of px, another group's rank, on
+// channel key. It is woken by the record (its receive's waited) or px's
+// end (waiting); px's group is asked to read px ahead if px waits, as
+// resolve reads a sender of the same group ahead.
+func (g *group) waitOn(r, px *streamRank, key pchanKey) {
+	if px.waiting == nil {
+		px.waiting = make(map[int32]bool)
+	}
+	px.waiting[r.idx] = true
+	g.send(int(g.owner[px.idx]), xmsg{kind: xAhead, from: px.idx, key: key})
+}
+
+// readAhead reads rank r of the group ahead, while it waits, until it
+// sent or settled a message on each channel asked, or its log ends
+// (aheadMax events at most: the receivers ask again if what came is not
+// yet what they wait for).
+func (g *group) readAhead(r *streamRank) (read bool) {
+	e := g.e
+	for n := 0; n < aheadMax && !r.done && e.err == nil && len(r.ahead) > 0; n++ {
+		e.read(r, 1)
+		read = true
+	}
+	if r.done || e.err != nil {
+		r.ahead = nil
+	}
+	if len(r.ahead) > 0 && !slices.Contains(g.behind, r) {
+		g.behind = append(g.behind, r) // more before the group waits
+	}
+	return read
+}
+
+// goAhead reads ahead, aheadMax events each, the ranks asked for more
+// that still wait; false when it read nothing.
+func (g *group) goAhead() bool {
+	l := g.behind
+	g.behind = nil
+	read := false
+	for _, r := range l {
+		if len(r.ahead) > 0 && (r.blocked || r.finished) && !r.done {
+			read = g.readAhead(r) || read
+		}
+	}
+	return read
 }
 
 // destGroup is the group of message m's destination.
@@ -255,6 +305,9 @@ func (g *group) destGroup(m *smsg) int { return int(g.owner[g.e.index(int(m.dst)
 
 func (g *group) settle(r *streamRank, m *smsg) {
 	g.send(g.destGroup(m), xmsg{kind: xSettle, from: r.idx, m: smsg{id: m.id, cancelled: m.cancelled}})
+	if r.ahead != nil {
+		delete(r.ahead, pchanKey{ck: r.p.keys[m.key.comm], src: int32(r.rank), dst: m.dst, tag: m.key.tag})
+	}
 }
 
 func (g *group) value(r *streamRank, m *smsg) {
@@ -340,8 +393,23 @@ func (g *group) apply(x *xmsg) {
 	case xDone:
 		px.done, px.finished = true, true
 		px.finalCalls, px.end = x.calls, x.end
-		e.wakeReaders(px)
+		for i := range px.waiting {
+			e.enqueue(i)
+		}
+		px.waiting = nil
 		e.ended(px, x.calls)
+	case xAhead:
+		// px is the group's own rank.
+		if px.done {
+			return // its end is on its way
+		}
+		if px.ahead == nil {
+			px.ahead = make(map[pchanKey]bool)
+		}
+		px.ahead[x.key] = true
+		if px.blocked || px.finished {
+			g.readAhead(px)
+		}
 	case xPart:
 		in := e.insts[x.ik]
 		if in == nil {
@@ -482,7 +550,7 @@ func (g *group) loop() {
 			c.mu.Unlock()
 		}
 		g.flush()
-		if g.take() {
+		if g.take() || g.goAhead() {
 			continue
 		}
 		c.mu.Lock()

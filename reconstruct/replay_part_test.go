@@ -14,14 +14,19 @@ import (
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
-// compareGroups replays srcs() as one group and in 2 and 3 groups
+// compareGroups replays srcs() as one group and in 2, 3 and 5 groups
 // (ReplayGroups) and reports how the results differ: "" when they agree.
 func compareGroups(srcs func() []tracefmt.Source) (string, error) {
+	return compareGroupsIn(srcs, []int{2, 3, 5})
+}
+
+// compareGroupsIn is compareGroups in each number of groups of gs.
+func compareGroupsIn(srcs func() []tracefmt.Source, gs []int) (string, error) {
 	one, err1 := reconstruct.ReplaySources(srcs(), replayWeights{}, reconstruct.Options{})
 	if one != nil {
 		defer one.Close()
 	}
-	for _, groups := range []int{2, 3, 5} {
+	for _, groups := range gs {
 		res, err := reconstruct.ReplayGroups(srcs(), replayWeights{}, reconstruct.Options{}, groups)
 		var ns1, ns *reconstruct.NotStreamableError
 		if errors.As(err, &ns) && errors.As(err1, &ns1) {
@@ -129,6 +134,30 @@ func TestReplayGroupsRandom(t *testing.T) {
 	}
 }
 
+// TestReplayGroupsMPILike: in 2, 3 and as many groups as ranks, the
+// replay gives one group's result on generated MPI-like programs of up to
+// 16 ranks (replay_gen_test.go's, with their mutations).
+func TestReplayGroupsMPILike(t *testing.T) {
+	defer func(n int) { genRanks = n }(genRanks)
+	genRanks = 16
+	rng := rand.New(rand.NewPCG(41, 42))
+	n := 1500
+	if testing.Short() {
+		n = 200
+	}
+	for i := 0; i < n; i++ {
+		text := mutate(rng, genText(rng))
+		ranks, err := tracefmt.ParseText(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		diff, err := compareGroupsIn(dataSources(ranks), []int{2, 3, len(ranks)})
+		if err != nil || diff != "" {
+			t.Fatalf("case %d: %v %s\n%s", i, err, diff, text)
+		}
+	}
+}
+
 // TestReplayGroupsGenerated: in groups, the replay of generated traces
 // and of the stored traces of real runs is one group's.
 func TestReplayGroupsGenerated(t *testing.T) {
@@ -157,6 +186,92 @@ func TestReplayGroupsGenerated(t *testing.T) {
 		}
 		if err != nil || diff != "" {
 			t.Errorf("%s: %v %s", dir, err, diff)
+		}
+	}
+}
+
+// pairText: n ranks in pairs across the middle (rank r with r+n/2), each
+// iteration an MPI_Isend to the partner, a blocking receive from it and
+// the Isend's MPI_Wait: a receive pairs once its sender's Wait is read,
+// which in groups is another group's reading ahead.
+func pairText(n, iters int) string {
+	var sb strings.Builder
+	for r := 0; r < n; r++ {
+		fmt.Fprintf(&sb, "rank %d\nmeta size=\"%d\"\n", r, n)
+		t := int64(0)
+		ev := func(s string) { fmt.Fprintf(&sb, "t=%d %s\n", t, s); t += 100 }
+		ev("Call fn=MPI_Init dur=10")
+		p := (r + n/2) % n
+		for i := 0; i < iters; i++ {
+			ev(fmt.Sprintf("Send fn=MPI_Isend dur=10 peer=%d tag=0 comm=1 bytes=8 req=1", p))
+			ev(fmt.Sprintf("Recv fn=MPI_Recv dur=10 peer=%d tag=0 comm=1 bytes=8 src=%d stag=0 sbytes=8", p, p))
+			ev("Complete fn=MPI_Wait dur=10 flag=1 completions=[{req=1 src=0 stag=0 sbytes=0 flags=0}]")
+		}
+		ev("Call fn=MPI_Finalize dur=10")
+		sb.WriteString("end reason=finalize\n")
+	}
+	return sb.String()
+}
+
+// aheadText: rank 0's Isend to rank 2 is settled by its MPI_Wait only
+// after k sends to rank 3, while rank 0 waits for rank 2's answer: rank 2
+// needs rank 0 read k events ahead (one replay's resolve does it).
+func aheadText(k int) string {
+	var sb strings.Builder
+	n := 4
+	for r := 0; r < n; r++ {
+		fmt.Fprintf(&sb, "rank %d\nmeta size=\"%d\"\n", r, n)
+		t := int64(0)
+		ev := func(s string) { fmt.Fprintf(&sb, "t=%d %s\n", t, s); t += 100 }
+		ev("Call fn=MPI_Init dur=10")
+		switch r {
+		case 0:
+			ev("Send fn=MPI_Isend dur=10 peer=2 tag=0 comm=1 bytes=8 req=1")
+			ev("Recv fn=MPI_Recv dur=10 peer=2 tag=0 comm=1 bytes=8 src=2 stag=0 sbytes=8")
+			for i := 0; i < k; i++ {
+				ev("Send fn=MPI_Send dur=10 peer=3 tag=5 comm=1 bytes=8 req=0")
+			}
+			ev("Complete fn=MPI_Wait dur=10 flag=1 completions=[{req=1 src=0 stag=0 sbytes=0 flags=0}]")
+		case 2:
+			ev("Recv fn=MPI_Recv dur=10 peer=0 tag=0 comm=1 bytes=8 src=0 stag=0 sbytes=8")
+			ev("Send fn=MPI_Send dur=10 peer=0 tag=0 comm=1 bytes=8 req=0")
+		case 3:
+			for i := 0; i < k; i++ {
+				ev("Recv fn=MPI_Recv dur=10 peer=0 tag=5 comm=1 bytes=8 src=0 stag=5 sbytes=8")
+			}
+		}
+		ev("Call fn=MPI_Finalize dur=10")
+		sb.WriteString("end reason=finalize\n")
+	}
+	return sb.String()
+}
+
+// TestReplayGroupsReadAhead: a receive waiting for a record of another
+// group's rank has that rank read ahead by its group, as one replay reads
+// a waiting sender ahead: no global stall (every rank reading ahead), the
+// same result. Before, each such wait was a global stall: one an
+// iteration, or k for a sender k events behind.
+func TestReplayGroupsReadAhead(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		text string
+	}{{"pairs", pairText(8, 300)}, {"pairs-wide", pairText(64, 20)}, {"ahead", aheadText(3000)}} {
+		ranks, err := tracefmt.ParseText(strings.NewReader(c.text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range []int{2, 4} {
+			res, err := reconstruct.ReplayGroups(dataSources(ranks)(), replayWeights{}, reconstruct.Options{}, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Stalls != 0 {
+				t.Errorf("%s, %d groups: %d global stalls", c.name, g, res.Stalls)
+			}
+			res.Close()
+		}
+		if diff, err := compareGroupsIn(dataSources(ranks), []int{2, 4}); err != nil || diff != "" {
+			t.Errorf("%s: %v %s", c.name, err, diff)
 		}
 	}
 }
