@@ -1126,10 +1126,17 @@ func (r *streamRank) defined(ck commKey, members []int32) []int32 {
 	if e.defs == nil {
 		e.defs = make(map[commKey][]int32)
 	}
-	d, ok := e.defs[ck]
+	return define(e.defs, r, ck, members)
+}
+
+// define records rank r's description of ck's members in defs: the first
+// description's list, shared, when it is the same; a replay declines
+// when they differ.
+func define(defs map[commKey][]int32, r *streamRank, ck commKey, members []int32) []int32 {
+	d, ok := defs[ck]
 	switch {
 	case !ok:
-		e.defs[ck] = members
+		defs[ck] = members
 	case slices.Equal(d, members):
 		return d // the first description's, shared
 	default:

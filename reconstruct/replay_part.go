@@ -52,12 +52,8 @@ func ReplayGroups(srcs []tracefmt.Source, w ReplayWeights, opts Options, groups 
 	if groups < 2 {
 		return ReplaySources(srcs, w, opts)
 	}
-	// The groups by index of rank (newEngine sorts the ranks).
-	order := make([]int, len(srcs))
-	for i, s := range srcs {
-		order[i] = s.Header().Rank
-	}
-	slices.Sort(order)
+	// The groups by index of rank (newEngine sorts the ranks): contiguous
+	// ranks.
 	owner := make([]int32, len(srcs))
 	for i := range owner {
 		owner[i] = int32(i * groups / len(srcs))
@@ -186,19 +182,9 @@ type sharedDefs struct {
 }
 
 func (g *group) defined(r *streamRank, ck commKey, members []int32) []int32 {
-	d := g.defs
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	l, ok := d.m[ck]
-	switch {
-	case !ok:
-		d.m[ck] = members
-	case slices.Equal(l, members):
-		return l
-	default:
-		r.decline(fmt.Sprintf("%s has other members on another rank", commName(ck)))
-	}
-	return members
+	g.defs.mu.Lock()
+	defer g.defs.mu.Unlock()
+	return define(g.defs.m, r, ck, members)
 }
 
 func (g *group) def(ck commKey) ([]int32, bool) {
