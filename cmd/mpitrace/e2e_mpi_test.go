@@ -3,6 +3,7 @@ package main_test
 // The analysis as an MPI job (--mpi): mpirun -np P mpitrace stats --mpi.
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,6 +203,41 @@ func TestStatsMPIRecorded(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "traces")
 			if r := record(t, out, nil, m.launch(4, bin)...); r.code != 0 {
 				t.Fatalf("record exited %d\n%s", r.code, r.stderr)
+			}
+			// --mpi-stats: the three processes' groups cover the 4,096
+			// ranks in order, and the MPI is the launcher's.
+			statsFile := filepath.Join(t.TempDir(), "mpi-stats.json")
+			r := run(t, t.TempDir(), m.launch(3, mpitraceBin, "stats", "--mpi", "--mpicc", m.cc, "--mpi-stats", statsFile, wide)...)
+			if r.code != 0 {
+				t.Fatalf("--mpi-stats: exit %d\n%s", r.code, r.stderr)
+			}
+			var ms struct {
+				MPILibrary string `json:"mpi_library"`
+				Processes  []struct {
+					Process   int   `json:"process"`
+					FirstRank int   `json:"first_rank"`
+					LastRank  int   `json:"last_rank"`
+					FileBytes int64 `json:"file_bytes"`
+					Exchanges int   `json:"exchanges"`
+				} `json:"processes"`
+			}
+			b, err := os.ReadFile(statsFile)
+			if err == nil {
+				err = json.Unmarshal(b, &ms)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantLib := map[string]string{"openmpi": "Open MPI", "mpich": "MPICH"}[m.name]
+			next := 0
+			for i, p := range ms.Processes {
+				if p.Process != i || p.FirstRank != next || p.LastRank < p.FirstRank || p.FileBytes <= 0 || p.Exchanges < 2 {
+					t.Errorf("--mpi-stats process %d: %+v", i, p)
+				}
+				next = p.LastRank + 1
+			}
+			if len(ms.Processes) != 3 || next != 4096 || !strings.Contains(ms.MPILibrary, wantLib) {
+				t.Errorf("--mpi-stats: %d processes up to rank %d, library %q", len(ms.Processes), next-1, ms.MPILibrary)
 			}
 			for _, dir := range []string{out, wide} {
 				for _, args := range [][]string{{"stats"}, {"stats", "--per-rank"}, {"stats", "--json"}, {"stats", "--by", "callsite"}} {

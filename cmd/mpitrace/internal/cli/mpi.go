@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -96,7 +97,7 @@ func runMPI(ctx context.Context, s *Streams, dir string, m *mpiFlags, body func(
 		}
 		err = body(j, out)
 		if err == nil || !isMPIFailure(err) {
-			if serr := writeMPIStats(j, m.StatsFile); err == nil {
+			if serr := writeMPIStats(j, m.StatsFile, comm.Library()); err == nil {
 				err = serr
 			}
 		}
@@ -149,9 +150,10 @@ func isMPIFailure(err error) bool {
 	return errors.As(err, &me)
 }
 
-// writeMPIStats writes, on process 0, every process's figures to file
-// (one JSON document); every process takes part.
-func writeMPIStats(j *driver.Job, file string) error {
+// writeMPIStats writes, on process 0, every process's figures and the
+// MPI library's version to file (one JSON document); every process takes
+// part.
+func writeMPIStats(j *driver.Job, file, library string) error {
 	if file == "" {
 		return nil
 	}
@@ -161,7 +163,8 @@ func writeMPIStats(j *driver.Job, file string) error {
 	}
 	return writeOutput(file, func(w io.Writer) error {
 		return writeJSON(w, struct {
-			Processes []driver.ProcessStats `json:"processes"`
-		}{all})
+			MPILibrary string                `json:"mpi_library"`
+			Processes  []driver.ProcessStats `json:"processes"`
+		}{strings.TrimSpace(library), all})
 	})
 }
