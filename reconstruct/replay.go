@@ -2173,17 +2173,8 @@ const stepVarints = sfIndex | sfComp | sfStart | sfDur | sfBytes | sfMsgBytes | 
 // StepHeads calls fn for each step of the path, in order, with its
 // head: Steps, decoding only what the head needs and skipping the rest.
 func (res *ReplayResult) StepHeads(fn func(*StepHead) error) error {
-	var buf []byte
 	var heads []StepHead
-	b := &res.path
-	for k := len(b.idx); k >= 0; k-- {
-		blk, _, err := b.read(k, buf)
-		if err != nil {
-			return err
-		}
-		if k < len(b.idx) {
-			buf = blk
-		}
+	return res.path.backward(func(blk []byte) error {
 		heads = heads[:0]
 		d := recDec{b: blk}
 		var f uint64
@@ -2215,16 +2206,14 @@ func (res *ReplayResult) StepHeads(fn func(*StepHead) error) error {
 				return err
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
-// readSteps decodes the steps of b, written backwards, in path order;
-// indexed: each starts with its index from the path's end.
-func (res *ReplayResult) readSteps(b *blocks, indexed bool, fn func(int, *ReplayStep) error) error {
+// backward calls fn with each block of b, the last first (a block read
+// into the buffer of the one before, fn's only while it runs).
+func (b *blocks) backward(fn func(blk []byte) error) error {
 	var buf []byte
-	var steps []ReplayStep
-	var at []int
 	for k := len(b.idx); k >= 0; k-- {
 		blk, _, err := b.read(k, buf)
 		if err != nil {
@@ -2233,6 +2222,19 @@ func (res *ReplayResult) readSteps(b *blocks, indexed bool, fn func(int, *Replay
 		if k < len(b.idx) {
 			buf = blk
 		}
+		if err := fn(blk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readSteps decodes the steps of b, written backwards, in path order;
+// indexed: each starts with its index from the path's end.
+func (res *ReplayResult) readSteps(b *blocks, indexed bool, fn func(int, *ReplayStep) error) error {
+	var steps []ReplayStep
+	var at []int
+	return b.backward(func(blk []byte) error {
 		steps, at = steps[:0], at[:0]
 		d := recDec{b: blk}
 		var base stepBase
@@ -2256,8 +2258,8 @@ func (res *ReplayResult) readSteps(b *blocks, indexed bool, fn func(int, *Replay
 				return err
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // decodeStep decodes a step that add encoded.
