@@ -1686,12 +1686,6 @@ func (e *engine) drain() {
 		r := e.ranks[i]
 		r.queued = false
 		e.advance(r)
-		if e.grp != nil && e.grp.c != nil {
-			// What crosses groups goes at once: another group may
-			// wait for it; and what came is taken at once.
-			e.grp.flush()
-			e.grp.take()
-		}
 	}
 }
 

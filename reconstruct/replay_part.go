@@ -1,9 +1,12 @@
 package reconstruct
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
@@ -26,12 +29,14 @@ import (
 //     replayed, to every group with a member of the communicator (each
 //     such group completes the instance the same way).
 //
-// A group sends what it produced after each rank it replays (another
-// group may be waiting for it) and takes what came; with nothing to
-// replay it waits. When every group waits and no message is on its way,
-// every rank reads ahead, as the single replay does when every rank waits
-// (resolve's reading ahead of a sender waiting itself becomes that, for
-// a sender of another group). The path does not depend on the order in
+// The groups go in rounds (group.rounds): each replays what it can, then
+// every group gives every other the messages it made, as bytes
+// (replay_wire.go), through a Transport; the groups take the same
+// decisions from the statuses that come with them. After a round in
+// which no group sent anything, every rank reads ahead, as the single
+// replay does when every rank waits (resolve's reading ahead of a sender
+// waiting itself becomes a request to the sender's group, xAhead). The
+// path does not depend on the order in
 // which the ranks are replayed, so it is the single replay's, and so are
 // the diagnostics: once every rank is replayed, one engine takes every
 // group's ranks, channels and instances' findings and makes the result
@@ -41,8 +46,8 @@ import (
 //
 // This is the algorithm the analysis as an MPI job runs (docs/
 // reconstruction.md, "The analysis as an MPI job"), in one process: the
-// messages are Go values, and the result is made with every group's
-// state at hand.
+// Transport is a board between two barriers (localExchange), and the
+// result is made with every group's state at hand.
 
 // ReplayGroups replays srcs as ReplaySources does, in groups of ranks
 // replayed concurrently (at most one group a rank; one group:
@@ -76,25 +81,30 @@ func ReplayGroups(srcs []tracefmt.Source, w ReplayWeights, opts Options, groups 
 		if err != nil {
 			return nil, err
 		}
-		e.grp = &group{id: g, owner: owner, e: e, defs: defs, out: make([][]xmsg, groups), reach: make(map[commKey][]int)}
-		for i, r := range e.ranks {
-			if !r.remote {
-				e.enqueue(int32(i))
-			}
-		}
+		e.grp = newGroup(g, owner, e, defs, groups)
 		engines[g] = e
 	}
-	c := &coord{engines: engines, quiet: make(chan struct{}, 1)}
-	for _, e := range engines {
-		e.grp.c = c
-		e.grp.wake = make(chan struct{}, 1)
-		e.grp.cmd = make(chan int, 1)
+	x := newLocalExchange(groups)
+	stalls := make([]int, groups)
+	errs := make([]error, groups)
+	var wg sync.WaitGroup
+	for g, e := range engines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stalls[g], errs[g] = e.grp.rounds(x.port(g))
+		}()
 	}
-	stalls, err := c.run()
-	if err != nil {
+	wg.Wait()
+	// Every group stops at the same round, for the first failed group's
+	// error (its own error value, for errors.As) or the data's cycle.
+	if err := firstErr(engines); err != nil {
 		return nil, err
 	}
-	return merge(engines, owner, stalls)
+	if errs[0] != nil {
+		return nil, errs[0]
+	}
+	return merge(engines, owner, stalls[0])
 }
 
 // firstErr is the error of the first group that stopped.
@@ -162,10 +172,7 @@ type group struct {
 	out   [][]xmsg // by group: the messages for it
 	// reach are, by communicator, the other groups with a member.
 	reach map[commKey][]int
-	c     *coord
-	inbox [][]xmsg      // batches sent to the group (under c.mu)
-	wake  chan struct{} // a batch came
-	cmd   chan int      // what the coordinator says a waiting group does
+	w     *wire
 	// behind are the ranks asked to read ahead that read aheadMax events
 	// and were not done.
 	behind []*streamRank
@@ -185,6 +192,20 @@ func (g *group) defined(r *streamRank, ck commKey, members []int32) []int32 {
 	g.defs.mu.Lock()
 	defer g.defs.mu.Unlock()
 	return define(g.defs.m, r, ck, members)
+}
+
+// remoteDef takes another group's description of ck's members (the
+// first of its ranks'): as define, the replay declines when they differ.
+func (g *group) remoteDef(ck commKey, members []int32) {
+	g.defs.mu.Lock()
+	defer g.defs.mu.Unlock()
+	d, ok := g.defs.m[ck]
+	switch {
+	case !ok:
+		g.defs.m[ck] = members
+	case !slices.Equal(d, members):
+		g.e.err = &NotStreamableError{Rank: int(members[0]), Why: fmt.Sprintf("%s has other members on another rank", commName(ck))}
+	}
 }
 
 func (g *group) def(ck commKey) ([]int32, bool) {
@@ -424,87 +445,94 @@ func (g *group) forget(px *streamRank, m *smsg) {
 	}
 }
 
-// coord runs the groups of ReplayGroups, each on a goroutine of its own:
-// a group replays what it can, sends what crosses groups, and takes what
-// the others sent; when every group waits and no message is on its way,
-// every rank reads ahead (the coordinator does it, the groups waiting),
-// and the groups go on, until every rank is replayed or the data has a
-// cycle.
-type coord struct {
-	engines []*engine
-	mu      sync.Mutex
-	idle    int // groups waiting
-	flight  int // batches sent and not taken yet
-	failed  bool
-	// quiet says every group waits and none has a batch coming (once:
-	// quietSent, until the groups go on).
-	quiet     chan struct{}
-	quietSent bool
+// Transport carries the batches of a replay in groups between the
+// groups' processes: Alltoall, called by every group in the same round,
+// gives each group what every group gave it (send[g] for group g; its own
+// is its status only). The analysis as an MPI job's is MPI_Alltoallv.
+type Transport interface {
+	Alltoall(send [][]byte) ([][]byte, error)
 }
 
-// Commands to a waiting group.
-const (
-	cmdGo = iota
-	cmdStop
-)
+func newGroup(id int, owner []int32, e *engine, defs *sharedDefs, groups int) *group {
+	g := &group{id: id, owner: owner, e: e, defs: defs, out: make([][]xmsg, groups), reach: make(map[commKey][]int), w: newWire(groups)}
+	for i, r := range e.ranks {
+		if !r.remote {
+			e.enqueue(int32(i))
+		}
+	}
+	return g
+}
 
-func (c *coord) run() (stalls int, err error) {
-	var wg sync.WaitGroup
-	for _, e := range c.engines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e.grp.loop()
-		}()
-	}
-	stop := func() {
-		for _, e := range c.engines {
-			e.grp.cmd <- cmdStop
-		}
-		wg.Wait()
-	}
+// rounds runs the group's replay in rounds with the other groups: in
+// each, every group replays what it can, then the groups exchange what
+// they produced and each takes what came (one Alltoall, every group's
+// status with its batches). After a round in which no group sent
+// anything, every group is waiting and nothing is on its way: in the
+// next, every rank not yet replayed reads ahead, an event each and twice
+// as many each time that leaves every group without work, as the single
+// replay does; when no rank is left, the replay is over; when no rank
+// had anything left to read and no group has work, the data has a cycle.
+// Every group takes the same decisions from the same statuses: they stop
+// together, and a group that fails stops them all (the first failed
+// group's error).
+func (g *group) rounds(t Transport) (stalls int, err error) {
+	e := g.e
 	chunk := 1
-	for range c.quiet {
-		// Every group waits in loop.
-		if err := firstErr(c.engines); err != nil {
-			stop()
-			return 0, err
-		}
-		stuck, read := 0, false
-		for _, e := range c.engines {
+	quiet := false // no group sent anything: every rank reads ahead
+	for {
+		g.work()
+		var st roundStatus
+		if quiet && e.err == nil {
 			for _, r := range e.ranks {
 				if r.remote || r.finished {
 					continue
 				}
-				stuck++
+				st.stuck++
 				if !r.done {
 					e.read(r, chunk)
-					read = true
+					st.read = true
 				}
 			}
-		}
-		if err := firstErr(c.engines); err != nil {
-			stop()
-			return 0, err
-		}
-		if stuck == 0 {
-			stop()
-			return stalls, nil
-		}
-		queued := false
-		for _, e := range c.engines {
-			queued = queued || len(e.runq) > 0
-			for _, l := range e.grp.out {
-				queued = queued || len(l) > 0
+			st.queued = len(e.runq) > 0 || g.pending() > 0
+			if st.stuck > 0 && !st.read && !st.queued && e.err == nil {
+				st.stuckErr = e.stuckError().Error()
 			}
 		}
+		if e.err != nil {
+			st.failed, st.err = true, e.err.Error()
+			var ns *NotStreamableError
+			if errors.As(e.err, &ns) {
+				st.decl, st.declRank, st.err = true, ns.Rank, ns.Why
+			}
+		}
+		all, err := g.exchange(t, &st)
+		if err != nil {
+			return 0, err
+		}
+		sent, stuck, read, queued := 0, 0, false, false
+		for _, s := range all {
+			if s.failed {
+				if s.decl {
+					return 0, &NotStreamableError{Rank: s.declRank, Why: s.err}
+				}
+				return 0, errors.New(s.err)
+			}
+			sent += s.sent
+			stuck += s.stuck
+			read = read || s.read
+			queued = queued || s.queued
+		}
+		if !quiet {
+			quiet = sent == 0
+			continue
+		}
+		if stuck == 0 {
+			return stalls, nil
+		}
 		if !read && !queued {
-			stop()
-			for _, e := range c.engines {
-				for _, r := range e.ranks {
-					if !r.remote && !r.finished {
-						return 0, e.stuckError()
-					}
+			for _, s := range all {
+				if s.stuckErr != "" {
+					return 0, errors.New(s.stuckErr)
 				}
 			}
 			return 0, fmt.Errorf("the task graph has a cycle")
@@ -515,106 +543,127 @@ func (c *coord) run() (stalls int, err error) {
 		} else {
 			chunk = 1
 		}
-		c.mu.Lock()
-		c.idle, c.quietSent = 0, false
-		c.mu.Unlock()
-		for _, e := range c.engines {
-			e.grp.cmd <- cmdGo
-		}
+		quiet = !queued
 	}
-	return stalls, nil
 }
 
-// loop is a group's goroutine.
-func (g *group) loop() {
-	c := g.c
+// work replays what the group can without the other groups.
+func (g *group) work() {
 	for {
 		g.e.drain()
-		if g.e.err != nil {
-			c.mu.Lock()
-			c.failed = true
-			c.mu.Unlock()
-		}
-		g.flush()
-		if g.take() || g.goAhead() {
-			continue
-		}
-		c.mu.Lock()
-		if len(g.inbox) > 0 {
-			c.mu.Unlock()
-			continue
-		}
-		c.idle++
-		if !c.quietSent && c.idle == len(c.engines) && (c.flight == 0 || c.failed) {
-			c.quietSent = true
-			c.quiet <- struct{}{}
-		}
-		c.mu.Unlock()
-		if !g.wait() {
+		if g.e.err != nil || !g.goAhead() {
 			return
 		}
 	}
 }
 
-// wait waits, idle, for a batch or the coordinator's command; false to
-// stop.
-func (g *group) wait() bool {
-	c := g.c
-	for {
-		select {
-		case <-g.wake:
-			c.mu.Lock()
-			if c.quietSent || len(g.inbox) == 0 {
-				// A batch already taken, or the coordinator's turn.
-				c.mu.Unlock()
-				continue
-			}
-			c.idle--
-			c.mu.Unlock()
-			return true
-		case cmd := <-g.cmd:
-			return cmd != cmdStop
-		}
+// pending counts the messages the group has to send.
+func (g *group) pending() int {
+	n := 0
+	for _, l := range g.out {
+		n += len(l)
 	}
+	return n
 }
 
-// flush sends the group's messages, a batch to each group.
-func (g *group) flush() {
-	c := g.c
+// exchange sends the group's messages and its status st, a batch to
+// each group, and takes the batches of the others: their statuses, by
+// group, and their messages, applied.
+func (g *group) exchange(t Transport, st *roundStatus) ([]roundStatus, error) {
+	st.sent = g.pending()
+	send := make([][]byte, len(g.out))
 	for to, l := range g.out {
-		if len(l) == 0 {
+		b := appendStatus(nil, st)
+		for i := range l {
+			b = g.w.encode(b, g, to, &l[i])
+		}
+		send[to] = b
+		g.out[to] = l[:0]
+	}
+	recv, err := t.Alltoall(send)
+	if err != nil {
+		return nil, err
+	}
+	if len(recv) != len(g.out) {
+		return nil, fmt.Errorf("internal error: reconstruct: %d batches for %d groups", len(recv), len(g.out))
+	}
+	all := make([]roundStatus, len(recv))
+	for from, b := range recv {
+		d := recDec{b: b}
+		all[from] = d.status()
+		if d.bad {
+			return nil, badBatch(from)
+		}
+		if from == g.id {
 			continue
 		}
-		dst := c.engines[to].grp
-		c.mu.Lock()
-		c.flight++
-		dst.inbox = append(dst.inbox, l)
-		c.mu.Unlock()
-		select {
-		case dst.wake <- struct{}{}:
-		default:
+		if err := g.w.decode(g, from, &d); err != nil {
+			return nil, err
 		}
-		g.out[to] = nil
 	}
+	return all, nil
 }
 
-// take applies the batches sent to the group; false when there were none.
-func (g *group) take() bool {
-	c := g.c
-	c.mu.Lock()
-	in := g.inbox
-	g.inbox = nil
-	c.mu.Unlock()
-	if len(in) == 0 {
-		return false
+// localExchange is the Transport of groups in one process (ReplayGroups):
+// a board of batches between two barriers.
+type localExchange struct {
+	n       int
+	board   [][][]byte // by sender: its batches
+	arrived atomic.Int32
+	gen     atomic.Uint64
+	mu      sync.Mutex
+	cond    *sync.Cond
+}
+
+func newLocalExchange(n int) *localExchange {
+	x := &localExchange{n: n, board: make([][][]byte, n)}
+	x.cond = sync.NewCond(&x.mu)
+	return x
+}
+
+// barrierSpin is how many times a group yields, waiting at the barrier,
+// before it sleeps: a round is often shorter than a sleep and a wake.
+const barrierSpin = 200
+
+// barrier waits for every group.
+func (x *localExchange) barrier() {
+	g := x.gen.Load()
+	if int(x.arrived.Add(1)) == x.n {
+		x.arrived.Store(0)
+		x.mu.Lock()
+		x.gen.Add(1)
+		x.cond.Broadcast()
+		x.mu.Unlock()
+		return
 	}
-	for _, b := range in {
-		for i := range b {
-			g.apply(&b[i])
+	for range barrierSpin {
+		if x.gen.Load() != g {
+			return
 		}
+		runtime.Gosched()
 	}
-	c.mu.Lock()
-	c.flight -= len(in)
-	c.mu.Unlock()
-	return true
+	x.mu.Lock()
+	for x.gen.Load() == g {
+		x.cond.Wait()
+	}
+	x.mu.Unlock()
+}
+
+type localPort struct {
+	x  *localExchange
+	id int
+}
+
+func (x *localExchange) port(id int) Transport { return localPort{x, id} }
+
+func (p localPort) Alltoall(send [][]byte) ([][]byte, error) {
+	x := p.x
+	x.board[p.id] = send
+	x.barrier()
+	recv := make([][]byte, x.n)
+	for from := range recv {
+		recv[from] = x.board[from][p.id]
+	}
+	x.barrier() // the board is read: the next round may write it
+	return recv, nil
 }
