@@ -1710,139 +1710,15 @@ func (e *engine) stuckError() error {
 // steps to the result's spill (backwards). Each step is written once the
 // edge into it is known: when the walk has found its predecessor.
 func (e *engine) back(res *ReplayResult) error {
-	w := &walkCache{}
-	for _, r := range e.ranks {
-		r.log.flush()
-		r.slot = -1
-	}
-	// at reads rank r's item i.
-	at := func(r *streamRank, i int64) (itemRec, error) {
-		rec, err := w.at(e, r, uint32(i))
-		if err != nil {
-			return itemRec{}, err
-		}
-		return *rec, nil
-	}
-	// chainIn is the chain edge of rank r into an element of kind b
-	// starting at start (ostart as recorded), from item i-1 (MPI_Init when
-	// i is 0): the edge, and whether it leaves a blocking collective call.
-	chainIn := func(r *streamRank, i int64, b uint8, start, ostart int64) (ReplayEdge, bool, error) {
-		ed := ReplayEdge{FromEvent: -1, ToEvent: -1}
-		part := false
-		if i == 0 {
-			ed = ReplayEdge{Kind: taskgraph.InitOut, Rank: r.rank, Weight: r.chainW(posInit, r.initEnd, b, start),
-				Orig: r.chainW(posInit, r.initRec, b, ostart), FromShift: r.initRec - r.initEnd, FromEvent: -1, ToEvent: -1}
-		} else {
-			prev, err := at(r, i-1)
-			if err != nil {
-				return ReplayEdge{}, false, err
-			}
-			a := posOp
-			if part = prev.kind == itemPart; part {
-				a = posPart
-				ed.FromSite, ed.FromEvent = prev.psite, prev.ev
-			}
-			ed.Kind, ed.Rank, ed.Weight = chainKindOf(a, b), r.rank, r.chainW(a, prev.end, b, start)
-			ed.Orig, ed.FromShift = r.chainW(a, prev.oend, b, ostart), prev.oend-prev.end
-		}
-		if ed.Weight > 0 {
-			ed.End = start
-		}
-		return ed, part, nil
-	}
-	// The walk's position: rank index ri, item; the step found last,
-	// waiting for the edge into it.
-	ri, item := e.fin.rank, int64(e.ranks[e.fin.rank].items)-1
-	pending := ReplayStep{Kind: taskgraph.KindFinalize, Rank: -1, Event: noEvent, SiteRank: -1, ID: taskgraph.Finalize}
-	{
-		r := e.ranks[ri]
-		in, _, err := chainIn(r, item+1, posFin, r.finStr, r.finStr)
-		if err != nil {
-			return err
-		}
-		pending.In = in
-		res.add(&pending, res.sharedName(nameFinalize))
-	}
-	// collective emits the step of instance id and moves to its best
-	// arrival.
-	collective := func(owner *engine, id int32, cw float64) error {
-		ir, err := owner.inst(id)
-		if err != nil {
-			return err
-		}
-		st := ReplayStep{Kind: taskgraph.KindCollective, Rank: -1, Event: noEvent,
-			Start: ir.start, End: ir.end, Bytes: ir.bytes, GID: ir.gid, Procs: int(ir.procs), Participants: int(ir.parts), Nonblocking: ir.nb,
-			Site: ir.lowSite, SiteRank: int(ir.low), Weight: cw, ID: res.collID(e.index(int(ir.low)), ir)}
-		br := e.ranks[ir.bestRank]
-		switch {
-		case ir.bestNB:
-			st.In = ReplayEdge{Kind: taskgraph.CollIn, Rank: br.rank, FromEvent: -1}
-		case ir.bestInit:
-			st.In = ReplayEdge{Kind: taskgraph.InitOut, Rank: br.rank, Weight: ir.bestW,
-				Orig: br.chainW(posInit, br.initRec, posPart, ir.bestAt), FromShift: br.initRec - br.initEnd, FromEvent: -1}
-		default:
-			prev, err := at(br, ir.bestItem)
-			if err != nil {
-				return err
-			}
-			a := posOp
-			st.In.FromEvent = -1
-			if prev.kind == itemPart {
-				a = posPart
-				st.In.FromSite, st.In.FromEvent = prev.psite, prev.ev
-			}
-			st.In.Kind, st.In.Rank, st.In.Weight = taskgraph.CollIn, br.rank, ir.bestW
-			st.In.Orig, st.In.FromShift = br.chainW(a, prev.oend, posPart, ir.bestAt), prev.oend-prev.end
-		}
-		st.In.ToSite, st.In.ToEvent = ir.bestSite, ir.bestEv
-		if st.In.Weight > 0 {
-			st.In.End = ir.bestAt
-		}
-		res.add(&st, int(ir.name))
-		ri, item = ir.bestRank, ir.bestItem
+	k := e.walker(res, func(st *ReplayStep, name int) error {
+		res.add(st, name)
 		return nil
+	})
+	if err := k.start(); err != nil {
+		return err
 	}
-	for item >= 0 {
-		if res.NumSteps > 1<<40 {
-			return fmt.Errorf("internal error: reconstruct: the path back does not reach MPI_Init")
-		}
-		r := e.ranks[ri]
-		rec, err := at(r, item)
-		if err != nil {
-			return err
-		}
-		if rec.kind == itemPart {
-			if err := collective(r.e, rec.from, rec.cw); err != nil {
-				return err
-			}
-			continue
-		}
-		st := ReplayStep{Kind: taskgraph.KindOp, Rank: r.rank,
-			Event: taskgraph.EventRef{Rank: r.rank, Index: rec.ev, Completion: int(rec.comp)},
-			Start: rec.start, End: rec.end, Bytes: int64(min(rec.bytes, math.MaxInt64)), Site: rec.site, SiteRank: r.rank,
-			ID: res.opID(int(r.idx), rec.op)}
-		switch rec.kind {
-		case itemMsg:
-			st.Cross, st.MsgBytes = true, int64(min(rec.mbytes, math.MaxInt64))
-			st.In = ReplayEdge{Kind: taskgraph.Message, Rank: r.rank, Bytes: st.MsgBytes, Cross: rec.xw, FromEvent: -1, ToEvent: -1}
-			res.add(&st, int(rec.name))
-			ri, item = rec.from, int64(rec.fitem)
-		case itemCollIn:
-			st.Cross = true
-			st.In = ReplayEdge{Kind: taskgraph.CollOut, Rank: r.rank, Cross: rec.xw, FromSite: rec.psite, FromEvent: rec.pev, ToEvent: -1}
-			res.add(&st, int(rec.name))
-			if err := collective(r.e, rec.from, rec.cw); err != nil {
-				return err
-			}
-		default:
-			in, _, err := chainIn(r, item, posOp, rec.start, rec.ostart)
-			if err != nil {
-				return err
-			}
-			st.In = in
-			res.add(&st, int(rec.name))
-			item--
-		}
+	if done, err := k.run(); err != nil || !done {
+		return cmp.Or(err, fmt.Errorf("internal error: reconstruct: the path back leaves the ranks replayed"))
 	}
 	init := nameInit
 	some, all := false, true
@@ -1865,6 +1741,208 @@ func (e *engine) back(res *ReplayResult) error {
 	res.path.flush()
 	res.colls.flush()
 	return res.store.err
+}
+
+// walker walks the path back over the ranks its engine replayed, giving
+// each step to emit as it is found (name: its index in res.names). At a
+// rank another group replayed it stops, its position saying where to go
+// on (replay_part.go).
+type walker struct {
+	e     *engine
+	res   *ReplayResult // the steps' ids and names
+	emit  func(st *ReplayStep, name int) error
+	cache *walkCache
+	n     int64 // steps found
+	// The position: rank index ri, item; coll, when set, is a collective's
+	// step found, whose edge in leaves rank ri's item (its best arrival).
+	ri   int32
+	item int64
+	coll *pendColl
+}
+
+// pendColl is a collective's step waiting for its edge in.
+type pendColl struct {
+	st   ReplayStep
+	name int
+	ir   instRec
+}
+
+func (e *engine) walker(res *ReplayResult, emit func(*ReplayStep, int) error) *walker {
+	for _, r := range e.ranks {
+		if !r.remote {
+			r.log.flush()
+		}
+		r.slot = -1
+	}
+	return &walker{e: e, res: res, emit: emit, cache: &walkCache{}}
+}
+
+// at reads rank r's item i.
+func (k *walker) at(r *streamRank, i int64) (itemRec, error) {
+	rec, err := k.cache.at(k.e, r, uint32(i))
+	if err != nil {
+		return itemRec{}, err
+	}
+	return *rec, nil
+}
+
+// chainIn is the chain edge of rank r into an element of kind b starting
+// at start (ostart as recorded), from item i-1 (MPI_Init when i is 0).
+func (k *walker) chainIn(r *streamRank, i int64, b uint8, start, ostart int64) (ReplayEdge, error) {
+	ed := ReplayEdge{FromEvent: -1, ToEvent: -1}
+	if i == 0 {
+		ed = ReplayEdge{Kind: taskgraph.InitOut, Rank: r.rank, Weight: r.chainW(posInit, r.initEnd, b, start),
+			Orig: r.chainW(posInit, r.initRec, b, ostart), FromShift: r.initRec - r.initEnd, FromEvent: -1, ToEvent: -1}
+	} else {
+		prev, err := k.at(r, i-1)
+		if err != nil {
+			return ReplayEdge{}, err
+		}
+		a := posOp
+		if prev.kind == itemPart {
+			a = posPart
+			ed.FromSite, ed.FromEvent = prev.psite, prev.ev
+		}
+		ed.Kind, ed.Rank, ed.Weight = chainKindOf(a, b), r.rank, r.chainW(a, prev.end, b, start)
+		ed.Orig, ed.FromShift = r.chainW(a, prev.oend, b, ostart), prev.oend-prev.end
+	}
+	if ed.Weight > 0 {
+		ed.End = start
+	}
+	return ed, nil
+}
+
+// start finds the step of MPI_Finalize, reached from the rank of the
+// longest path's end.
+func (k *walker) start() error {
+	e, res := k.e, k.res
+	k.ri, k.item = e.fin.rank, int64(e.ranks[e.fin.rank].items)-1
+	st := ReplayStep{Kind: taskgraph.KindFinalize, Rank: -1, Event: noEvent, SiteRank: -1, ID: taskgraph.Finalize}
+	r := e.ranks[k.ri]
+	in, err := k.chainIn(r, k.item+1, posFin, r.finStr, r.finStr)
+	if err != nil {
+		return err
+	}
+	st.In = in
+	return k.found(&st, res.sharedName(nameFinalize))
+}
+
+func (k *walker) found(st *ReplayStep, name int) error {
+	if k.n++; k.n > 1<<40 {
+		return fmt.Errorf("internal error: reconstruct: the path back does not reach MPI_Init")
+	}
+	return k.emit(st, name)
+}
+
+// collective finds the step of instance id (of the engine owner) and
+// moves to its best arrival.
+func (k *walker) collective(owner *engine, id int32, cw float64) error {
+	e, res := k.e, k.res
+	ir, err := owner.inst(id)
+	if err != nil {
+		return err
+	}
+	k.coll = &pendColl{st: ReplayStep{Kind: taskgraph.KindCollective, Rank: -1, Event: noEvent,
+		Start: ir.start, End: ir.end, Bytes: ir.bytes, GID: ir.gid, Procs: int(ir.procs), Participants: int(ir.parts), Nonblocking: ir.nb,
+		Site: ir.lowSite, SiteRank: int(ir.low), Weight: cw, ID: res.collID(e.index(int(ir.low)), ir)}, name: int(ir.name), ir: *ir}
+	k.ri, k.item = ir.bestRank, ir.bestItem
+	return nil
+}
+
+// collIn finds the edge into the pending collective from its best
+// arrival, on rank br, and the step.
+func (k *walker) collIn(br *streamRank) error {
+	pc := k.coll
+	st, ir := &pc.st, &pc.ir
+	switch {
+	case ir.bestNB:
+		st.In = ReplayEdge{Kind: taskgraph.CollIn, Rank: br.rank, FromEvent: -1}
+	case ir.bestInit:
+		st.In = ReplayEdge{Kind: taskgraph.InitOut, Rank: br.rank, Weight: ir.bestW,
+			Orig: br.chainW(posInit, br.initRec, posPart, ir.bestAt), FromShift: br.initRec - br.initEnd, FromEvent: -1}
+	default:
+		prev, err := k.at(br, ir.bestItem)
+		if err != nil {
+			return err
+		}
+		a := posOp
+		st.In.FromEvent = -1
+		if prev.kind == itemPart {
+			a = posPart
+			st.In.FromSite, st.In.FromEvent = prev.psite, prev.ev
+		}
+		st.In.Kind, st.In.Rank, st.In.Weight = taskgraph.CollIn, br.rank, ir.bestW
+		st.In.Orig, st.In.FromShift = br.chainW(a, prev.oend, posPart, ir.bestAt), prev.oend-prev.end
+	}
+	st.In.ToSite, st.In.ToEvent = ir.bestSite, ir.bestEv
+	if st.In.Weight > 0 {
+		st.In.End = ir.bestAt
+	}
+	k.coll = nil
+	return k.found(st, pc.name)
+}
+
+// run walks back until MPI_Init (done) or a rank the engine did not
+// replay.
+func (k *walker) run() (done bool, err error) {
+	e, res := k.e, k.res
+	for {
+		if k.item < 0 && k.coll == nil {
+			return true, nil
+		}
+		r := e.ranks[k.ri]
+		if r.remote {
+			return false, nil
+		}
+		if k.coll != nil {
+			if err := k.collIn(r); err != nil {
+				return false, err
+			}
+			continue
+		}
+		rec, err := k.at(r, k.item)
+		if err != nil {
+			return false, err
+		}
+		if rec.kind == itemPart {
+			if err := k.collective(r.e, rec.from, rec.cw); err != nil {
+				return false, err
+			}
+			continue
+		}
+		st := ReplayStep{Kind: taskgraph.KindOp, Rank: r.rank,
+			Event: taskgraph.EventRef{Rank: r.rank, Index: rec.ev, Completion: int(rec.comp)},
+			Start: rec.start, End: rec.end, Bytes: int64(min(rec.bytes, math.MaxInt64)), Site: rec.site, SiteRank: r.rank,
+			ID: res.opID(int(r.idx), rec.op)}
+		switch rec.kind {
+		case itemMsg:
+			st.Cross, st.MsgBytes = true, int64(min(rec.mbytes, math.MaxInt64))
+			st.In = ReplayEdge{Kind: taskgraph.Message, Rank: r.rank, Bytes: st.MsgBytes, Cross: rec.xw, FromEvent: -1, ToEvent: -1}
+			if err := k.found(&st, int(rec.name)); err != nil {
+				return false, err
+			}
+			k.ri, k.item = rec.from, int64(rec.fitem)
+		case itemCollIn:
+			st.Cross = true
+			st.In = ReplayEdge{Kind: taskgraph.CollOut, Rank: r.rank, Cross: rec.xw, FromSite: rec.psite, FromEvent: rec.pev, ToEvent: -1}
+			if err := k.found(&st, int(rec.name)); err != nil {
+				return false, err
+			}
+			if err := k.collective(r.e, rec.from, rec.cw); err != nil {
+				return false, err
+			}
+		default:
+			in, err := k.chainIn(r, k.item, posOp, rec.start, rec.ostart)
+			if err != nil {
+				return false, err
+			}
+			st.In = in
+			if err := k.found(&st, int(rec.name)); err != nil {
+				return false, err
+			}
+			k.item--
+		}
+	}
 }
 
 // chainKindOf is the kind of the chain edge from an element of kind a to
