@@ -1660,11 +1660,6 @@ func (e *engine) result() (*ReplayResult, error) {
 	if e.meas {
 		res.Run = e.measuredRun()
 	}
-	for _, r := range e.ranks {
-		if r.hasInit && r.hasFin {
-			res.RunTime = max(res.RunTime, r.finStr-r.initRec)
-		}
-	}
 	e.names.mu.Lock()
 	res.names = append(slices.Clip(e.names.names), "MPI_Init", "MPI_Init_thread", "MPI_Finalize")
 	e.names.mu.Unlock()
@@ -2498,35 +2493,82 @@ func (e *engine) missing(r int) (tracefmt.Severity, string) {
 	return missingSev(r, end, e.opts.Filtered)
 }
 
-// diagnostics returns the replay's diagnostics, once every rank is read.
+// diagnostics returns the replay's diagnostics, once every rank is read:
+// the passes', the collectives', the receives', then the messages never
+// received (a replay in groups makes each part in each group and puts
+// them together in this order: replay_part.go).
 func (e *engine) diagnostics() *tracefmt.Diagnostics {
+	d := e.passDiags()
+	d.Merge(e.collDiags(e.collOrder(nil, nil), e.instDiags))
+	d.Merge(e.matchDiags())
+	e.leftovers(func(m *smsg) {
+		s := e.ranks[m.from]
+		s.noRecv = append(s.noRecv, m)
+	})
+	d.Merge(e.noRecvDiags())
+	return d
+}
+
+// passDiags are the passes' diagnostics of the ranks the engine replayed,
+// by rank.
+func (e *engine) passDiags() *tracefmt.Diagnostics {
 	d := &tracefmt.Diagnostics{}
 	for _, r := range e.ranks {
-		d.Merge(&r.p.diags)
+		if !r.remote {
+			d.Merge(&r.p.diags)
+		}
 	}
-	var colls tracefmt.Diagnostics
-	seen := make(map[commKey]bool)
+	return d
+}
+
+// collOrder appends to order the communicators of the ranks the engine
+// replayed not in seen, in the order of their ranks' first collective
+// call on each.
+func (e *engine) collOrder(seen map[commKey]bool, order []commKey) []commKey {
+	if seen == nil {
+		seen = make(map[commKey]bool)
+	}
 	for _, r := range e.ranks {
 		for _, ck := range r.collOrder {
 			if !seen[ck] {
 				seen[ck] = true
-				e.collCounts(&colls, ck)
+				order = append(order, ck)
 			}
 		}
 	}
-	slices.SortStableFunc(e.instDiags, func(a, b instDiag) int {
+	return order
+}
+
+// collDiags are the diagnostics of the collectives: the members of each
+// communicator of order that made fewer calls, then the calls that differ
+// from their lowest participant's (inst).
+func (e *engine) collDiags(order []commKey, inst []instDiag) *tracefmt.Diagnostics {
+	var colls tracefmt.Diagnostics
+	for _, ck := range order {
+		e.collCounts(&colls, ck)
+	}
+	slices.SortStableFunc(inst, func(a, b instDiag) int {
 		if c := cmp.Compare(a.minRank, b.minRank); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.ev, b.ev)
 	})
-	for i := range e.instDiags {
-		for _, x := range e.instDiags[i].diags.All() {
+	for i := range inst {
+		for _, x := range inst[i].diags.All() {
 			addDiag(&colls, x.Severity, x.Code, x.Rank, x.File, "%s", x.Message)
 		}
 	}
-	d.Merge(&colls)
+	return &colls
+}
+
+// matchDiags are the receives no message matched and the messages their
+// receives cannot hold, of the ranks the engine replayed.
+func (e *engine) matchDiags() *tracefmt.Diagnostics {
+	d := &tracefmt.Diagnostics{}
 	for _, r := range e.ranks {
+		if r.remote {
+			continue
+		}
 		var t tracefmt.Diagnostics
 		slices.SortFunc(r.unmatched, func(a, b unmatchedRecv) int {
 			if c := cmp.Compare(a.ch, b.ch); c != 0 {
@@ -2544,8 +2586,13 @@ func (e *engine) diagnostics() *tracefmt.Diagnostics {
 		}
 		d.Merge(&t)
 	}
-	// What is left on the channels was never received (the receives
-	// freed before completion take their messages first).
+	return d
+}
+
+// leftovers calls fn for each message left on the engine's channels: never
+// received (the receives freed before completion take their messages
+// first).
+func (e *engine) leftovers(fn func(m *smsg)) {
 	chans := []map[pchanKey]*pchan{e.chans}
 	if e.merged != nil {
 		chans = e.merged
@@ -2555,13 +2602,21 @@ func (e *engine) diagnostics() *tracefmt.Diagnostics {
 			e.pair(c)
 			for _, m := range c.sends[c.sh:] {
 				if !m.cancelled {
-					s := e.ranks[m.from]
-					s.noRecv = append(s.noRecv, m)
+					fn(m)
 				}
 			}
 		}
 	}
+}
+
+// noRecvDiags are the messages never received of the ranks the engine
+// replayed.
+func (e *engine) noRecvDiags() *tracefmt.Diagnostics {
+	d := &tracefmt.Diagnostics{}
 	for _, r := range e.ranks {
+		if r.remote {
+			continue
+		}
 		var t tracefmt.Diagnostics
 		l := slices.DeleteFunc(r.noRecv, func(m *smsg) bool { return m.cancelled })
 		slices.SortFunc(l, func(a, b *smsg) int {
@@ -2594,7 +2649,7 @@ func (e *engine) collCounts(t *tracefmt.Diagnostics, ck commKey) {
 		sev, note := e.missing(int(m))
 		file := ""
 		if i := e.index(int(m)); i >= 0 {
-			file = e.ranks[i].p.file
+			file = e.ranks[i].file
 		}
 		collCountDiag(t, sev, note, m, file, n, maxLen, ck)
 	}

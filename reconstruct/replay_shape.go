@@ -67,41 +67,78 @@ func (c *shapeCount) lowIndex(li int, ev int64, ranks int) uint32 {
 	return c.nlow[li] - 1
 }
 
+// rankShape is what the graph's shape and ids need of a rank (and the
+// run time and MPI_Init's name): a replay in groups gathers them.
+type rankShape struct {
+	Rank   int
+	Ops    uint32 // operations
+	Blk    uint32 // blocking collective calls
+	NLow   uint32 // instances whose lowest participant it is
+	Origin int64  // its picture's origin
+	Span   int64  // MPI_Init's end to MPI_Finalize's start, -1: not both
+	Init   bool   // it called MPI_Init or MPI_Init_thread
+	InitTh bool   // MPI_Init_thread
+}
+
+// rankShape returns rank r's shape (its index i).
+func (e *engine) rankShape(i int, r *streamRank) rankShape {
+	rs := rankShape{Rank: r.rank, Ops: r.nops, Blk: r.items - r.k, Span: -1}
+	if e.shape.nlow != nil {
+		rs.NLow = e.shape.nlow[i]
+	}
+	// taskgraph's origin: the end of MPI_Init, or the first operation's
+	// start when there is neither it nor a time for it.
+	switch {
+	case r.hasInit && r.hasFin || r.initRec != 0:
+		rs.Origin = r.initRec
+	case r.nops > 0:
+		rs.Origin = r.firstStart
+	}
+	if r.hasInit && r.hasFin {
+		rs.Span = r.finStr - r.initRec
+	}
+	if r.p != nil {
+		rs.Init, rs.InitTh = r.p.hasInit, r.p.initTh
+	}
+	return rs
+}
+
 // graphShape sets res.Shape, and what ids and origins need: the ranks,
 // each one's first operation's id and first collective's place, and the
 // time its picture measures from.
 func (e *engine) graphShape(res *ReplayResult) {
-	s := &res.Shape
-	s.Size = e.size
-	s.Collectives = int(e.nrecs)
-	s.Messages = e.shape.messages
-	s.Edges = e.shape.crossEdges + e.shape.nbCalls
-	s.IDs = !e.shape.unordered
-	res.ranks = make([]int, len(e.ranks))
-	res.opBase = make([]taskgraph.NodeID, len(e.ranks))
-	res.collBefore = make([]uint32, len(e.ranks))
-	res.origins = make([]int64, len(e.ranks))
-	var colls uint32
+	ranks := make([]rankShape, len(e.ranks))
 	for i, r := range e.ranks {
-		res.ranks[i] = r.rank
+		ranks[i] = e.rankShape(i, r)
+	}
+	shapeOf(res, e.size, ranks, int(e.nrecs), e.shape)
+}
+
+// shapeOf sets res.Shape and the ids from the ranks' shapes (by index)
+// and the counts.
+func shapeOf(res *ReplayResult, size int, ranks []rankShape, colls int, sh shapeCount) {
+	s := &res.Shape
+	s.Size = size
+	s.Collectives = colls
+	s.Messages = sh.messages
+	s.Edges = sh.crossEdges + sh.nbCalls
+	s.IDs = !sh.unordered
+	res.ranks = make([]int, len(ranks))
+	res.opBase = make([]taskgraph.NodeID, len(ranks))
+	res.collBefore = make([]uint32, len(ranks))
+	res.origins = make([]int64, len(ranks))
+	var before uint32
+	for i, r := range ranks {
+		res.ranks[i] = r.Rank
 		res.opBase[i] = taskgraph.Finalize + 1 + taskgraph.NodeID(s.Ops)
-		res.collBefore[i] = colls
-		if e.shape.nlow != nil {
-			colls += e.shape.nlow[i]
+		res.collBefore[i] = before
+		before += r.NLow
+		s.Ops += int(r.Ops)
+		if r.Ops > 0 || r.Blk > 0 {
+			s.Edges += int(r.Ops) + int(r.Blk) + 1
 		}
-		s.Ops += int(r.nops)
-		blk := int(r.items - r.k)
-		if r.nops > 0 || blk > 0 {
-			s.Edges += int(r.nops) + blk + 1
-		}
-		// taskgraph's origin: the end of MPI_Init, or the first
-		// operation's start when there is neither it nor a time for it.
-		switch {
-		case r.hasInit && r.hasFin || r.initRec != 0:
-			res.origins[i] = r.initRec
-		case r.nops > 0:
-			res.origins[i] = r.firstStart
-		}
+		res.origins[i] = r.Origin
+		res.RunTime = max(res.RunTime, r.Span)
 	}
 	res.collBase = taskgraph.Finalize + 1 + taskgraph.NodeID(s.Ops)
 }
