@@ -317,9 +317,6 @@ type engine struct {
 	// partitioned replay (replay_part.go): it replays the ranks the group
 	// owns, the others are its proxies.
 	grp *group
-	// merged, when set, are the channels of every engine of a
-	// partitioned replay, the engine being their merged view.
-	merged []map[pchanKey]*pchan
 }
 
 // replayEvery, when set (by tests), is called every 65,536 events read.
@@ -2046,6 +2043,25 @@ const (
 // add appends step st, whose name is res.names[name]; a collective's goes
 // to the collectives' steps too, with its index on the path from its end.
 func (res *ReplayResult) add(st *ReplayStep, name int) {
+	f := stepFlags(st)
+	if res.path.begin() {
+		res.base = stepBase{}
+	}
+	res.enc = res.encodeStep(res.enc[:0], f, st, name, &res.base)
+	if st.Kind == taskgraph.KindCollective {
+		// The collectives' own steps: their index from the path's end
+		// first, each on its own (no base).
+		c := binary.AppendUvarint(res.cenc[:0], uint64(res.NumSteps))
+		c = res.encodeStep(c, f, st, name, &stepBase{})
+		res.colls.add(c)
+		res.cenc = c
+	}
+	res.path.add(res.enc)
+	res.NumSteps++
+}
+
+// stepFlags are the flags of step st's record.
+func stepFlags(st *ReplayStep) uint64 {
 	var f uint64
 	f |= uint64(st.Kind) & sfKind
 	if st.Cross {
@@ -2082,20 +2098,7 @@ func (res *ReplayResult) add(st *ReplayStep, name int) {
 	set(sfFromEv, st.In.FromEvent != -1)
 	set(sfToEv, st.In.ToEvent != -1)
 	f |= uint64(st.In.Kind&15) << sfInKindPos
-	if res.path.begin() {
-		res.base = stepBase{}
-	}
-	res.enc = res.encodeStep(res.enc[:0], f, st, name, &res.base)
-	if st.Kind == taskgraph.KindCollective {
-		// The collectives' own steps: their index from the path's end
-		// first, each on its own (no base).
-		c := binary.AppendUvarint(res.cenc[:0], uint64(res.NumSteps))
-		c = res.encodeStep(c, f, st, name, &stepBase{})
-		res.colls.add(c)
-		res.cenc = c
-	}
-	res.path.add(res.enc)
-	res.NumSteps++
+	return f
 }
 
 // stepBase is what a step's record is coded against: the last event
@@ -2593,17 +2596,11 @@ func (e *engine) matchDiags() *tracefmt.Diagnostics {
 // received (the receives freed before completion take their messages
 // first).
 func (e *engine) leftovers(fn func(m *smsg)) {
-	chans := []map[pchanKey]*pchan{e.chans}
-	if e.merged != nil {
-		chans = e.merged
-	}
-	for _, cs := range chans {
-		for _, c := range cs {
-			e.pair(c)
-			for _, m := range c.sends[c.sh:] {
-				if !m.cancelled {
-					fn(m)
-				}
+	for _, c := range e.chans {
+		e.pair(c)
+		for _, m := range c.sends[c.sh:] {
+			if !m.cancelled {
+				fn(m)
 			}
 		}
 	}

@@ -36,18 +36,18 @@ import (
 // which no group sent anything, every rank reads ahead, as the single
 // replay does when every rank waits (resolve's reading ahead of a sender
 // waiting itself becomes a request to the sender's group, xAhead). The
-// path does not depend on the order in
-// which the ranks are replayed, so it is the single replay's, and so are
-// the diagnostics: once every rank is replayed, one engine takes every
-// group's ranks, channels and instances' findings and makes the result
-// as the single replay does. The steps' ids are not the graph's
-// (Shape.IDs is false): an instance's id needs its place among those of
-// its lowest participant, which only that rank's group counted in full.
+// path does not depend on the order in which the ranks are replayed, so
+// it is the single replay's, and so are the diagnostics: once every rank
+// is replayed, the groups make the result together, through the same
+// Transport (replay_result.go), the first group's being the result. The
+// steps' ids are not the graph's (Shape.IDs is false): an instance's id
+// needs its place among those of its lowest participant, which only
+// that rank's group counted in full.
 //
 // This is the algorithm the analysis as an MPI job runs (docs/
 // reconstruction.md, "The analysis as an MPI job"), in one process: the
-// Transport is a board between two barriers (localExchange), and the
-// result is made with every group's state at hand.
+// Transport is a board between two barriers (localExchange), and no
+// group reads another's state.
 
 // ReplayGroups replays srcs as ReplaySources does, in groups of ranks
 // replayed concurrently (at most one group a rank; one group:
@@ -85,26 +85,38 @@ func ReplayGroups(srcs []tracefmt.Source, w ReplayWeights, opts Options, groups 
 		engines[g] = e
 	}
 	x := newLocalExchange(groups)
-	stalls := make([]int, groups)
+	var res *ReplayResult
 	errs := make([]error, groups)
 	var wg sync.WaitGroup
 	for g, e := range engines {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			stalls[g], errs[g] = e.grp.rounds(x.port(g))
+			t := x.port(g)
+			stalls, err := e.grp.rounds(t)
+			if err == nil {
+				var r *ReplayResult
+				r, err = e.grp.result(t, stalls)
+				if g == 0 {
+					res = r
+				}
+			}
+			errs[g] = err
 		}()
 	}
 	wg.Wait()
 	// Every group stops at the same round, for the first failed group's
 	// error (its own error value, for errors.As) or the data's cycle.
 	if err := firstErr(engines); err != nil {
+		if res != nil {
+			res.Close()
+		}
 		return nil, err
 	}
 	if errs[0] != nil {
 		return nil, errs[0]
 	}
-	return merge(engines, owner, stalls[0])
+	return res, nil
 }
 
 // firstErr is the error of the first group that stopped.
@@ -115,52 +127,6 @@ func firstErr(engines []*engine) error {
 		}
 	}
 	return nil
-}
-
-// merge makes the result of the groups' replay: the first engine, made
-// the view of every group's ranks, channels and findings.
-func merge(engines []*engine, owner []int32, stalls int) (*ReplayResult, error) {
-	e0 := engines[0]
-	own := func(i int) *engine { return engines[owner[i]] }
-	for i := range e0.ranks {
-		e0.ranks[i] = own(i).ranks[i]
-	}
-	e0.merged = nil
-	var diags []instDiag
-	e0.nrecs = 0
-	var sh shapeCount
-	sh.nlow = make([]uint32, len(e0.ranks))
-	for g, e := range engines {
-		e0.merged = append(e0.merged, e.chans)
-		if e.fin.rank >= 0 && (e0.fin.rank < 0 || e.fin.val > e0.fin.val || e.fin.val == e0.fin.val && e.fin.rank < e0.fin.rank) {
-			e0.fin = e.fin
-		}
-		e0.maxQueued = max(e0.maxQueued, e.maxQueued)
-		e0.nrecs += e.ownLow
-		sh.messages += e.shape.messages
-		sh.crossEdges += e.shape.crossEdges
-		sh.nbCalls += e.shape.nbCalls
-		sh.unordered = sh.unordered || e.shape.unordered
-		for _, d := range e.instDiags {
-			if i := e.index(int(d.minRank)); i >= 0 && owner[i] == int32(g) {
-				diags = append(diags, d)
-			}
-		}
-	}
-	for i := range sh.nlow {
-		if n := own(i).shape.nlow; n != nil {
-			sh.nlow[i] = n[i]
-		}
-	}
-	e0.shape = sh
-	e0.stalls = stalls
-	e0.instDiags = diags
-	res, err := e0.result()
-	if err != nil {
-		return nil, err
-	}
-	res.Shape.IDs = false // (see above)
-	return res, nil
 }
 
 // group is an engine's place among the engines of ReplayGroups.
