@@ -233,8 +233,11 @@ func newEngine(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*engine, 
 		r.siteEv = -1
 		r.lr, _ = r.src.(tracefmt.LossReporter)
 		file := ""
-		if tr, ok := r.src.(traceRank); ok {
-			file = tr.Name()
+		switch s := r.src.(type) {
+		case traceRank:
+			file = s.Name()
+		case proxyRank:
+			file = s.name
 		}
 		r.file = file
 		if opts.owns != nil && !opts.owns(i) {

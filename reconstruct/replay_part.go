@@ -92,14 +92,9 @@ func ReplayGroups(srcs []tracefmt.Source, w ReplayWeights, opts Options, groups 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t := x.port(g)
-			stalls, err := e.grp.rounds(t)
-			if err == nil {
-				var r *ReplayResult
-				r, err = e.grp.result(t, stalls)
-				if g == 0 {
-					res = r
-				}
+			r, err := e.grp.run(x.port(g))
+			if g == 0 {
+				res = r
 			}
 			errs[g] = err
 		}()
@@ -118,6 +113,66 @@ func ReplayGroups(srcs []tracefmt.Source, w ReplayWeights, opts Options, groups 
 	}
 	return res, nil
 }
+
+// ReplayPart replays srcs (every rank's source, sorted by rank) as group
+// id of the groups of ranks bounds gives (group g replays srcs[bounds[g]:
+// bounds[g+1]]; len(bounds)-1 groups), the groups going in rounds
+// through t: each group, in a process of its own, reads only its ranks'
+// sources (the others' give their headers). The first group's result is
+// the single replay's (Shape.IDs apart, as ReplayGroups'); the others'
+// is nil. Every group returns the first failed group's error.
+func ReplayPart(srcs []tracefmt.Source, bounds []int, id int, w ReplayWeights, opts Options, t Transport) (*ReplayResult, error) {
+	groups := len(bounds) - 1
+	if groups < 1 || id < 0 || id >= groups || bounds[0] != 0 || bounds[groups] != len(srcs) {
+		return nil, fmt.Errorf("internal error: reconstruct: group %d of bounds %v over %d ranks", id, bounds, len(srcs))
+	}
+	owner := make([]int32, len(srcs))
+	for g := range groups {
+		if bounds[g+1] < bounds[g] {
+			return nil, fmt.Errorf("internal error: reconstruct: bounds %v", bounds)
+		}
+		for i := bounds[g]; i < bounds[g+1]; i++ {
+			owner[i] = int32(g)
+		}
+	}
+	o := opts
+	o.names = nil
+	o.owns = func(i int) bool { return owner[i] == int32(id) }
+	e, err := newEngine(srcs, w, o)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	e.grp = newGroup(id, owner, e, &sharedDefs{m: make(map[commKey][]int32)}, groups)
+	return e.grp.run(t)
+}
+
+// run replays the group's ranks in rounds, then makes the result with
+// the other groups.
+func (g *group) run(t Transport) (*ReplayResult, error) {
+	stalls, err := g.rounds(t)
+	if err != nil {
+		if g.e.err != nil {
+			return nil, g.e.err // its own error value (errors.As)
+		}
+		return nil, err
+	}
+	return g.result(t, stalls)
+}
+
+// proxyRank is the source of another group's rank: its header.
+type proxyRank struct {
+	h    *tracefmt.Header
+	name string // its file's
+}
+
+func (p proxyRank) Header() *tracefmt.Header    { return p.h }
+func (p proxyRank) Strings() *tracefmt.Strings  { return new(tracefmt.Strings) }
+func (p proxyRank) End() *tracefmt.End          { return nil }
+func (p proxyRank) Pending() []tracefmt.Pending { return nil }
+func (p proxyRank) Next() bool                  { return false }
+func (p proxyRank) Event() *tracefmt.Event      { return nil }
+func (p proxyRank) Err() error                  { return nil }
 
 // firstErr is the error of the first group that stopped.
 func firstErr(engines []*engine) error {
@@ -632,4 +687,18 @@ func (p localPort) Alltoall(send [][]byte) ([][]byte, error) {
 	}
 	x.barrier() // the board is read: the next round may write it
 	return recv, nil
+}
+
+// failPart takes the part of group id in the first round of a replay in
+// groups it cannot start (err): the other groups stop on its error.
+func failPart(err error, bounds []int, id int, t Transport) error {
+	st := roundStatus{failed: true, err: err.Error()}
+	send := make([][]byte, len(bounds)-1)
+	for to := range send {
+		send[to] = appendStatus(nil, &st)
+	}
+	if _, xerr := t.Alltoall(send); xerr != nil {
+		return xerr
+	}
+	return err
 }

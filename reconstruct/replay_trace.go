@@ -1,6 +1,11 @@
 package reconstruct
 
-import "github.com/mpitrace/mpitrace/tracefmt"
+import (
+	"cmp"
+	"fmt"
+
+	"github.com/mpitrace/mpitrace/tracefmt"
+)
 
 // ReplayTrace replays an opened trace directory (ReplaySources): every
 // rank's reader at once, their blocks spooled to a temporary file and
@@ -19,6 +24,56 @@ func ReplayTrace(t *tracefmt.Trace, w ReplayWeights, opts Options) (*ReplayResul
 // that it may run beside a ReplayTrace of t.
 func ReplayTraceMeasured(t *tracefmt.Trace, offsets map[int]int64, opts Options) (*ReplayResult, error) {
 	return replayTrace(t, false, opts.Windows, func(srcs []tracefmt.Source) (*ReplayResult, error) { return ReplayMeasured(srcs, offsets, opts) })
+}
+
+// ReplayTracePart is ReplayPart of an opened trace directory: group id
+// reads the ranks of t.Files[bounds[id]:bounds[id+1]], counted in own
+// (OnRead told, the readers recorded); the others' files only give their
+// headers. The first group's result holds the replay's diagnostics only:
+// the trace's are every group's own's.
+func ReplayTracePart(t, own *tracefmt.Trace, bounds []int, id int, w ReplayWeights, opts Options, tr Transport) (*ReplayResult, error) {
+	if len(bounds) < 2 || id < 0 || id+1 >= len(bounds) || bounds[len(bounds)-1] != len(t.Files) {
+		return nil, fmt.Errorf("internal error: reconstruct: group %d of bounds %v over %d files", id, bounds, len(t.Files))
+	}
+	lo, hi := bounds[id], bounds[id+1]
+	sp := tracefmt.NewSpool("")
+	defer sp.Close()
+	windows := opts.Windows
+	if windows <= 0 {
+		windows = 32 << 20
+	}
+	sp.SetWindow(windowOf(windows, hi-lo))
+	var readers []*tracefmt.RankReader
+	defer func() {
+		for _, rr := range readers {
+			rr.Close()
+		}
+	}()
+	srcs := make([]tracefmt.Source, len(t.Files))
+	var err error
+	for i := range t.Files {
+		f := &t.Files[i]
+		if i < lo || i >= hi {
+			srcs[i] = proxyRank{h: &f.Header, name: f.Path}
+			continue
+		}
+		rr, oerr := own.OpenRank(f.Rank)
+		if oerr != nil {
+			// Every group goes on to the first round, which stops them all.
+			err = cmp.Or(err, oerr)
+			srcs[i] = proxyRank{h: &f.Header, name: f.Path}
+			continue
+		}
+		rr.SpoolTo(sp)
+		readers = append(readers, rr)
+		srcs[i] = traceRank{rr}
+	}
+	if err != nil {
+		return nil, failPart(err, bounds, id, tr)
+	}
+	res, err := ReplayPart(srcs, bounds, id, w, opts, tr)
+	own.Record(readers)
+	return res, err
 }
 
 // replayTrace runs replay on t's ranks, their readers' windows windows

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mpitrace/mpitrace/analysis/stats"
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/tracefmt"
 )
 
@@ -32,6 +33,9 @@ type Exchange interface {
 	Allgather(mine []byte) ([][]byte, error)
 	// Gather gives process root what each gave (nil elsewhere).
 	Gather(mine []byte, root int) ([][]byte, error)
+	// Alltoall gives each process what every process gave it (send[p]
+	// for process p).
+	Alltoall(send [][]byte) ([][]byte, error)
 }
 
 // Job is one process's part of an analysis run as an MPI job.
@@ -41,6 +45,8 @@ type Job struct {
 	// header); the process reads the events of Trace.Files[Lo:Hi].
 	Trace  *tracefmt.Trace
 	Lo, Hi int
+	// bounds are every process's Lo, then the last's Hi.
+	bounds []int
 	// Own is Trace.Part(Lo, Hi): the process's own files, whose readers
 	// count in its OnRead.
 	Own *tracefmt.Trace
@@ -209,7 +215,7 @@ func OpenJob(dir string, x Exchange, check func(dir string) error) (*Job, error)
 		fs[i] = sizes[filepath.Base(f.Path)]
 	}
 	b := Partition(fs, x.Size())
-	j.Trace, j.Lo, j.Hi = t, b[x.Rank()], b[x.Rank()+1]
+	j.Trace, j.Lo, j.Hi, j.bounds = t, b[x.Rank()], b[x.Rank()+1], b
 	j.Own = t.Part(j.Lo, j.Hi)
 	j.Stats.FirstRank, j.Stats.LastRank = -1, -1
 	if j.Hi > j.Lo {
@@ -349,4 +355,56 @@ func (j *Job) GatherStats() ([]ProcessStats, error) {
 		}
 	}
 	return all, nil
+}
+
+// Replay replays the job's trace under w, each process its own ranks
+// (reconstruct.ReplayTracePart), the processes exchanging through the
+// job's Exchange. Process 0 gets the result, the single replay's: its
+// diagnostics are the trace's (what every process's readers found) then
+// the replay's; the others get nil. Every process gets the same error.
+func (j *Job) Replay(w reconstruct.ReplayWeights, opts reconstruct.Options) (*reconstruct.ReplayResult, error) {
+	start := time.Now()
+	x := &countedExchange{j: j}
+	res, err := reconstruct.ReplayTracePart(j.Trace, j.Own, j.bounds, j.x.Rank(), w, opts, x)
+	j.Stats.ReadNs += time.Since(start).Nanoseconds() - x.ns
+	if err != nil {
+		return nil, err
+	}
+	found, err := j.Own.Found()
+	parts, err := j.gather(found, err)
+	if err != nil || parts == nil {
+		if res != nil {
+			res.Close()
+		}
+		return nil, err
+	}
+	for p, b := range parts {
+		if err := j.Trace.AddFound(b, p == 0); err != nil {
+			res.Close()
+			return nil, err
+		}
+	}
+	d := j.Trace.Diagnostics()
+	d.Merge(res.Diags)
+	res.Diags = d
+	return res, nil
+}
+
+// countedExchange is the replay's Transport: the job's Alltoall, counted
+// in the job's figures.
+type countedExchange struct {
+	j  *Job
+	ns int64
+}
+
+func (c *countedExchange) Alltoall(send [][]byte) ([][]byte, error) {
+	start := time.Now()
+	recv, err := c.j.x.Alltoall(send)
+	sent := 0
+	for _, b := range send {
+		sent += len(b)
+	}
+	c.j.count(start, sent, recv)
+	c.ns += time.Since(start).Nanoseconds()
+	return recv, err
 }

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
@@ -66,6 +67,26 @@ func (m member) Gather(b []byte, root int) ([][]byte, error) {
 		return nil, nil
 	}
 	return all, nil
+}
+
+func (m member) Alltoall(send [][]byte) ([][]byte, error) {
+	var b []byte
+	for _, s := range send {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	all := m.j.exchange(m.me, b)
+	recv := make([][]byte, len(all))
+	for p, a := range all {
+		for q := 0; q <= m.me; q++ {
+			n, k := binary.Uvarint(a)
+			if q == m.me {
+				recv[p] = a[k : k+int(n)]
+			}
+			a = a[k+int(n):]
+		}
+	}
+	return recv, nil
 }
 
 // runLocal runs f as each of p members of a local job, concurrently.

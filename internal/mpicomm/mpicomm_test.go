@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -111,25 +110,20 @@ func job(lib string) error {
 // TestJob builds the transport with each MPI's compiler wrapper and runs
 // a job of 1 to 4 processes through every call.
 func TestJob(t *testing.T) {
-	for _, m := range []struct{ mpicc, mpirun string }{{"mpicc.openmpi", "mpirun.openmpi"}, {"mpicc.mpich", "mpirun.mpich"}} {
-		t.Run(m.mpicc, func(t *testing.T) {
-			if _, err := exec.LookPath(m.mpicc); err != nil {
-				t.Skipf("%s is not installed", m.mpicc)
+	for _, m := range mpijob.MPIs {
+		t.Run(m.CC, func(t *testing.T) {
+			if _, err := exec.LookPath(m.CC); err != nil {
+				t.Skipf("%s is not installed", m.CC)
 			}
 			ctx, cancel := mpijob.Context(t)
 			defer cancel()
-			lib, err := Build(ctx, BuildOptions{MPICC: m.mpicc, CacheDir: t.TempDir()})
+			lib, err := Build(ctx, BuildOptions{MPICC: m.CC, CacheDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			self, _ := os.Executable()
 			for np := 1; np <= 4; np++ {
-				args := []string{"-np", strconv.Itoa(np)}
-				if strings.Contains(m.mpirun, "openmpi") {
-					args = append(args, "--oversubscribe")
-				}
-				r := mpijob.Run(t, "", []string{"MPICOMM_TEST_LIB=" + lib, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"},
-					append(append([]string{m.mpirun}, args...), self)...)
+				r := mpijob.Run(t, "", append([]string{"MPICOMM_TEST_LIB=" + lib}, mpijob.RootEnv...), m.Launch(np, self)...)
 				if got, want := r.Stdout, fmt.Sprintf("ok %d\n", np); r.Code != 0 || got != want {
 					t.Errorf("%d processes: status %d, printed %q, want %q; stderr:\n%s", np, r.Code, got, want, r.Stderr)
 				}

@@ -201,3 +201,22 @@ func Tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// MPI is an MPI's compiler wrapper and launcher, as Debian installs them.
+type MPI struct{ CC, Run string }
+
+// MPIs are Open MPI and MPICH.
+var MPIs = []MPI{{"mpicc.openmpi", "mpirun.openmpi"}, {"mpicc.mpich", "mpirun.mpich"}}
+
+// Launch returns the launch line of np processes of argv: Open MPI's
+// oversubscribed (the test machines have 2 cores).
+func (m MPI) Launch(np int, argv ...string) []string {
+	l := []string{m.Run, "-np", strconv.Itoa(np)}
+	if strings.Contains(m.Run, "openmpi") {
+		l = append(l, "--oversubscribe")
+	}
+	return append(l, argv...)
+}
+
+// RootEnv lets Open MPI run as root.
+var RootEnv = []string{"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"}
