@@ -1,6 +1,7 @@
 package reconstruct
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime"
@@ -108,8 +109,13 @@ func ReplayGroups(srcs []tracefmt.Source, w ReplayWeights, opts Options, groups 
 		}
 		return nil, err
 	}
-	if errs[0] != nil {
-		return nil, errs[0]
+	for _, err := range errs {
+		if err != nil {
+			if res != nil {
+				res.Close()
+			}
+			return nil, err
+		}
 	}
 	return res, nil
 }
@@ -140,7 +146,7 @@ func ReplayPart(srcs []tracefmt.Source, bounds []int, id int, w ReplayWeights, o
 	o.owns = func(i int) bool { return owner[i] == int32(id) }
 	e, err := newEngine(srcs, w, o)
 	if err != nil {
-		return nil, err
+		return nil, failPart(err, bounds, id, t)
 	}
 	defer e.close()
 	e.grp = newGroup(id, owner, e, &sharedDefs{m: make(map[commKey][]int32)}, groups)
@@ -543,6 +549,10 @@ func (g *group) rounds(t Transport) (stalls int, err error) {
 			read = read || s.read
 			queued = queued || s.queued
 		}
+		if e.err != nil {
+			quiet = false // the next round says so
+			continue
+		}
 		if !quiet {
 			quiet = sent == 0
 			continue
@@ -608,18 +618,22 @@ func (g *group) exchange(t Transport, st *roundStatus) ([]roundStatus, error) {
 	if len(recv) != len(g.out) {
 		return nil, fmt.Errorf("internal error: reconstruct: %d batches for %d groups", len(recv), len(g.out))
 	}
+	// A batch that cannot be read stops the group, and the others with it
+	// at the next round (its status): none waits for it.
 	all := make([]roundStatus, len(recv))
 	for from, b := range recv {
 		d := recDec{b: b}
 		all[from] = d.status()
 		if d.bad {
-			return nil, badBatch(from)
+			all[from] = roundStatus{}
+			g.e.err = cmp.Or(g.e.err, badBatch(from))
+			continue
 		}
 		if from == g.id {
 			continue
 		}
 		if err := g.w.decode(g, from, &d); err != nil {
-			return nil, err
+			g.e.err = cmp.Or(g.e.err, err)
 		}
 	}
 	return all, nil
@@ -697,8 +711,19 @@ func failPart(err error, bounds []int, id int, t Transport) error {
 	for to := range send {
 		send[to] = appendStatus(nil, &st)
 	}
-	if _, xerr := t.Alltoall(send); xerr != nil {
+	recv, xerr := t.Alltoall(send)
+	if xerr != nil {
 		return xerr
+	}
+	// The first failed group's error (as rounds returns it).
+	for from, b := range recv {
+		d := recDec{b: b}
+		if s := d.status(); s.failed && from != id && from < id {
+			if s.decl {
+				return &NotStreamableError{Rank: s.declRank, Why: s.err}
+			}
+			return errors.New(s.err)
+		}
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package reconstruct
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/gob"
 	"errors"
@@ -164,18 +165,27 @@ func (g *group) result(t Transport, stalls int) (*ReplayResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// An error found in what came stops every group at the next exchange
+	// (none waits for a group that stopped alone).
+	var perr error
 	sums := make([]partSum, n)
 	for from, b := range recv {
 		if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&sums[from]); err != nil {
-			return nil, fmt.Errorf("internal error: reconstruct: group %d's sums: %w", from, err)
+			perr = cmp.Or(perr, fmt.Errorf("internal error: reconstruct: group %d's sums: %w", from, err))
+			continue
 		}
 		for _, l := range sums[from].Left {
 			if l.From < 0 || int(l.From) >= len(e.ranks) || !own(l.From) {
-				return nil, fmt.Errorf("internal error: reconstruct: group %d's message of rank index %d", from, l.From)
+				perr = cmp.Or(perr, fmt.Errorf("internal error: reconstruct: group %d's message of rank index %d", from, l.From))
+				break
 			}
 			s := e.ranks[l.From]
 			s.noRecv = append(s.noRecv, &smsg{from: l.From, id: l.ID, ch: l.Ch, key: chanKey{comm: l.Comm, peer: l.Peer, tag: l.Tag}, ev: l.Ev, bytes: l.Bytes, cancelled: l.Cancelled})
 		}
+	}
+	if perr != nil {
+		_, err := g.swap(t, make([][]byte, n), perr)
+		return nil, err
 	}
 	fin := finBest{rank: -1}
 	res := &ReplayResult{Stalls: stalls}
@@ -194,7 +204,7 @@ func (g *group) result(t Transport, stalls int) (*ReplayResult, error) {
 		sh.unordered = sh.unordered || s.Unordered
 		ranks = append(ranks, s.Ranks...)
 	}
-	if len(ranks) != len(e.ranks) {
+	if len(ranks) != len(e.ranks) || int(fin.rank) >= len(e.ranks) {
 		return nil, fmt.Errorf("internal error: reconstruct: the groups' shapes of %d ranks, of %d", len(ranks), len(e.ranks))
 	}
 	if fin.rank < 0 {
@@ -244,7 +254,9 @@ func (g *group) result(t Transport, stalls int) (*ReplayResult, error) {
 		for from, b := range recv {
 			tl := &tails[from]
 			if err := gob.NewDecoder(bytes.NewReader(b)).Decode(tl); err != nil {
-				return nil, fmt.Errorf("internal error: reconstruct: group %d's diagnostics: %w", from, err)
+				perr = cmp.Or(perr, fmt.Errorf("internal error: reconstruct: group %d's diagnostics: %w", from, err))
+				tl.Pass, tl.Match, tl.Left = nil, nil, nil
+				continue
 			}
 			for _, name := range tl.Names {
 				e.names.lookup(name)
@@ -267,12 +279,14 @@ func (g *group) result(t Transport, stalls int) (*ReplayResult, error) {
 				res.sites[rank] = s
 			}
 		}
-		res.Diags.Merge(e.collDiags(order, inst))
-		for _, tl := range tails {
-			res.Diags.Merge(tl.Match)
-		}
-		for _, tl := range tails {
-			res.Diags.Merge(tl.Left)
+		if perr == nil {
+			res.Diags.Merge(e.collDiags(order, inst))
+			for _, tl := range tails {
+				res.Diags.Merge(tl.Match)
+			}
+			for _, tl := range tails {
+				res.Diags.Merge(tl.Left)
+			}
 		}
 	}
 	e.names.mu.Lock()
@@ -282,7 +296,7 @@ func (g *group) result(t Transport, stalls int) (*ReplayResult, error) {
 	res.colls = blocks{s: &res.store, limit: 16 << 10}
 
 	// 3. The walk back.
-	if err := g.walk(t, res, fin); err != nil {
+	if err := g.walk(t, res, fin, perr); err != nil {
 		res.Close()
 		return nil, err
 	}
@@ -323,8 +337,9 @@ func (g *group) learnDef(ck commKey, members []int32) {
 
 // walk walks the path back with the other groups, from the path's end
 // fin, each group over its ranks; the first group adds the steps to res
-// (but MPI_Init's).
-func (g *group) walk(t Transport, res *ReplayResult, fin finBest) error {
+// (but MPI_Init's). A group's error (perr: one found before) stops every
+// group at the next round.
+func (g *group) walk(t Transport, res *ReplayResult, fin finBest, perr error) error {
 	e := g.e
 	n := len(g.out)
 	var steps []byte // found, for the first group
@@ -337,8 +352,8 @@ func (g *group) walk(t Transport, res *ReplayResult, fin finBest) error {
 		return nil
 	})
 	holds := g.owner[fin.rank] == int32(g.id)
-	var err error
-	if holds {
+	err := perr
+	if holds && err == nil {
 		e.fin = fin
 		err = k.start()
 	}
@@ -374,7 +389,8 @@ func (g *group) walk(t Transport, res *ReplayResult, fin finBest) error {
 				switch d.u() {
 				case 1:
 					if holds {
-						return fmt.Errorf("internal error: reconstruct: the walk back in two groups")
+						d.bad = true
+						break
 					}
 					holds = true
 					g.pos(&d, res, k)
@@ -400,11 +416,11 @@ func (g *group) walk(t Transport, res *ReplayResult, fin finBest) error {
 				}
 			}
 			if d.bad {
-				return badBatch(from)
+				err = cmp.Or(err, badBatch(from))
 			}
 		}
 		if over {
-			return nil
+			return err
 		}
 	}
 }

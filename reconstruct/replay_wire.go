@@ -311,7 +311,7 @@ func (w *wire) decode(g *group, from int, d *recDec) error {
 		case xDef:
 			ck := d.ck()
 			n := d.u()
-			if n > uint64(len(d.b)) {
+			if n == 0 || n > uint64(len(d.b)) {
 				return badBatch(from)
 			}
 			l := make([]int32, n)

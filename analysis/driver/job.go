@@ -2,6 +2,7 @@ package driver
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/gob"
@@ -365,18 +366,22 @@ func (j *Job) GatherStats() ([]ProcessStats, error) {
 func (j *Job) Replay(w reconstruct.ReplayWeights, opts reconstruct.Options) (*reconstruct.ReplayResult, error) {
 	start := time.Now()
 	x := &countedExchange{j: j}
-	res, err := reconstruct.ReplayTracePart(j.Trace, j.Own, j.bounds, j.x.Rank(), w, opts, x)
+	res, rerr := reconstruct.ReplayTracePart(j.Trace, j.Own, j.bounds, j.x.Rank(), w, opts, x)
 	j.Stats.ReadNs += time.Since(start).Nanoseconds() - x.ns
-	if err != nil {
-		return nil, err
+	var found []byte
+	var err error
+	if rerr == nil {
+		found, err = j.Own.Found()
 	}
-	found, err := j.Own.Found()
-	parts, err := j.gather(found, err)
-	if err != nil || parts == nil {
+	// Every process takes part in the gather, even one whose replay failed
+	// (process 0 alone may fail after the replay's last exchange): none
+	// waits for another.
+	parts, err := j.gather(found, cmp.Or(rerr, err))
+	if rerr != nil || err != nil || parts == nil {
 		if res != nil {
 			res.Close()
 		}
-		return nil, err
+		return nil, cmp.Or(rerr, err) // the replay's error as the single replay says it
 	}
 	for p, b := range parts {
 		if err := j.Trace.AddFound(b, p == 0); err != nil {
