@@ -1,6 +1,7 @@
 package reconstruct
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -232,10 +233,7 @@ func (w *wire) encode(b []byte, g *group, to int, x *xmsg) []byte {
 			keys = append(keys, ck)
 		}
 		slices.SortFunc(keys, func(a, b commKey) int {
-			if a.gid != b.gid {
-				return cmpU64(a.gid, b.gid)
-			}
-			return int(a.self) - int(b.self)
+			return cmp.Or(cmp.Compare(a.gid, b.gid), cmp.Compare(a.self, b.self))
 		})
 		b = binary.AppendUvarint(b, uint64(len(keys)))
 		for _, ck := range keys {
@@ -277,16 +275,6 @@ func (w *wire) encode(b []byte, g *group, to int, x *xmsg) []byte {
 		b = appendBool(b, x.init)
 	}
 	return b
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // decode applies the messages of a batch from group from to g (the
