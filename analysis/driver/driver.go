@@ -613,7 +613,32 @@ var ThisMachine = func() (string, int) {
 	if err != nil {
 		return "", 0
 	}
-	return h, runtime.NumCPU()
+	return h, onlineCPUs()
+}
+
+// onlineCPUs is the machine's online CPUs, not those this process may
+// run on (runtime.NumCPU): under a launcher that binds it to a core (Open
+// MPI's mpirun with 1 or 2 processes, --mpi), the machine still has what
+// the recorded ranks shared.
+func onlineCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	n := 0
+	for _, r := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, ok := strings.Cut(r, "-")
+		a, err1 := strconv.Atoi(lo)
+		z, err2 := a, error(nil)
+		if ok {
+			z, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || z < a {
+			return runtime.NumCPU()
+		}
+		n += z - a + 1
+	}
+	return max(n, runtime.NumCPU())
 }
 
 // Hosts counts the ranks of t per host (the headers' hostname) and gives

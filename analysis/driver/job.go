@@ -53,6 +53,8 @@ type Job struct {
 	Own *tracefmt.Trace
 	// Stats is what the process did, for --mpi-stats.
 	Stats ProcessStats
+	// xerr is the first error of an exchange (MPI's own).
+	xerr error
 }
 
 // ProcessStats is what one process of a job did.
@@ -117,7 +119,7 @@ func (j *Job) allgather(mine []byte, err error) ([][]byte, error) {
 	start := time.Now()
 	msg := encodePart(mine, err)
 	parts, xerr := j.x.Allgather(msg)
-	j.count(start, len(msg), parts)
+	j.count(start, len(msg), parts, xerr)
 	if xerr != nil {
 		return nil, xerr
 	}
@@ -130,14 +132,17 @@ func (j *Job) gather(mine []byte, err error) ([][]byte, error) {
 	start := time.Now()
 	msg := encodePart(mine, err)
 	parts, xerr := j.x.Gather(msg, 0)
-	j.count(start, len(msg), parts)
+	j.count(start, len(msg), parts, xerr)
 	if xerr != nil || parts == nil {
 		return nil, xerr
 	}
 	return decodeParts(parts)
 }
 
-func (j *Job) count(start time.Time, sent int, parts [][]byte) {
+// count counts an exchange that started at start, sent sent bytes and
+// received parts, or failed with xerr.
+func (j *Job) count(start time.Time, sent int, parts [][]byte, xerr error) {
+	j.xerr = cmp.Or(j.xerr, xerr)
 	j.Stats.ExchangeNs += time.Since(start).Nanoseconds()
 	j.Stats.Exchanges++
 	j.Stats.Sent += int64(sent)
@@ -409,7 +414,7 @@ func (c *countedExchange) Alltoall(send [][]byte) ([][]byte, error) {
 	for _, b := range send {
 		sent += len(b)
 	}
-	c.j.count(start, sent, recv)
+	c.j.count(start, sent, recv, err)
 	c.ns += time.Since(start).Nanoseconds()
 	return recv, err
 }

@@ -2,6 +2,7 @@ package regions
 
 import (
 	"cmp"
+	"encoding/binary"
 	"slices"
 
 	"github.com/mpitrace/mpitrace/analysis/internal/spanset"
@@ -361,4 +362,45 @@ func NewSpans(ranks []*RankRegions) *Spans {
 func (s *Spans) Node(key string) (kind, name string) {
 	n := s.nodes[key]
 	return n[0], n[1]
+}
+
+// AppendSpans appends to b where r's regions ran (r aggregated with
+// KeepSpans or not) and the kind and name of each, as SpansOf reads it:
+// the analysis run as an MPI job gathers them from the process that read
+// the rank.
+func (r *RankRegions) AppendSpans(b []byte) []byte {
+	b = spanset.AppendRank(b, r.spans)
+	if r.spans == nil {
+		return b
+	}
+	b = binary.AppendUvarint(b, uint64(len(r.order)))
+	for _, k := range r.order {
+		n := r.nodes[k]
+		b = spanset.AppendString(spanset.AppendString(spanset.AppendString(b, k), n.kind), n.name)
+	}
+	return b
+}
+
+// SpansOf reads what AppendSpans appended at the start of b: rank's
+// regions with their spans, kinds and names only (for NewSpans), and the
+// rest of b.
+func SpansOf(rank int, b []byte) (*RankRegions, []byte, error) {
+	r := &RankRegions{Rank: rank}
+	var err error
+	if r.spans, b, err = spanset.ReadRank(b); err != nil || r.spans == nil {
+		return r, b, err
+	}
+	d := spanset.NewDecoder(b)
+	n := d.Uvarint()
+	r.nodes = map[string]*rankNode{}
+	for i := uint64(0); i < n; i++ {
+		key, kind, name := d.String(), d.String(), d.String()
+		if b, err = d.Rest(); err != nil {
+			return nil, nil, err
+		}
+		r.nodes[key] = &rankNode{kind: kind, name: name}
+		r.order = append(r.order, key)
+	}
+	b, err = d.Rest()
+	return r, b, err
 }

@@ -4,8 +4,10 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,14 +19,7 @@ import (
 // goldens hold, byte for byte (stdout and stderr: the profile and the
 // diagnostics), and exits 0; so does 'stats --mpi --by callsite' with 3.
 func TestStatsMPI(t *testing.T) {
-	stored, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "traces"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dirs, err := filepath.Glob(filepath.Join(stored, "v*", "*"))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no stored traces: %v", err)
-	}
+	stored, dirs := storedTraces(t)
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
 			m.require(t)
@@ -89,17 +84,28 @@ func TestStatsMPIFaults(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(trace, "rank-00001.mpit"), []byte("junk"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	serial := run(t, t.TempDir(), mpitraceBin, "stats", "--json", trace)
-	if serial.code != 0 || len(mpitraceLines(serial.stderr)) < 3 {
-		t.Fatalf("the damaged trace: exit %d, stderr:\n%s", serial.code, serial.stderr)
+	// stats reads every file; critpath replays them (and, the replay
+	// declining the lost events, process 0 builds the graph).
+	commands := [][]string{{"stats", "--json"}, {"critpath", "-o", "-"}}
+	serial := make([]result, len(commands))
+	for i, args := range commands {
+		serial[i] = run(t, t.TempDir(), append(append([]string{mpitraceBin}, args...), trace)...)
+		if want := []int{0, 1}[i]; serial[i].code != want || len(mpitraceLines(serial[i].stderr)) < 3 {
+			t.Fatalf("the damaged trace, %s: exit %d (want %d), stderr:\n%s", args[0], serial[i].code, want, serial[i].stderr)
+		}
 	}
 	for _, m := range mpis {
 		t.Run(m.name, func(t *testing.T) {
 			m.require(t)
-			r := run(t, t.TempDir(), m.launch(3, mpitraceBin, "stats", "--json", "--mpi", "--mpicc", m.cc, trace)...)
-			if r.code != serial.code || r.stdout != serial.stdout || r.stderr != serial.stderr {
-				t.Errorf("damaged trace, 3 processes: exit %d (want %d), stdout same: %v, stderr:\n%s\nwant:\n%s",
-					r.code, serial.code, r.stdout == serial.stdout, r.stderr, serial.stderr)
+			for i, args := range commands {
+				argv := append(append([]string{mpitraceBin}, args...), "--mpi", "--mpicc", m.cc, trace)
+				r := run(t, t.TempDir(), m.launch(3, argv...)...)
+				// (The launcher adds what it says of a process that exits
+				// with a status.)
+				if r.code != serial[i].code || r.stdout != serial[i].stdout || !slices.Equal(mpitraceLines(r.stderr), mpitraceLines(serial[i].stderr)) {
+					t.Errorf("damaged trace, 3 processes, %s: exit %d (want %d), stdout same: %v, stderr:\n%s\nwant:\n%s",
+						args[0], r.code, serial[i].code, r.stdout == serial[i].stdout, r.stderr, serial[i].stderr)
+				}
 			}
 			other := "mpicc.mpich"
 			if m.name == "mpich" {
@@ -134,12 +140,27 @@ func TestStatsMPIFaults(t *testing.T) {
 			// waits for it.
 			argv := m.launch(1, mpitraceBin, "stats", "--mpi", "--mpicc", m.cc, filepath.Join(t.TempDir(), "none"))
 			argv = append(append(argv, ":", "-np", "2"), mpitraceBin, "stats", "--mpi", "--mpicc", m.cc, trace)
-			r = run(t, t.TempDir(), argv...)
+			r := run(t, t.TempDir(), argv...)
 			if lines := mpitraceLines(r.stderr); r.code != 1 || len(lines) != 1 || !strings.Contains(lines[0], "no such trace directory") {
 				t.Errorf("a directory one process lacks: exit %d, mpitrace's lines %q", r.code, lines)
 			}
 		})
 	}
+}
+
+// storedTraces returns the directory of the stored traces and the traces
+// (fixtures/traces/vN/NAME), oldest format first.
+func storedTraces(t *testing.T) (stored string, dirs []string) {
+	t.Helper()
+	stored, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "traces"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, err = filepath.Glob(filepath.Join(stored, "v*", "*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no stored traces: %v", err)
+	}
+	return stored, dirs
 }
 
 // copyDir copies the files of directory src into a new directory dst.
@@ -187,10 +208,11 @@ func cut(t *testing.T, file string, n int64) {
 }
 
 // TestStatsMPIRecorded: a run recorded under each MPI (fixtures'
-// mix.c, 4 ranks) and a generated trace of 4,096 ranks, profiled by 3
-// processes of that MPI (all the formats: text, --per-rank, --json, by
-// call site; the JSON alone for the large one), print what one process
-// prints, byte for byte.
+// mix.c, 4 ranks) and a generated trace of 4,096 ranks, profiled and
+// analysed by 3 processes of that MPI (stats in all its formats: text,
+// --per-rank, --json, by call site; critpath's critPath.out, --json and
+// --weights measured; the JSON alone for the large one), print what one
+// process prints, byte for byte.
 func TestStatsMPIRecorded(t *testing.T) {
 	wide := filepath.Join(t.TempDir(), "wide")
 	if err := testgen.Halo(4096, 3, 1).WriteDir(wide); err != nil {
@@ -240,7 +262,8 @@ func TestStatsMPIRecorded(t *testing.T) {
 				t.Errorf("--mpi-stats: %d processes up to rank %d, library %q", len(ms.Processes), next-1, ms.MPILibrary)
 			}
 			for _, dir := range []string{out, wide} {
-				for _, args := range [][]string{{"stats"}, {"stats", "--per-rank"}, {"stats", "--json"}, {"stats", "--by", "callsite"}} {
+				for _, args := range [][]string{{"stats"}, {"stats", "--per-rank"}, {"stats", "--json"}, {"stats", "--by", "callsite"},
+					{"critpath", "-o", "-"}, {"critpath", "--json"}, {"critpath", "--weights", "measured", "-o", "-"}} {
 					if dir == wide && args[len(args)-1] != "--json" {
 						continue // the JSON holds what the others print
 					}
@@ -255,4 +278,88 @@ func TestStatsMPIRecorded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCritpathMPI: under both MPIs, 'critpath --mpi' on every stored
+// trace with 3 processes, and on the newest format's with 1, 2 and 4,
+// writes the critPath.out of the goldens and prints what the
+// single-process run prints (stdout, stderr, exit status), byte for
+// byte; so do --json (2 processes) and --weights measured (4) on the
+// newest format's traces. (The summary is compared with the single run's
+// rather than the golden: its "why" block names this machine's CPUs when
+// a trace was recorded on a machine of its name.)
+func TestCritpathMPI(t *testing.T) {
+	stored, dirs := storedTraces(t)
+	newest := filepath.Base(filepath.Dir(dirs[len(dirs)-1]))
+	type job struct {
+		args []string
+		np   []int
+	}
+	jobs := func(version string) []job {
+		if version != newest {
+			return []job{{[]string{"critpath", "-o", "critPath.out"}, []int{3}}}
+		}
+		return []job{
+			{[]string{"critpath", "-o", "critPath.out"}, []int{1, 2, 3, 4}},
+			{[]string{"critpath", "--json"}, []int{2}},
+			{[]string{"critpath", "--weights", "measured", "-o", "critPath.out"}, []int{4}},
+		}
+	}
+	// The single-process runs, once.
+	sysroot := t.TempDir()
+	serial := map[string]result{}
+	key := func(dir string, args []string) string { return dir + "\x00" + strings.Join(args, " ") }
+	for _, dir := range dirs {
+		for _, j := range jobs(filepath.Base(filepath.Dir(dir))) {
+			cwd := t.TempDir()
+			r := run(t, cwd, append(append([]string{mpitraceBin}, j.args...), "--sysroot", sysroot, dir)...)
+			if r.code != 0 {
+				t.Fatalf("%s: mpitrace %s: exit %d\n%s", dir, strings.Join(j.args, " "), r.code, r.stderr)
+			}
+			r.stdout += readIfAny(t, filepath.Join(cwd, "critPath.out"))
+			serial[key(dir, j.args)] = r
+		}
+	}
+	for _, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			m.require(t)
+			for _, dir := range dirs {
+				version, name := filepath.Base(filepath.Dir(dir)), filepath.Base(dir)
+				golden := filepath.Join(stored, "golden", version, name, "critPath.out")
+				for _, j := range jobs(version) {
+					for _, np := range j.np {
+						cwd := t.TempDir()
+						argv := append(append([]string{mpitraceBin}, j.args...), "--mpi", "--mpicc", m.cc, "--sysroot", sysroot, dir)
+						r := run(t, cwd, m.launch(np, argv...)...)
+						out := readIfAny(t, filepath.Join(cwd, "critPath.out"))
+						r.stdout += out
+						what := fmt.Sprintf("%s/%s, %d processes: mpitrace %s", version, name, np, strings.Join(j.args, " "))
+						if one := serial[key(dir, j.args)]; r != one {
+							t.Errorf("%s: exit %d (want %d), stdout and critPath.out:\n%s\nstderr:\n%s\nwant:\n%s",
+								what, r.code, one.code, lineDiff(strings.Split(r.stdout, "\n"), strings.Split(one.stdout, "\n")), r.stderr, one.stderr)
+						}
+						if len(j.args) == 3 { // model weights, -o critPath.out
+							want, err := os.ReadFile(golden)
+							if err != nil {
+								t.Fatal(err)
+							}
+							if out != string(want) {
+								t.Errorf("%s: critPath.out differs from the golden", what)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// readIfAny returns the content of file, "" when there is none.
+func readIfAny(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(b)
 }

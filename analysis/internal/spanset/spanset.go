@@ -6,6 +6,8 @@ package spanset
 
 import (
 	"cmp"
+	"encoding/binary"
+	"errors"
 	"slices"
 	"sort"
 )
@@ -160,3 +162,141 @@ func (x *Index) Describe(key string) (depth int, parent string) {
 
 // Partial reports whether SetPartial was called.
 func (x *Index) Partial() bool { return x.partial }
+
+// AppendRank appends finished rank r (nil allowed) to b, as ReadRank
+// reads it: for the analysis run as an MPI job, which gathers every
+// rank's spans to one process.
+func AppendRank(b []byte, r *Rank) []byte {
+	if r == nil {
+		return binary.AppendUvarint(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(len(r.keys))+1)
+	for _, k := range r.keys {
+		b = AppendString(b, k)
+		b = AppendString(b, r.parent[k])
+		b = binary.AppendUvarint(b, uint64(r.depth[k]))
+		b = appendSpans(b, r.byKey[k])
+	}
+	return appendSpans(b, r.any)
+}
+
+// ReadRank reads what AppendRank appended at the start of b, and returns
+// the rest of b.
+func ReadRank(b []byte) (*Rank, []byte, error) {
+	d := Decoder{b: b}
+	n := d.Uvarint()
+	if n == 0 || d.err != nil {
+		return nil, d.b, d.err
+	}
+	r := NewRank()
+	for i := uint64(1); i < n && d.err == nil; i++ {
+		k, parent := d.String(), d.String()
+		depth := int(d.Uvarint())
+		r.keys = append(r.keys, k)
+		r.depth[k], r.parent[k] = depth, parent
+		r.byKey[k] = d.spans()
+	}
+	r.any = d.spans()
+	if d.err != nil {
+		return nil, nil, d.err
+	}
+	return r, d.b, nil
+}
+
+// AppendString appends s, as Decoder.String reads it.
+func AppendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// appendSpans appends sorted disjoint spans, each as its distance from
+// the previous one's end and its length.
+func appendSpans(b []byte, s []Span) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	var last int64
+	for _, x := range s {
+		b = binary.AppendVarint(b, x.Start-last)
+		b = binary.AppendVarint(b, x.End-x.Start)
+		last = x.End
+	}
+	return b
+}
+
+// Decoder reads what the append functions wrote (binary.AppendUvarint's
+// numbers, AppendString's strings); its first error stays.
+type Decoder struct {
+	b   []byte
+	err error
+}
+
+// NewDecoder reads b.
+func NewDecoder(b []byte) *Decoder { return &Decoder{b: b} }
+
+// Err is the first error.
+func (d *Decoder) Err() error { return d.err }
+
+// Rest returns what is left of b, or the first error.
+func (d *Decoder) Rest() ([]byte, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	return d.b, nil
+}
+
+var errShort = errors.New("internal error: spans cut short")
+
+// Uvarint reads a number binary.AppendUvarint appended.
+func (d *Decoder) Uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errShort
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// Varint reads a number binary.AppendVarint appended.
+func (d *Decoder) Varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errShort
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// String reads a string AppendString appended.
+func (d *Decoder) String() string {
+	n := d.Uvarint()
+	if d.err != nil || n > uint64(len(d.b)) {
+		d.err = errShort
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *Decoder) spans() []Span {
+	n := d.Uvarint()
+	if d.err != nil || n > uint64(len(d.b))/2 {
+		d.err = errShort
+		return nil
+	}
+	s := make([]Span, 0, n)
+	var last int64
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		start := last + d.Varint()
+		end := start + d.Varint()
+		s = append(s, Span{start, end})
+		last = end
+	}
+	return s
+}

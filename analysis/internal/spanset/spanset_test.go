@@ -50,3 +50,32 @@ func TestIndex(t *testing.T) {
 		t.Error("partial")
 	}
 }
+
+// A rank read back from its bytes is the rank, nil too; bytes cut short
+// are an error, never a panic, and what follows a rank is left.
+func TestAppendReadRank(t *testing.T) {
+	r := NewRank()
+	r.Add("x", "", 0, []Span{{-5, 10}, {5, 20}, {1 << 40, 1<<40 + 3}})
+	r.Add("y", "\x00", 3, []Span{{2, 4}})
+	r.Add("", "x", 1, nil)
+	r.Finish()
+	b := append(AppendRank(AppendRank(nil, nil), r), 7)
+	got0, rest, err := ReadRank(b)
+	if got0 != nil || err != nil {
+		t.Fatalf("nil rank read as %v, %v", got0, err)
+	}
+	got, rest, err := ReadRank(rest)
+	if err != nil || !slices.Equal(rest, []byte{7}) {
+		t.Fatalf("read: %v, rest %v", err, rest)
+	}
+	if !slices.Equal(got.keys, r.keys) || !maps.Equal(got.depth, r.depth) || !maps.Equal(got.parent, r.parent) ||
+		!slices.Equal(got.any, r.any) || !maps.EqualFunc(got.byKey, r.byKey, slices.Equal) {
+		t.Errorf("read %+v, want %+v", got, r)
+	}
+	whole := AppendRank(nil, r)
+	for n := 1; n < len(whole); n++ {
+		if _, _, err := ReadRank(whole[:n]); err == nil {
+			t.Errorf("%d of %d bytes read without an error", n, len(whole))
+		}
+	}
+}

@@ -31,6 +31,7 @@ type critpathOptions struct {
 	Weights  string
 	traceFlags
 	siteFlags
+	mpi mpiFlags
 }
 
 func newCritpathCmd(s *Streams, runF func(context.Context, *critpathOptions) error) *cobra.Command {
@@ -84,7 +85,7 @@ and with --strict 3 when it lost data.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runCritpath(opts, s)
+			return runCritpath(cmd.Context(), opts, s)
 		},
 	}
 	f := cmd.Flags()
@@ -96,6 +97,7 @@ and with --strict 3 when it lost data.`,
 	f.StringVar(&opts.Weights, "weights", "model", "`weights` of messages and collectives: model (the latency model) or measured (what the run took, with wait states)")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
 	addSiteFlags(f, &opts.siteFlags)
+	addMPIFlags(f, &opts.mpi)
 	return cmd
 }
 
@@ -121,10 +123,15 @@ func analyze(t *tracefmt.Trace, o driver.Options, s *Streams) (*driver.Analysis,
 	if err != nil {
 		return nil, err
 	}
+	sayNote(a, s)
+	return a, nil
+}
+
+// sayNote prints the analysis' note, if any.
+func sayNote(a *driver.Analysis, s *Streams) {
 	if a.Note != "" {
 		fmt.Fprintf(s.Err, "mpitrace: note: %s\n", a.Note)
 	}
-	return a, nil
 }
 
 // analyzePath is analyze for the commands that need the path: it opens dir
@@ -143,16 +150,40 @@ func analyzeTracePath(t *tracefmt.Trace, o driver.Options, s *Streams) (*driver.
 	if err != nil {
 		return nil, err
 	}
-	if err := a.NeedPath(); err != nil {
-		if !errors.Is(err, driver.ErrNoMPI) {
-			reportDiagnostics(s, a.Diags, &traceFlags{})
-		}
+	if err := needPath(a, s); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
-func runCritpath(opts *critpathOptions, s *Streams) error {
+// analyzeJobPath is analyzePath as an MPI job (driver.Job.Analyze):
+// process 0 gets the analysis, the others nil.
+func analyzeJobPath(j *driver.Job, o driver.Options, s *Streams) (*driver.Analysis, error) {
+	a, err := j.Analyze(o)
+	if a == nil || err != nil {
+		return nil, err
+	}
+	sayNote(a, s)
+	if err := needPath(a, s); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// needPath fails, after the diagnostics that say why, when a has no
+// critical path.
+func needPath(a *driver.Analysis, s *Streams) error {
+	if err := a.NeedPath(); err != nil {
+		if !errors.Is(err, driver.ErrNoMPI) {
+			reportDiagnostics(s, a.Diags, &traceFlags{})
+		}
+		return err
+	}
+	return nil
+}
+
+func runCritpath(ctx context.Context, opts *critpathOptions, s *Streams) error {
 	unit, err := critpath.ParseUnit(opts.Unit)
 	if err != nil {
 		return flagErrorf("--unit %q: %v", opts.Unit, err)
@@ -167,18 +198,38 @@ func runCritpath(opts *critpathOptions, s *Streams) error {
 	if !ok {
 		return flagErrorf("--weights %q: want model or measured", opts.Weights)
 	}
+	if err := opts.mpi.check(); err != nil {
+		return err
+	}
 	resolver, err := opts.resolver()
 	if err != nil {
 		return err
 	}
 	// The path is found by the streaming replay, or the task graph when
 	// the trace needs it.
-	a, err := analyzePath(opts.Dir, driver.Options{Model: opts.Model, Resolver: resolver, Stream: true,
-		Measured: weights == critpath.WeightsMeasured}, s)
+	o := driver.Options{Model: opts.Model, Resolver: resolver, Stream: true, Measured: weights == critpath.WeightsMeasured}
+	if opts.mpi.MPI {
+		return runMPI(ctx, s, opts.Dir, &opts.mpi, func(j *driver.Job, s *Streams) error {
+			a, err := analyzeJobPath(j, o, s)
+			if a == nil || err != nil {
+				return err
+			}
+			defer a.Close()
+			return reportCritpath(opts, s, a, unit, weights)
+		})
+	}
+	a, err := analyzePath(opts.Dir, o, s)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	return reportCritpath(opts, s, a, unit, weights)
+}
+
+// reportCritpath writes critPath.out, the summary or the JSON, and the
+// diagnostics of analysis a.
+func reportCritpath(opts *critpathOptions, s *Streams, a *driver.Analysis, unit critpath.Unit, weights critpath.Weighting) error {
+	var err error
 	path := a.Steps
 	if weights == critpath.WeightsMeasured {
 		if path, err = a.MeasuredPath(); err != nil {

@@ -1,0 +1,149 @@
+package driver
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/internal/spanset"
+	"github.com/mpitrace/mpitrace/analysis/loops"
+	"github.com/mpitrace/mpitrace/analysis/regions"
+	"github.com/mpitrace/mpitrace/reconstruct"
+)
+
+// Analyze is Analyze(j.Trace, o) with o.Stream run as the job: each
+// process replays its own ranks (Replay) under the model's weights, and
+// process 0 gets the analysis, the single process's: the path, the
+// trace's and the replay's diagnostics, and what every process saw of
+// its ranks' loops, regions and clocks (gathered to it). The others get
+// nil, and the same error when the job failed.
+//
+// A trace the replay declines (lost events, overlapping calls of
+// threads...) is analysed by process 0 alone with the task graph, as
+// Analyze does; the others then wait. So is the path under measured
+// weights (MeasuredPath, Explain): process 0 replays the whole trace for
+// it. o.Observe, when set, sees the events of the process's own ranks
+// only.
+func (j *Job) Analyze(o Options) (*Analysis, error) {
+	a := &Analysis{Trace: j.Trace, clocks: newClockObserver(), resolver: o.Resolver}
+	var err error
+	a.Model, a.ModelName, err = LoadModel(o.Model)
+	// A model one process cannot read stops all, before the replay's
+	// exchanges.
+	if _, xerr := j.allgather(nil, err); err != nil || xerr != nil {
+		return nil, cmp.Or(err, xerr)
+	}
+	filtered := RecordFilter(j.Trace) != ""
+	res, err := j.Replay(critpath.ModelWeights(a.Model), reconstruct.Options{Filtered: filtered, Observe: a.observer(o)})
+	if err != nil {
+		if j.xerr != nil {
+			return nil, err
+		}
+		// Declined, or failed in a way the graph says better (every
+		// process has the error): process 0 alone, as Analyze.
+		if j.x.Rank() != 0 {
+			return nil, nil
+		}
+		o.Stream = false
+		return Analyze(j.Trace, o)
+	}
+	start := time.Now()
+	mine := a.appendObserved(nil)
+	j.Stats.ReadNs += time.Since(start).Nanoseconds()
+	parts, err := j.gather(mine, nil)
+	if err == nil && parts != nil {
+		err = a.addObserved(parts)
+	}
+	if err != nil || parts == nil {
+		if res != nil {
+			res.Close()
+		}
+		return nil, err
+	}
+	a.replays = append(a.replays, res)
+	a.Diags = res.Diags
+	a.Note = filterNote(j.Trace, a.Diags)
+	a.Steps = critpath.ReplayPath(res, critpath.WeightsModel, a.Model, nil)
+	return a, nil
+}
+
+// appendObserved appends to b what the process's observers saw of its
+// ranks: each rank's loops' and regions' spans, then the clocks.
+func (a *Analysis) appendObserved(b []byte) []byte {
+	ls, rs := a.Loops(), a.Regions()
+	b = binary.AppendUvarint(b, uint64(len(ls)))
+	for _, l := range ls {
+		b = l.AppendSpans(binary.AppendUvarint(b, uint64(l.Rank)))
+	}
+	b = binary.AppendUvarint(b, uint64(len(rs)))
+	for _, r := range rs {
+		b = r.AppendSpans(binary.AppendUvarint(b, uint64(r.Rank)))
+	}
+	c := &a.clocks.clocks
+	ranks := slices.Sorted(maps.Keys(c.Offset))
+	b = binary.AppendUvarint(b, uint64(len(ranks)))
+	for _, r := range ranks {
+		b = binary.AppendUvarint(b, uint64(r))
+		b = binary.AppendVarint(b, c.Offset[r])
+		b = binary.AppendVarint(b, c.Err[r])
+	}
+	return b
+}
+
+// addObserved sets a's loops, regions and clocks to what every process's
+// observers saw (appendObserved's parts, by process), in rank order.
+func (a *Analysis) addObserved(parts [][]byte) error {
+	a.loopRanks, a.regionRanks = []*loops.RankLoops{}, []*regions.RankRegions{}
+	for p, b := range parts {
+		d := spanset.NewDecoder(b)
+		var err error
+		if a.loopRanks, d, err = readRanks(d, a.loopRanks, loops.SpansOf); err != nil {
+			return observedErr(p, err)
+		}
+		if a.regionRanks, d, err = readRanks(d, a.regionRanks, regions.SpansOf); err != nil {
+			return observedErr(p, err)
+		}
+		n := d.Uvarint()
+		for i := uint64(0); i < n && d.Err() == nil; i++ {
+			r := int(d.Uvarint())
+			a.clocks.clocks.Offset[r] = d.Varint()
+			a.clocks.clocks.Err[r] = d.Varint()
+		}
+		if rest, err := d.Rest(); err != nil || len(rest) != 0 {
+			return observedErr(p, cmp.Or(err, errors.New("bytes left over")))
+		}
+	}
+	slices.SortStableFunc(a.loopRanks, func(x, y *loops.RankLoops) int { return x.Rank - y.Rank })
+	slices.SortStableFunc(a.regionRanks, func(x, y *regions.RankRegions) int { return x.Rank - y.Rank })
+	return nil
+}
+
+// readRanks appends to ranks what d holds of the ranks' spans
+// (appendObserved), each read by read, and returns the decoder of what
+// follows.
+func readRanks[R any](d *spanset.Decoder, ranks []R, read func(rank int, b []byte) (R, []byte, error)) ([]R, *spanset.Decoder, error) {
+	n := d.Uvarint()
+	for i := uint64(0); i < n; i++ {
+		rank := int(d.Uvarint())
+		b, err := d.Rest()
+		if err != nil {
+			return nil, nil, err
+		}
+		r, b, err := read(rank, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		ranks = append(ranks, r)
+		d = spanset.NewDecoder(b)
+	}
+	return ranks, d, nil
+}
+
+func observedErr(p int, err error) error {
+	return fmt.Errorf("internal error: decoding what process %d observed: %w", p, err)
+}

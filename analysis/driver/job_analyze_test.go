@@ -1,0 +1,137 @@
+package driver
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/testgen"
+)
+
+// analysisDigest is what the commands print of a: the note, the path
+// under the model and under measured weights (critPath.out and the
+// summary, with loops, regions, call sites and the "why" block), and
+// the diagnostics.
+func analysisDigest(a *Analysis) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "note %q graph %v\n", a.Note, a.Graph != nil)
+	if err := a.NeedPath(); err != nil {
+		fmt.Fprintf(&b, "no path: %v\n", err)
+	} else {
+		mp, err := a.MeasuredPath()
+		if err != nil {
+			return "", err
+		}
+		for _, sp := range []*critpath.StepPath{a.Steps, mp} {
+			sum, err := a.Report(sp, &b, critpath.Microsecond, 10)
+			if err != nil {
+				return "", err
+			}
+			if sp == a.Steps {
+				if err := a.Explain(sum); err != nil {
+					return "", err
+				}
+			}
+			if err := sum.WriteText(&b, critpath.Microsecond); err != nil {
+				return "", err
+			}
+		}
+	}
+	for _, d := range a.Diags.All() {
+		fmt.Fprintln(&b, d)
+	}
+	fmt.Fprintf(&b, "unfinished %v\n", a.Trace.Unfinished())
+	return b.String(), nil
+}
+
+// TestJobAnalyze: process 0 of a job of 1 to 4 processes gets the
+// analysis one process makes, on every stored trace (loops, regions, call
+// sites and clocks gathered from the processes that read them; a trace
+// the replay declines analysed with the graph) and on generated ones; the
+// others get nil.
+func TestJobAnalyze(t *testing.T) {
+	saved := ThisMachine
+	defer func() { ThisMachine = saved }()
+	ThisMachine = func() (string, int) { return "", 0 }
+	dirs, _ := filepath.Glob(filepath.Join("..", "..", "fixtures", "traces", "v*", "*"))
+	halo := filepath.Join(t.TempDir(), "halo")
+	if err := testgen.Halo(7, 10, 3).WriteDir(halo); err != nil {
+		t.Fatal(err)
+	}
+	dirs = append(dirs, halo)
+	// A checksum that fails in the middle of rank 2's log, its events:
+	// events lost, which the replay declines.
+	damaged := filepath.Join(t.TempDir(), "damaged")
+	if err := testgen.Halo(4, 12, 1).WriteDir(damaged); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(damaged, "rank-00002.mpit"), os.O_RDWR, 0)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = f.Stat(); err == nil {
+			_, err = f.WriteAt(bytes.Repeat([]byte{0xff}, 20), st.Size()/2)
+		}
+		f.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs = append(dirs, damaged)
+	if len(dirs) < 10 {
+		t.Fatalf("%d traces: the stored traces are missing", len(dirs))
+	}
+	o := Options{Stream: true, Measured: true}
+	graphs := 0
+	for _, dir := range dirs {
+		tr, err := tracefmt.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := Analyze(tr, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := analysisDigest(a)
+		a.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Graph != nil {
+			graphs++
+		}
+		for p := 1; p <= 4; p++ {
+			var got string
+			errs := runLocal(p, func(x Exchange) error {
+				j, err := OpenJob(dir, x, nil)
+				if err != nil {
+					return err
+				}
+				a, err := j.Analyze(o)
+				if err != nil || (a != nil) != (x.Rank() == 0) {
+					return fmt.Errorf("process %d: analysis %v, %v", x.Rank(), a != nil, err)
+				}
+				if a != nil {
+					defer a.Close()
+					got, err = analysisDigest(a)
+				}
+				return err
+			})
+			for q, err := range errs {
+				if err != nil {
+					t.Fatalf("%s, %d processes, process %d: %v", dir, p, q, err)
+				}
+			}
+			if got != want {
+				t.Errorf("%s, %d processes:\n%s\nwant\n%s", dir, p, got, want)
+			}
+		}
+	}
+	if graphs == 0 {
+		t.Errorf("no trace the replay declines: the graph's way is not tested")
+	}
+}
