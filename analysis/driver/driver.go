@@ -61,6 +61,10 @@ type Options struct {
 	// replay declines lost events, overlapping calls of threads,
 	// undescribed communicators, or fails) as without.
 	Stream bool
+	// Baseline says the caller will want Baseline: in a job
+	// (Job.Analyze), each process's loops' and regions' figures are
+	// gathered too.
+	Baseline bool
 	// Measured says the caller will want MeasuredPath: with Stream, the
 	// path under measured weights is replayed at once beside the model's
 	// (on another core), with the clock offsets ClockOffsets reads first,
@@ -99,6 +103,14 @@ type Analysis struct {
 	regionAggs  []*regions.Aggregator
 	loopRanks   []*loops.RankLoops     // the aggregators' Finish
 	regionRanks []*regions.RankRegions // the aggregators' Finish
+
+	// spanTimes are, in an analysis run as a job (Job.Analyze with
+	// Options.Baseline), every process's loops' and regions' baseline
+	// figures summed: process 0 does not hold the ranks' loops.
+	spanTimes map[string]int64
+	// spansOnly says the loops and regions are where they ran only
+	// (a job's, gathered to process 0), without their figures.
+	spansOnly bool
 
 	clocks   *clockObserver
 	mpath    *critpath.StepPath // the path under measured weights, once computed
@@ -554,25 +566,42 @@ func (a *Analysis) Baseline(name string, prof *stats.Profile) (*baseline.Baselin
 	for _, fs := range sum.ByFunction {
 		b.SetTime(baseline.CritpathFunction(fs.Name), fs.Computation+fs.Communication)
 	}
-	addRegions(b, regions.Merge(a.Regions()).Nodes, "")
-	var stack []string
-	for _, l := range loops.Merge(a.Loops()).Loops {
-		stack = append(stack[:min(l.Depth, len(stack))], l.Location)
-		b.Times[baseline.Loop(strings.Join(stack, " > "))] = l.Measured
+	times := a.spanTimes
+	if times == nil {
+		if a.spansOnly {
+			return nil, errors.New("internal error: a job's baseline without its loops' and regions' figures (Options.Baseline)")
+		}
+		times = spanTimes(a.Loops(), a.Regions())
 	}
+	maps.Copy(b.Times, times)
 	return b, nil
+}
+
+// spanTimes are the figures of a baseline of the loops and regions of
+// ranks: each region's inclusive time and each loop's measured time,
+// summed over the ranks, each named by its path from the top. (Sums: the
+// figures of a job are the sums of its processes'.)
+func spanTimes(ls []*loops.RankLoops, rs []*regions.RankRegions) map[string]int64 {
+	times := map[string]int64{}
+	addRegions(times, regions.Merge(rs).Nodes, "")
+	var stack []string
+	for _, l := range loops.Merge(ls).Loops {
+		stack = append(stack[:min(l.Depth, len(stack))], l.Location)
+		times[baseline.Loop(strings.Join(stack, " > "))] = l.Measured
+	}
+	return times
 }
 
 // addRegions adds the inclusive time of nodes and their children, each
 // named by its path from the top.
-func addRegions(b *baseline.Baseline, nodes []*regions.Node, parent string) {
+func addRegions(times map[string]int64, nodes []*regions.Node, parent string) {
 	for _, n := range nodes {
 		path := n.Kind + " " + n.Name
 		if parent != "" {
 			path = parent + " > " + path
 		}
-		b.Times[baseline.Region(path)] = n.TotalNs
-		addRegions(b, n.Children, path)
+		times[baseline.Region(path)] = n.TotalNs
+		addRegions(times, n.Children, path)
 	}
 }
 

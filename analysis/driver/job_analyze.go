@@ -28,7 +28,9 @@ import (
 // Analyze does; the others then wait. So is the path under measured
 // weights (MeasuredPath, Explain): process 0 replays the whole trace for
 // it. o.Observe, when set, sees the events of the process's own ranks
-// only.
+// only. Process 0's Loops and Regions say where they ran (the path's
+// share in them), not their figures: Baseline takes those from every
+// process when o.Baseline asks for them.
 func (j *Job) Analyze(o Options) (*Analysis, error) {
 	a := &Analysis{Trace: j.Trace, clocks: newClockObserver(), resolver: o.Resolver}
 	var err error
@@ -53,11 +55,11 @@ func (j *Job) Analyze(o Options) (*Analysis, error) {
 		return Analyze(j.Trace, o)
 	}
 	start := time.Now()
-	mine := a.appendObserved(nil)
+	mine := a.appendObserved(nil, o.Baseline)
 	j.Stats.ReadNs += time.Since(start).Nanoseconds()
 	parts, err := j.gather(mine, nil)
 	if err == nil && parts != nil {
-		err = a.addObserved(parts)
+		err = a.addObserved(parts, o.Baseline)
 	}
 	if err != nil || parts == nil {
 		if res != nil {
@@ -73,8 +75,9 @@ func (j *Job) Analyze(o Options) (*Analysis, error) {
 }
 
 // appendObserved appends to b what the process's observers saw of its
-// ranks: each rank's loops' and regions' spans, then the clocks.
-func (a *Analysis) appendObserved(b []byte) []byte {
+// ranks: each rank's loops' and regions' spans, the clocks, and with
+// times their baseline figures.
+func (a *Analysis) appendObserved(b []byte, times bool) []byte {
 	ls, rs := a.Loops(), a.Regions()
 	b = binary.AppendUvarint(b, uint64(len(ls)))
 	for _, l := range ls {
@@ -92,13 +95,25 @@ func (a *Analysis) appendObserved(b []byte) []byte {
 		b = binary.AppendVarint(b, c.Offset[r])
 		b = binary.AppendVarint(b, c.Err[r])
 	}
+	if times {
+		t := spanTimes(ls, rs)
+		b = binary.AppendUvarint(b, uint64(len(t)))
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			b = binary.AppendVarint(spanset.AppendString(b, k), t[k])
+		}
+	}
 	return b
 }
 
-// addObserved sets a's loops, regions and clocks to what every process's
-// observers saw (appendObserved's parts, by process), in rank order.
-func (a *Analysis) addObserved(parts [][]byte) error {
+// addObserved sets a's loops, regions, clocks and with times baseline
+// figures to what every process's observers saw (appendObserved's
+// parts, by process), in rank order.
+func (a *Analysis) addObserved(parts [][]byte, times bool) error {
 	a.loopRanks, a.regionRanks = []*loops.RankLoops{}, []*regions.RankRegions{}
+	a.spansOnly = true
+	if times {
+		a.spanTimes = map[string]int64{}
+	}
 	for p, b := range parts {
 		d := spanset.NewDecoder(b)
 		var err error
@@ -113,6 +128,13 @@ func (a *Analysis) addObserved(parts [][]byte) error {
 			r := int(d.Uvarint())
 			a.clocks.clocks.Offset[r] = d.Varint()
 			a.clocks.clocks.Err[r] = d.Varint()
+		}
+		if times {
+			n := d.Uvarint()
+			for i := uint64(0); i < n && d.Err() == nil; i++ {
+				k := d.String()
+				a.spanTimes[k] += d.Varint()
+			}
 		}
 		if rest, err := d.Rest(); err != nil || len(rest) != 0 {
 			return observedErr(p, cmp.Or(err, errors.New("bytes left over")))

@@ -9,15 +9,16 @@ import (
 	"testing"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
+	"github.com/mpitrace/mpitrace/analysis/stats"
 	"github.com/mpitrace/mpitrace/tracefmt"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
 // analysisDigest is what the commands print of a: the note, the path
 // under the model and under measured weights (critPath.out and the
-// summary, with loops, regions, call sites and the "why" block), and
-// the diagnostics.
-func analysisDigest(a *Analysis) (string, error) {
+// summary, with loops, regions, call sites and the "why" block), check's
+// baseline with profile prof, and the diagnostics.
+func analysisDigest(a *Analysis, prof *stats.Profile) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "note %q graph %v\n", a.Note, a.Graph != nil)
 	if err := a.NeedPath(); err != nil {
@@ -41,6 +42,13 @@ func analysisDigest(a *Analysis) (string, error) {
 				return "", err
 			}
 		}
+		base, err := a.Baseline("trace", prof)
+		if err != nil {
+			return "", err
+		}
+		if err := base.Write(&b); err != nil {
+			return "", err
+		}
 	}
 	for _, d := range a.Diags.All() {
 		fmt.Fprintln(&b, d)
@@ -50,7 +58,7 @@ func analysisDigest(a *Analysis) (string, error) {
 }
 
 // TestJobAnalyze: process 0 of a job of 1 to 4 processes gets the
-// analysis one process makes, on every stored trace (loops, regions, call
+// analysis and the baseline one process makes, on every stored trace (loops, regions, call
 // sites and clocks gathered from the processes that read them; a trace
 // the replay declines analysed with the graph) and on generated ones; the
 // others get nil.
@@ -85,10 +93,14 @@ func TestJobAnalyze(t *testing.T) {
 	if len(dirs) < 10 {
 		t.Fatalf("%d traces: the stored traces are missing", len(dirs))
 	}
-	o := Options{Stream: true, Measured: true}
+	o := Options{Stream: true, Measured: true, Baseline: true}
 	graphs := 0
 	for _, dir := range dirs {
 		tr, err := tracefmt.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prof, err := stats.OfTrace(tr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +108,7 @@ func TestJobAnalyze(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := analysisDigest(a)
+		want, err := analysisDigest(a, prof)
 		a.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -111,13 +123,17 @@ func TestJobAnalyze(t *testing.T) {
 				if err != nil {
 					return err
 				}
+				prof, err := j.Profile()
+				if err != nil {
+					return err
+				}
 				a, err := j.Analyze(o)
 				if err != nil || (a != nil) != (x.Rank() == 0) {
 					return fmt.Errorf("process %d: analysis %v, %v", x.Rank(), a != nil, err)
 				}
 				if a != nil {
 					defer a.Close()
-					got, err = analysisDigest(a)
+					got, err = analysisDigest(a, prof)
 				}
 				return err
 			})

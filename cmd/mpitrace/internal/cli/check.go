@@ -27,6 +27,7 @@ type checkOptions struct {
 	Tolerance     string
 	Floor         time.Duration
 	WriteBaseline bool
+	mpi           mpiFlags
 }
 
 func newCheckCmd(s *Streams, runF func(context.Context, *checkOptions) error) *cobra.Command {
@@ -74,7 +75,7 @@ lost data: its diagnostics are printed on stderr),
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runCheck(opts, s)
+			return runCheck(cmd.Context(), opts, s)
 		},
 	}
 	f := cmd.Flags()
@@ -83,6 +84,7 @@ lost data: its diagnostics are printed on stderr),
 	f.StringVar(&opts.Tolerance, "tolerance", "5%", "relative change that counts, in `percent` (10 or 10%)")
 	f.DurationVar(&opts.Floor, "floor", 100*time.Microsecond, "absolute change below which no figure counts (small times must not flap)")
 	f.BoolVar(&opts.WriteBaseline, "write-baseline", false, "write the trace's figures to the baseline file instead of comparing")
+	addMPIFlags(f, &opts.mpi)
 	return cmd
 }
 
@@ -105,7 +107,7 @@ func badInput(err error) error {
 	return &ExitCodeError{Code: ExitUsage, Err: err}
 }
 
-func runCheck(opts *checkOptions, s *Streams) error {
+func runCheck(ctx context.Context, opts *checkOptions, s *Streams) error {
 	if opts.Baseline == "" {
 		return flagErrorf("--baseline FILE is required: the baseline to compare with, or to write with --write-baseline")
 	}
@@ -122,10 +124,28 @@ func runCheck(opts *checkOptions, s *Streams) error {
 			return err
 		}
 	}
+	if err := opts.mpi.check(); err != nil {
+		return err
+	}
+	if opts.mpi.MPI {
+		return runMPI(ctx, s, opts.Dir, &opts.mpi, func(j *driver.Job, s *Streams) error {
+			now, err := jobBaseline(j, opts.Dir, opts.Model, s)
+			if now == nil || err != nil {
+				return err
+			}
+			return checkWith(opts, s, tol, old, now)
+		})
+	}
 	now, err := traceBaseline(opts.Dir, opts.Model, s)
 	if err != nil {
 		return err
 	}
+	return checkWith(opts, s, tol, old, now)
+}
+
+// checkWith compares now, a trace's figures, with the baseline old, or
+// writes now as the baseline (old is nil then).
+func checkWith(opts *checkOptions, s *Streams, tol float64, old, now *baseline.Baseline) error {
 	if old != nil && old.Model != now.Model {
 		return badInput(fmt.Errorf("baseline %s was weighed with %s, the trace with %s: give check the --model the baseline was written with",
 			opts.Baseline, modelDesc(old.Model), modelDesc(now.Model)))
@@ -181,6 +201,27 @@ func traceBaseline(dir, modelPath string, s *Streams) (*baseline.Baseline, error
 		return nil, badInput(err)
 	}
 	defer a.Close()
+	return analysisBaseline(a, dir, prof, s)
+}
+
+// jobBaseline is traceBaseline as an MPI job: process 0 gets the
+// figures, the others nil.
+func jobBaseline(j *driver.Job, dir, modelPath string, s *Streams) (*baseline.Baseline, error) {
+	prof, err := j.Profile()
+	if err != nil {
+		return nil, badInput(err)
+	}
+	a, err := analyzeJobPath(j, driver.Options{Model: modelPath, Stream: true, Baseline: true}, s)
+	if a == nil || err != nil {
+		return nil, badInput(err)
+	}
+	defer a.Close()
+	return analysisBaseline(a, dir, prof, s)
+}
+
+// analysisBaseline returns the figures of analysis a of trace dir and its
+// profile prof, after its diagnostics; errors end check with status 2.
+func analysisBaseline(a *driver.Analysis, dir string, prof *stats.Profile, s *Streams) (*baseline.Baseline, error) {
 	// A trace with errors or lost data is bad input: its figures would
 	// compare as another run's.
 	if err := reportDiagnostics(s, a.Diags, &traceFlags{}); err != nil {
