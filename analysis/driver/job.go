@@ -57,6 +57,9 @@ type Job struct {
 	xerr error
 }
 
+// Process is the process's number in the job, 0 to P-1.
+func (j *Job) Process() int { return j.x.Rank() }
+
 // ProcessStats is what one process of a job did.
 type ProcessStats struct {
 	Process int `json:"process"`

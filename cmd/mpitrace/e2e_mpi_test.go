@@ -286,9 +286,10 @@ func TestStatsMPIRecorded(t *testing.T) {
 // writes the critPath.out of the goldens and prints what the
 // single-process run prints (stdout, stderr, exit status), byte for
 // byte; so do --json (2 processes) and --weights measured (4) on the
-// newest format's traces, and check: the baseline it writes (3) and its
-// comparison with one trace's baseline (2: the same trace passes, the
-// others changed shape). (The summary is compared with the single run's
+// newest format's traces, check (the baseline it writes, 3 processes,
+// and its comparison with one trace's baseline, 2: the same trace
+// passes, the others changed shape) and export (the timeline with the
+// path, 3; without, of rank 1, 2). (The summary is compared with the single run's
 // rather than the golden: its "why" block names this machine's CPUs when
 // a trace was recorded on a machine of its name.)
 func TestCritpathMPI(t *testing.T) {
@@ -314,11 +315,13 @@ func TestCritpathMPI(t *testing.T) {
 			{[]string{"critpath", "--weights", "measured", "-o", "critPath.out", "--sysroot", sysroot}, []int{4}},
 			{[]string{"check", "--write-baseline", "--baseline", "base.json"}, []int{3}},
 			{[]string{"check", "--baseline", base}, []int{2}},
+			{[]string{"export", "-o", "trace.json"}, []int{3}},
+			{[]string{"export", "-o", "trace.json", "--critical=false", "--ranks", "1"}, []int{2}},
 		}
 	}
 	// What a run prints and writes.
 	outputs := func(r result, cwd string) result {
-		for _, f := range []string{"critPath.out", "base.json"} {
+		for _, f := range []string{"critPath.out", "base.json", "trace.json"} {
 			r.stdout += readIfAny(t, filepath.Join(cwd, f))
 		}
 		return r

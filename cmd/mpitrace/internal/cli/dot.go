@@ -72,7 +72,7 @@ func (c *cutFlags) parse(cmd *cobra.Command) error {
 
 // runE is the RunE of a command of options o: the trace directory
 // argument, the flags' checks, then runF (tests) or run.
-func runE[O any](dir *string, o O, parse func(*cobra.Command) error, runF func(context.Context, O) error, run func(O) error) func(*cobra.Command, []string) error {
+func runE[O any](dir *string, o O, parse func(*cobra.Command) error, runF func(context.Context, O) error, run func(context.Context, O) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		*dir = traceDirArg(args)
 		if err := parse(cmd); err != nil {
@@ -81,7 +81,7 @@ func runE[O any](dir *string, o O, parse func(*cobra.Command) error, runF func(c
 		if runF != nil {
 			return runF(cmd.Context(), o)
 		}
-		return run(o)
+		return run(cmd.Context(), o)
 	}
 }
 
@@ -138,7 +138,7 @@ errors, and with --strict 3 when it lost data.`,
   mpitrace dot traces/ --ranks 0,7 --critical-only | xdot -
   mpitrace dot traces/ --critical-only --unfold -o path.dot`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: runE(&opts.Dir, opts, opts.parse, runF, func(o *dotOptions) error { return runDot(o, s) }),
+		RunE: runE(&opts.Dir, opts, opts.parse, runF, func(_ context.Context, o *dotOptions) error { return runDot(o, s) }),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&opts.CriticalOnly, "critical-only", false, "draw only the critical path, its repetitions folded")

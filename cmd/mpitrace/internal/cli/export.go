@@ -28,6 +28,7 @@ type exportOptions struct {
 	Critical bool
 	cutFlags
 	traceFlags
+	mpi mpiFlags
 }
 
 func newExportCmd(s *Streams, runF func(context.Context, *exportOptions) error) *cobra.Command {
@@ -73,7 +74,7 @@ Diagnostics go to stderr; the exit status is 1 when the trace has errors,
   mpitrace export traces/ -o - | gzip > trace.json.gz
   mpitrace export traces/ -o trace.json --critical=false   # a huge trace`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: runE(&opts.Dir, opts, opts.parse, runF, func(o *exportOptions) error { return runExport(o, s) }),
+		RunE: runE(&opts.Dir, opts, opts.parse, runF, func(ctx context.Context, o *exportOptions) error { return runExport(ctx, o, s) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Format, "format", "chrome", "output `format`: chrome (trace-event JSON for Perfetto UI and chrome://tracing)")
@@ -82,6 +83,7 @@ Diagnostics go to stderr; the exit status is 1 when the trace has errors,
 	f.BoolVar(&opts.Critical, "critical", true, "mark the critical path (builds the task graph first, as critpath does); --critical=false needs memory independent of the trace's length")
 	outputFlag(f, &opts.Output, "", "write the JSON to `file` ('-': stdout)")
 	f.BoolVar(&opts.Strict, "strict", false, "exit with status 3 when the trace lost data")
+	addMPIFlags(f, &opts.mpi)
 	return cmd
 }
 
@@ -96,10 +98,34 @@ func (o *exportOptions) parse(cmd *cobra.Command) error {
 	if err := checkOutputFlag(o.Output); err != nil {
 		return err
 	}
+	if err := o.mpi.check(); err != nil {
+		return err
+	}
 	return o.cutFlags.parse(cmd)
 }
 
-func runExport(opts *exportOptions, s *Streams) error {
+func runExport(ctx context.Context, opts *exportOptions, s *Streams) error {
+	if opts.mpi.MPI {
+		// The job finds the path; process 0 writes the timeline, one
+		// stream merged by time from every rank's log.
+		return runMPI(ctx, s, opts.Dir, &opts.mpi, func(j *driver.Job, s *Streams) error {
+			if err := checkRanks("--ranks", opts.Ranks, j.Trace); err != nil {
+				return err
+			}
+			if !opts.Critical {
+				if j.Process() != 0 {
+					return nil
+				}
+				return streamExport(j.Trace, opts, s, nil, nil)
+			}
+			a, err := j.Analyze(exportAnalysis(opts.Model))
+			if a == nil || err != nil {
+				return err
+			}
+			sayNote(a, s)
+			return exportWith(j.Trace, opts, s, a)
+		})
+	}
 	t, err := openTrace(opts.Dir, s)
 	if err != nil {
 		return err
@@ -110,7 +136,23 @@ func runExport(opts *exportOptions, s *Streams) error {
 	if !opts.Critical {
 		return streamExport(t, opts, s, nil, nil)
 	}
-	path, diags, pathErr, done, err := exportPath(t, opts.Model, s)
+	a, err := analyze(t, exportAnalysis(opts.Model), s)
+	if err != nil {
+		return err
+	}
+	return exportWith(t, opts, s, a)
+}
+
+// exportAnalysis is how export analyses a trace for its path: as
+// critpath, without the loops' and regions' spans.
+func exportAnalysis(model string) driver.Options {
+	return driver.Options{Model: model, NoSpans: true, Stream: true}
+}
+
+// exportWith writes the timeline of trace t with the path of analysis a
+// (which it closes).
+func exportWith(t *tracefmt.Trace, opts *exportOptions, s *Streams, a *driver.Analysis) error {
+	path, diags, pathErr, done, err := exportPath(a)
 	if err != nil {
 		return err
 	}
@@ -130,19 +172,15 @@ func runExport(opts *exportOptions, s *Streams) error {
 	return nil
 }
 
-// exportPath computes the critical path as critpath does (the streaming
-// replay, or the task graph where the trace needs it, with the path of the
-// same model) and returns what the export needs of it (nil without a
-// path: pathErr says why, nil for a trace without MPI operations),
+// exportPath returns what the export needs of the critical path of
+// analysis a (exportAnalysis: the streaming replay, or the task graph
+// where the trace needs it, as critpath finds it): the path (nil without
+// one: pathErr says why, nil for a trace without MPI operations),
 // reconstruction's diagnostics, and what releases the replay's result
 // once the export is written (the path's track is read from it again). A
 // graph is released before it returns: the export then needs no more
-// memory than critpath.
-func exportPath(t *tracefmt.Trace, model string, s *Streams) (_ *render.ChromePath, _ *tracefmt.Diagnostics, pathErr error, done func(), _ error) {
-	a, err := analyze(t, driver.Options{Model: model, NoSpans: true, Stream: true}, s)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
+// memory than critpath. a is closed on an error, else by done.
+func exportPath(a *driver.Analysis) (_ *render.ChromePath, _ *tracefmt.Diagnostics, pathErr error, done func(), err error) {
 	ok := false
 	defer func() {
 		if !ok {

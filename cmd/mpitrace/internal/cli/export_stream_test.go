@@ -210,7 +210,11 @@ func TestExportPathReleasesGraph(t *testing.T) {
 		var wg weak.Pointer[taskgraph.Graph]
 		built := false
 		exportGraphBuilt = func(g *taskgraph.Graph) { wg, built = weak.Make(g), true }
-		cp, _, pathErr, done, err := exportPath(tr, "", &Streams{Out: io.Discard, Err: io.Discard})
+		a, err := analyze(tr, exportAnalysis(""), &Streams{Out: io.Discard, Err: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, _, pathErr, done, err := exportPath(a)
 		exportGraphBuilt = nil
 		if err != nil || pathErr != nil || cp == nil {
 			t.Fatalf("%s: exportPath: %v, %v", name, err, pathErr)
