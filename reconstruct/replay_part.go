@@ -2,6 +2,7 @@ package reconstruct
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -93,11 +94,15 @@ func ReplayGroups(srcs []tracefmt.Source, w ReplayWeights, opts Options, groups 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := e.grp.run(x.port(g))
+			r, err := e.grp.run(framed{x.port(g)})
 			if g == 0 {
 				res = r
 			}
 			errs[g] = err
+			var be *BatchError
+			if errors.As(err, &be) {
+				x.stop()
+			}
 		}()
 	}
 	wg.Wait()
@@ -109,6 +114,11 @@ func ReplayGroups(srcs []tracefmt.Source, w ReplayWeights, opts Options, groups 
 		}
 		return nil, err
 	}
+	// A group stopped alone (BatchError) first: the others' errors say
+	// they were stopped.
+	slices.SortStableFunc(errs, func(a, b error) int {
+		return cmp.Compare(btoi(errors.Is(a, errStopped)), btoi(errors.Is(b, errStopped)))
+	})
 	for _, err := range errs {
 		if err != nil {
 			if res != nil {
@@ -118,6 +128,13 @@ func ReplayGroups(srcs []tracefmt.Source, w ReplayWeights, opts Options, groups 
 		}
 	}
 	return res, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // ReplayPart replays srcs (every rank's source, sorted by rank) as group
@@ -146,11 +163,11 @@ func ReplayPart(srcs []tracefmt.Source, bounds []int, id int, w ReplayWeights, o
 	o.owns = func(i int) bool { return owner[i] == int32(id) }
 	e, err := newEngine(srcs, w, o)
 	if err != nil {
-		return nil, failPart(err, bounds, id, t)
+		return nil, failPart(err, bounds, id, framed{t})
 	}
 	defer e.close()
 	e.grp = newGroup(id, owner, e, &sharedDefs{m: make(map[commKey][]int32)}, groups)
-	return e.grp.run(t)
+	return e.grp.run(framed{t})
 }
 
 // run replays the group's ranks in rounds, then makes the result with
@@ -618,25 +635,48 @@ func (g *group) exchange(t Transport, st *roundStatus) ([]roundStatus, error) {
 	if len(recv) != len(g.out) {
 		return nil, fmt.Errorf("internal error: reconstruct: %d batches for %d groups", len(recv), len(g.out))
 	}
-	// A batch that cannot be read stops the group, and the others with it
-	// at the next round (its status): none waits for it.
+	// A batch that cannot be read stops the group at once (BatchError:
+	// whatever runs the groups stops them all).
 	all := make([]roundStatus, len(recv))
 	for from, b := range recv {
 		d := recDec{b: b}
 		all[from] = d.status()
 		if d.bad {
-			all[from] = roundStatus{}
-			g.e.err = cmp.Or(g.e.err, badBatch(from))
-			continue
+			return nil, badBatch(from)
 		}
 		if from == g.id {
 			continue
 		}
 		if err := g.w.decode(g, from, &d); err != nil {
-			g.e.err = cmp.Or(g.e.err, err)
+			return nil, err
 		}
 	}
 	return all, nil
+}
+
+// framed is the Transport t with each batch framed by its length: a batch
+// cut short or followed by other bytes is a BatchError, found before it
+// is read (a batch cut at the end of a message would read as a shorter
+// one).
+type framed struct{ t Transport }
+
+func (f framed) Alltoall(send [][]byte) ([][]byte, error) {
+	out := make([][]byte, len(send))
+	for to, b := range send {
+		out[to] = append(binary.AppendUvarint(make([]byte, 0, len(b)+binary.MaxVarintLen64), uint64(len(b))), b...)
+	}
+	recv, err := f.t.Alltoall(out)
+	if err != nil {
+		return nil, err
+	}
+	for from, b := range recv {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n != uint64(len(b)-k) {
+			return nil, badBatch(from)
+		}
+		recv[from] = b[k:]
+	}
+	return recv, nil
 }
 
 // localExchange is the Transport of groups in one process (ReplayGroups):
@@ -646,8 +686,21 @@ type localExchange struct {
 	board   [][][]byte // by sender: its batches
 	arrived atomic.Int32
 	gen     atomic.Uint64
+	stopped atomic.Bool // by stop: every exchange fails
 	mu      sync.Mutex
 	cond    *sync.Cond
+}
+
+// errStopped is the error of an exchange of a stopped localExchange.
+var errStopped = errors.New("internal error: reconstruct: the replay in groups was stopped by another group's error")
+
+// stop makes every exchange, waiting or to come, fail: a group stopped
+// alone (BatchError) stops the others.
+func (x *localExchange) stop() {
+	x.mu.Lock()
+	x.stopped.Store(true)
+	x.cond.Broadcast()
+	x.mu.Unlock()
 }
 
 func newLocalExchange(n int) *localExchange {
@@ -672,13 +725,13 @@ func (x *localExchange) barrier() {
 		return
 	}
 	for range barrierSpin {
-		if x.gen.Load() != g {
+		if x.gen.Load() != g || x.stopped.Load() {
 			return
 		}
 		runtime.Gosched()
 	}
 	x.mu.Lock()
-	for x.gen.Load() == g {
+	for x.gen.Load() == g && !x.stopped.Load() {
 		x.cond.Wait()
 	}
 	x.mu.Unlock()
@@ -693,13 +746,22 @@ func (x *localExchange) port(id int) Transport { return localPort{x, id} }
 
 func (p localPort) Alltoall(send [][]byte) ([][]byte, error) {
 	x := p.x
+	if x.stopped.Load() {
+		return nil, errStopped
+	}
 	x.board[p.id] = send
 	x.barrier()
+	if x.stopped.Load() {
+		return nil, errStopped
+	}
 	recv := make([][]byte, x.n)
 	for from := range recv {
 		recv[from] = x.board[from][p.id]
 	}
 	x.barrier() // the board is read: the next round may write it
+	if x.stopped.Load() {
+		return nil, errStopped
+	}
 	return recv, nil
 }
 

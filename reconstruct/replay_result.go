@@ -113,7 +113,9 @@ func (g *group) swap(t Transport, send [][]byte, failed error) ([][]byte, error)
 			if from == g.id && failed != nil {
 				return nil, failed
 			}
-			return nil, errors.New(d.str())
+			if msg := d.str(); !d.bad {
+				return nil, errors.New(msg)
+			}
 		}
 		if d.bad {
 			return nil, badBatch(from)
@@ -416,7 +418,7 @@ func (g *group) walk(t Transport, res *ReplayResult, fin finBest, perr error) er
 				}
 			}
 			if d.bad {
-				err = cmp.Or(err, badBatch(from))
+				return badBatch(from) // BatchError: every group is stopped
 			}
 		}
 		if over {

@@ -69,7 +69,7 @@ func ReplayTracePart(t, own *tracefmt.Trace, bounds []int, id int, w ReplayWeigh
 		srcs[i] = traceRank{rr}
 	}
 	if err != nil {
-		return nil, failPart(err, bounds, id, tr)
+		return nil, failPart(err, bounds, id, framed{tr})
 	}
 	res, err := ReplayPart(srcs, bounds, id, w, opts, tr)
 	own.Record(readers)

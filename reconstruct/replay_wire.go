@@ -370,6 +370,17 @@ func (w *wire) decode(g *group, from int, d *recDec) error {
 	return nil
 }
 
-func badBatch(from int) error {
-	return fmt.Errorf("internal error: reconstruct: a damaged batch from group %d", from)
+func badBatch(from int) error { return &BatchError{From: from} }
+
+// BatchError is a batch from another group that cannot be read: an
+// internal error, found by its receiver alone. The groups cannot agree
+// on it (the batch may be the last of the replay), so whatever runs them
+// must stop them all: an MPI job aborts (MPI_Abort), ReplayGroups stops
+// its exchange.
+type BatchError struct {
+	From int // the sender's group
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("internal error: reconstruct: a damaged batch from group %d", e.From)
 }

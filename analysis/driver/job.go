@@ -57,6 +57,13 @@ type Job struct {
 	xerr error
 }
 
+// Fatal reports whether err, a Job's error, leaves the processes unable
+// to go on together (MPI's own, or a damaged batch of the replay's
+// exchanges that one process found): whatever runs the job must stop it
+// (MPI_Abort), as some process may wait in an exchange this one will not
+// make.
+func (j *Job) Fatal(err error) bool { return err != nil && j.xerr != nil }
+
 // Process is the process's number in the job, 0 to P-1.
 func (j *Job) Process() int { return j.x.Rank() }
 
@@ -305,9 +312,21 @@ func (j *Job) Profile() (*stats.Profile, error) {
 	}
 	j.Stats.ReadNs += time.Since(start).Nanoseconds()
 	parts, err := j.gather(mine, err)
-	if err != nil || parts == nil {
+	var all []*stats.Rank
+	if err == nil && parts != nil {
+		all, err = j.profiles(parts)
+	}
+	// What process 0 alone found, every process learns: a command may go
+	// on with more exchanges (check).
+	if err = j.agree(err); err != nil || parts == nil {
 		return nil, err
 	}
+	return stats.Merge(all), nil
+}
+
+// profiles adds what each process's readers found to the trace and
+// returns the ranks' profiles (parts: encodeFound's, by process).
+func (j *Job) profiles(parts [][]byte) ([]*stats.Rank, error) {
 	var all []*stats.Rank
 	for p, b := range parts {
 		found, rb, err := splitFound(b)
@@ -323,7 +342,7 @@ func (j *Job) Profile() (*stats.Profile, error) {
 		}
 		all = append(all, rs...)
 	}
-	return stats.Merge(all), nil
+	return all, nil
 }
 
 // encodeFound is what part's readers found, then ranks' profiles.
@@ -371,36 +390,75 @@ func (j *Job) GatherStats() ([]ProcessStats, error) {
 // job's Exchange. Process 0 gets the result, the single replay's: its
 // diagnostics are the trace's (what every process's readers found) then
 // the replay's; the others get nil. Every process gets the same error.
-func (j *Job) Replay(w reconstruct.ReplayWeights, opts reconstruct.Options) (*reconstruct.ReplayResult, error) {
+func (j *Job) Replay(w reconstruct.ReplayWeights, opts reconstruct.Options) (_ *reconstruct.ReplayResult, err error) {
 	start := time.Now()
 	x := &countedExchange{j: j}
-	res, rerr := reconstruct.ReplayTracePart(j.Trace, j.Own, j.bounds, j.x.Rank(), w, opts, x)
+	res, rerr := j.replayPart(w, opts, x)
 	j.Stats.ReadNs += time.Since(start).Nanoseconds() - x.ns
+	if j.xerr != nil {
+		// Found by this process alone (a damaged batch, a panic): the
+		// others may wait in an exchange it will not make. The job must
+		// stop (Fatal).
+		return nil, rerr
+	}
 	var found []byte
-	var err error
 	if rerr == nil {
 		found, err = j.Own.Found()
 	}
-	// Every process takes part in the gather, even one whose replay failed
-	// (process 0 alone may fail after the replay's last exchange): none
-	// waits for another.
+	// Every process takes part in the gather and in the agreement after
+	// it, even one whose replay failed: none waits for another, and every
+	// process learns what process 0 alone found (after the replay's last
+	// exchange, or in the gather).
 	parts, err := j.gather(found, cmp.Or(rerr, err))
-	if rerr != nil || err != nil || parts == nil {
+	if err == nil && parts != nil {
+		for p, b := range parts {
+			if err = j.Trace.AddFound(b, p == 0); err != nil {
+				break
+			}
+		}
+	}
+	if err = j.agree(cmp.Or(rerr, err)); err != nil {
 		if res != nil {
 			res.Close()
 		}
-		return nil, cmp.Or(rerr, err) // the replay's error as the single replay says it
+		return nil, err // the replay's error as the single replay says it
 	}
-	for p, b := range parts {
-		if err := j.Trace.AddFound(b, p == 0); err != nil {
-			res.Close()
-			return nil, err
-		}
+	if res == nil {
+		return nil, nil
 	}
 	d := j.Trace.Diagnostics()
 	d.Merge(res.Diags)
 	res.Diags = d
 	return res, nil
+}
+
+// replayPart is reconstruct.ReplayTracePart of the process's group, a
+// panic of it an error that stops the job (Fatal), as a damaged batch
+// (reconstruct.BatchError) does.
+func (j *Job) replayPart(w reconstruct.ReplayWeights, opts reconstruct.Options, x reconstruct.Transport) (res *reconstruct.ReplayResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if res != nil {
+				res.Close()
+			}
+			res, err = nil, replayPanic{v}
+			j.xerr = cmp.Or(j.xerr, err)
+		}
+	}()
+	res, err = reconstruct.ReplayTracePart(j.Trace, j.Own, j.bounds, j.x.Rank(), w, opts, x)
+	var be *reconstruct.BatchError
+	if errors.As(err, &be) {
+		j.xerr = cmp.Or(j.xerr, err)
+	}
+	return res, err
+}
+
+// agree gives every process the first failed process's error, each its
+// own when it failed: after an exchange whose errors only some processes
+// saw (a gather's, to process 0), so that all take the same way on.
+func (j *Job) agree(err error) error {
+	_, aerr := j.allgather(nil, err)
+	return cmp.Or(err, aerr)
 }
 
 // countedExchange is the replay's Transport: the job's Alltoall, counted

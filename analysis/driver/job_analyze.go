@@ -27,7 +27,8 @@ import (
 // threads...) is analysed by process 0 alone with the task graph, as
 // Analyze does; the others then wait. So is the path under measured
 // weights (MeasuredPath, Explain): process 0 replays the whole trace for
-// it. o.Observe, when set, sees the events of the process's own ranks
+// it. A panic of the replay stops the job (Fatal): the serial analysis
+// survives one with the graph. o.Observe, when set, sees the events of the process's own ranks
 // only. Process 0's Loops and Regions say where they ran (the path's
 // share in them), not their figures: Baseline takes those from every
 // process when o.Baseline asks for them.
@@ -61,7 +62,7 @@ func (j *Job) Analyze(o Options) (*Analysis, error) {
 	if err == nil && parts != nil {
 		err = a.addObserved(parts, o.Baseline)
 	}
-	if err != nil || parts == nil {
+	if err = j.agree(err); err != nil || parts == nil {
 		if res != nil {
 			res.Close()
 		}

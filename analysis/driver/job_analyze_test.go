@@ -2,11 +2,14 @@ package driver
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/stats"
@@ -57,6 +60,30 @@ func analysisDigest(a *Analysis, prof *stats.Profile) (string, error) {
 	return b.String(), nil
 }
 
+// serialAnalysis is the digest of one process's analysis of dir under o,
+// and whether it built the graph.
+func serialAnalysis(t *testing.T, dir string, o Options) (string, bool) {
+	t.Helper()
+	tr, err := tracefmt.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := stats.OfTrace(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Analyze(tr, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	d, err := analysisDigest(a, prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, a.Graph != nil
+}
+
 // TestJobAnalyze: process 0 of a job of 1 to 4 processes gets the
 // analysis and the baseline one process makes, on every stored trace (loops, regions, call
 // sites and clocks gathered from the processes that read them; a trace
@@ -96,24 +123,8 @@ func TestJobAnalyze(t *testing.T) {
 	o := Options{Stream: true, Measured: true, Baseline: true}
 	graphs := 0
 	for _, dir := range dirs {
-		tr, err := tracefmt.OpenDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prof, err := stats.OfTrace(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := Analyze(tr, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := analysisDigest(a, prof)
-		a.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a.Graph != nil {
+		want, graph := serialAnalysis(t, dir, o)
+		if graph {
 			graphs++
 		}
 		for p := 1; p <= 4; p++ {
@@ -149,5 +160,89 @@ func TestJobAnalyze(t *testing.T) {
 	}
 	if graphs == 0 {
 		t.Errorf("no trace the replay declines: the graph's way is not tested")
+	}
+}
+
+// damaging is a member of a local job whose gathers, from call bad of
+// process from on, carry a damaged part (cut in half).
+type damaging struct {
+	member
+	from, bad int
+	calls     *int
+}
+
+func (d damaging) Gather(b []byte, root int) ([][]byte, error) {
+	if d.me == d.from {
+		if *d.calls >= d.bad {
+			b = b[:len(b)/2]
+		}
+		*d.calls++
+	}
+	return d.member.Gather(b, root)
+}
+
+// TestJobFailsTogether: what one process alone finds wrong (a rank file
+// gone after the job opened the trace, a part that process 0 cannot
+// read) never leaves a process waiting for ever in a job that profiles
+// and analyses a trace (check's exchanges): process 0 fails, or gets the
+// analysis of one process (the replay's part it could not read makes it
+// analyse the trace alone, with the graph).
+func TestJobFailsTogether(t *testing.T) {
+	src := filepath.Join("..", "..", "fixtures", "traces", "v5", "mix")
+	o := Options{Stream: true, Baseline: true}
+	want, _ := serialAnalysis(t, src, o)
+	run := func(what string, dir string, member func(x Exchange) Exchange, before func(j *Job)) {
+		t.Helper()
+		var got string
+		done := make(chan []error, 1)
+		go func() {
+			done <- runLocal(2, func(x Exchange) error {
+				j, err := OpenJob(dir, member(x), nil)
+				if err != nil {
+					return err
+				}
+				if before != nil {
+					before(j)
+				}
+				prof, err := j.Profile()
+				a, aerr := j.Analyze(o)
+				if a != nil {
+					defer a.Close()
+					if err == nil && aerr == nil {
+						got, err = analysisDigest(a, prof)
+					}
+				}
+				return cmp.Or(err, aerr)
+			})
+		}()
+		select {
+		case errs := <-done:
+			// (The first line says whether the graph was built.)
+			_, g, _ := strings.Cut(got, "\n")
+			_, w, _ := strings.Cut(want, "\n")
+			if errs[0] == nil && g != w {
+				t.Errorf("%s: process 0 found nothing wrong, and its analysis is not one process's:\n%s", what, got)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: the job hangs", what)
+		}
+	}
+	// Rank 3's file, process 1's, gone once the job opened the trace.
+	dir := filepath.Join(t.TempDir(), "mix")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	run("a rank file gone", dir, func(x Exchange) Exchange { return x }, func(j *Job) {
+		if j.Process() == 1 {
+			once.Do(func() { os.Remove(j.Trace.Files[j.Hi-1].Path) })
+		}
+	})
+	// Process 1's part of each gather, from the k-th on, cut short.
+	for bad := range 3 {
+		calls := 0
+		run(fmt.Sprintf("a damaged part from gather %d on", bad), src, func(x Exchange) Exchange {
+			return damaging{member: x.(member), from: 1, bad: bad, calls: &calls}
+		}, nil)
 	}
 }

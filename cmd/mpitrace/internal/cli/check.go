@@ -207,13 +207,21 @@ func traceBaseline(dir, modelPath string, s *Streams) (*baseline.Baseline, error
 // jobBaseline is traceBaseline as an MPI job: process 0 gets the
 // figures, the others nil.
 func jobBaseline(j *driver.Job, dir, modelPath string, s *Streams) (*baseline.Baseline, error) {
+	// What stops the job (MPI's errors) is not bad input.
+	bad := func(err error) error {
+		if isMPIFailure(err) || j.Fatal(err) {
+			return err
+		}
+		return badInput(err)
+	}
 	prof, err := j.Profile()
 	if err != nil {
-		return nil, badInput(err)
+		return nil, bad(err)
 	}
-	a, err := analyzeJobPath(j, driver.Options{Model: modelPath, Stream: true, Baseline: true}, s)
+	// The figures need no spans: none is gathered.
+	a, err := analyzeJobPath(j, driver.Options{Model: modelPath, Stream: true, Baseline: true, NoSpans: true}, s)
 	if a == nil || err != nil {
-		return nil, badInput(err)
+		return nil, bad(err)
 	}
 	defer a.Close()
 	return analysisBaseline(a, dir, prof, s)

@@ -96,13 +96,13 @@ func runMPI(ctx context.Context, s *Streams, dir string, m *mpiFlags, body func(
 			startProgressNamed(out, j.Own, fmt.Sprintf("reading %s (process 0 of %d)", filepath.Base(dir), comm.Size()))
 		}
 		err = body(j, out)
-		if err == nil || !isMPIFailure(err) {
+		if err == nil || !isMPIFailure(err) && !j.Fatal(err) {
 			if serr := writeMPIStats(j, m.StatsFile, comm.Library()); err == nil {
 				err = serr
 			}
 		}
 	}
-	if isMPIFailure(err) {
+	if isMPIFailure(err) || j != nil && j.Fatal(err) {
 		// The others may wait in an exchange this process will not make.
 		fmt.Fprintf(s.Err, "mpitrace: process %d: %v\n", comm.Rank(), err)
 		comm.Abort(ExitError)
