@@ -118,8 +118,8 @@ func TestReplayGroupsGolden(t *testing.T) {
 func TestReplayGroupsRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	n := 2000
-	if testing.Short() {
-		n = 300
+	if testing.Short() || raceEnabled {
+		n = 300 // under the race detector, the groups' goroutines are what it looks at
 	}
 	for i := 0; i < n; i++ {
 		ranks := randomRanks(rng)
@@ -142,8 +142,8 @@ func TestReplayGroupsMPILike(t *testing.T) {
 	genRanks = 16
 	rng := rand.New(rand.NewPCG(41, 42))
 	n := 1500
-	if testing.Short() {
-		n = 200
+	if testing.Short() || raceEnabled {
+		n = 200 // under the race detector, the groups' goroutines are what it looks at
 	}
 	for i := 0; i < n; i++ {
 		text := mutate(rng, genText(rng))

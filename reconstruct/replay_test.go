@@ -330,7 +330,7 @@ func testReplayGenerated(t *testing.T) {
 // a collection every 65,536 events read), above what was live before the
 // readers read, stays within 1.2× (and 256 KiB).
 func TestReplayMemory(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		t.Skip("writes and replays 2.4 M events")
 	}
 	old := *reconstruct.SpillMem

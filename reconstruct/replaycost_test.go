@@ -68,7 +68,7 @@ func TestReplayRankCost(t *testing.T) {
 // rank's pass remembers a bounded number of channels (it used to keep
 // every channel, about 100 bytes a tag).
 func TestReplayManyTags(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		t.Skip("hundreds of thousands of messages")
 	}
 	peak := func(n int) int64 { return replayPeakOf(t, openBuilt(t, tagsTrace(n, true))) }

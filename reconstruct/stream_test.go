@@ -410,7 +410,7 @@ end reason=finalize
 // same per rank at 512 and 2048 ranks (each rank's pass keeping its own
 // list made it grow as n: 2 KB more a rank at 512, 8 KB at 2048).
 func TestLinkerSharedMembers(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		t.Skip("thousands of ranks")
 	}
 	perRank := func(n int) float64 {
