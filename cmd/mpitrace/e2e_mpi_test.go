@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mpitrace/mpitrace/internal/mpijob"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
@@ -397,4 +399,51 @@ func readIfAny(t *testing.T, file string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestMPIProgress: under both MPIs, with the launcher's stderr a terminal
+// (script's), process 0 draws its progress bar, which the launcher copies
+// there, then the summary; with the launcher's stderr a file, no bar.
+func TestMPIProgress(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatalf("script (util-linux) is not installed: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "halo")
+	// About 3 M events: more than a second of reading (the bar's delay).
+	if err := testgen.Halo(4, 150_000, 1).WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	for mi, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			m.require(t)
+			for _, redirect := range []bool{false, true} {
+				if redirect && mi > 0 {
+					continue // the same decision under either MPI
+				}
+				errFile := filepath.Join(t.TempDir(), "stderr")
+				// One process: the bar is what is tested, not the exchanges
+				// (this trace's would be a round per iteration).
+				line := shellQuote(m.launch(1, mpitraceBin, "critpath", "--mpi", "--mpicc", m.cc, "-o", "/dev/null", dir)...)
+				if redirect {
+					line += " 2>" + shellQuote(errFile)
+				}
+				r := run(t, t.TempDir(), "script", "-qec", line, "/dev/null")
+				errs := readIfAny(t, errFile)
+				bar := strings.Contains(r.stdout+errs, "reading halo (process 0 of 1) [")
+				if r.code != 0 || !strings.Contains(r.stdout, "Critical path of") || bar == redirect {
+					t.Errorf("launcher's stderr redirected: %v: exit %d, bar drawn: %v; the terminal got:\n%s\nstderr file:\n%s",
+						redirect, r.code, bar, mpijob.Tail(r.stdout, 3000), errs)
+				}
+			}
+		})
+	}
+}
+
+// shellQuote joins args as a POSIX shell reads them back.
+func shellQuote(args ...string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
 }

@@ -87,6 +87,12 @@ func runMPI(ctx context.Context, s *Streams, dir string, m *mpiFlags, body func(
 	out := s
 	if comm.Rank() != 0 {
 		out = quiet
+	} else if !s.ErrTTY {
+		// Process 0's stderr is a pipe to the launcher: its bar reaches
+		// the user when the launcher's stderr is a terminal.
+		o := *s
+		o.ErrTTY, o.OutTTY = launcherTerminal("/proc")
+		out = &o
 	}
 	j, err := driver.OpenJob(dir, comm, checkTraceDir)
 	if err == nil {
