@@ -213,7 +213,8 @@ type group struct {
 	owner []int32 // by rank index: the group that replays the rank
 	e     *engine
 	defs  *sharedDefs
-	out   [][]xmsg // by group: the messages for it
+	out   [][]byte // by group: the messages for it, encoded (wire)
+	nout  []int    // by group: how many
 	// reach are, by communicator, the other groups with a member.
 	reach map[commKey][]int
 	w     *wire
@@ -295,7 +296,12 @@ type xmsg struct {
 	init bool
 }
 
-func (g *group) send(to int, x xmsg) { g.out[to] = append(g.out[to], x) }
+// send encodes message x into the batch for group to: a message is a
+// few dozen bytes there, where its record is 400.
+func (g *group) send(to int, x xmsg) {
+	g.out[to] = g.w.encode(g.out[to], g, to, &x)
+	g.nout[to]++
+}
 
 // sendRec: rank r sent m on channel key to the group to.
 func (g *group) sendRec(r *streamRank, m *smsg, key pchanKey, to int) {
@@ -498,7 +504,7 @@ type Transport interface {
 }
 
 func newGroup(id int, owner []int32, e *engine, defs *sharedDefs, groups int) *group {
-	g := &group{id: id, owner: owner, e: e, defs: defs, out: make([][]xmsg, groups), reach: make(map[commKey][]int), w: newWire(groups)}
+	g := &group{id: id, owner: owner, e: e, defs: defs, out: make([][]byte, groups), nout: make([]int, groups), reach: make(map[commKey][]int), w: newWire(groups)}
 	for i, r := range e.ranks {
 		if !r.remote {
 			e.enqueue(int32(i))
@@ -608,8 +614,8 @@ func (g *group) work() {
 // pending counts the messages the group has to send.
 func (g *group) pending() int {
 	n := 0
-	for _, l := range g.out {
-		n += len(l)
+	for _, k := range g.nout {
+		n += k
 	}
 	return n
 }
@@ -621,12 +627,9 @@ func (g *group) exchange(t Transport, st *roundStatus) ([]roundStatus, error) {
 	st.sent = g.pending()
 	send := make([][]byte, len(g.out))
 	for to, l := range g.out {
-		b := appendStatus(nil, st)
-		for i := range l {
-			b = g.w.encode(b, g, to, &l[i])
-		}
-		send[to] = b
-		g.out[to] = l[:0]
+		b := appendStatus(make([]byte, 0, len(l)+64), st)
+		send[to] = append(b, l...)
+		g.out[to], g.nout[to] = l[:0], 0
 	}
 	recv, err := t.Alltoall(send)
 	if err != nil {
