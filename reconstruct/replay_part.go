@@ -175,10 +175,11 @@ func ReplayPart(srcs []tracefmt.Source, bounds []int, id int, w ReplayWeights, o
 func (g *group) run(t Transport) (*ReplayResult, error) {
 	stalls, err := g.rounds(t)
 	if err != nil {
-		if g.e.err != nil {
+		var be *BatchError
+		if g.e.err != nil && !errors.As(err, &be) {
 			return nil, g.e.err // its own error value (errors.As)
 		}
-		return nil, err
+		return nil, err // a BatchError stays one: the job must stop
 	}
 	return g.result(t, stalls)
 }

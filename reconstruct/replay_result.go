@@ -167,28 +167,23 @@ func (g *group) result(t Transport, stalls int) (*ReplayResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	// An error found in what came stops every group at the next exchange
-	// (none waits for a group that stopped alone).
-	var perr error
+	// What cannot be read stops the group at once, a BatchError (the
+	// groups that read theirs may return before another exchange: "no
+	// operations"), which stops them all.
 	sums := make([]partSum, n)
 	for from, b := range recv {
 		if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&sums[from]); err != nil {
-			perr = cmp.Or(perr, fmt.Errorf("internal error: reconstruct: group %d's sums: %w", from, err))
-			continue
+			return nil, badBatch(from)
 		}
 		for _, l := range sums[from].Left {
 			if l.From < 0 || int(l.From) >= len(e.ranks) || !own(l.From) {
-				perr = cmp.Or(perr, fmt.Errorf("internal error: reconstruct: group %d's message of rank index %d", from, l.From))
-				break
+				return nil, badBatch(from)
 			}
 			s := e.ranks[l.From]
 			s.noRecv = append(s.noRecv, &smsg{from: l.From, id: l.ID, ch: l.Ch, key: chanKey{comm: l.Comm, peer: l.Peer, tag: l.Tag}, ev: l.Ev, bytes: l.Bytes, cancelled: l.Cancelled})
 		}
 	}
-	if perr != nil {
-		_, err := g.swap(t, make([][]byte, n), perr)
-		return nil, err
-	}
+	var perr error
 	fin := finBest{rank: -1}
 	res := &ReplayResult{Stalls: stalls}
 	var ranks []rankShape

@@ -389,7 +389,9 @@ func (j *Job) GatherStats() ([]ProcessStats, error) {
 // (reconstruct.ReplayTracePart), the processes exchanging through the
 // job's Exchange. Process 0 gets the result, the single replay's: its
 // diagnostics are the trace's (what every process's readers found) then
-// the replay's; the others get nil. Every process gets the same error.
+// the replay's; the others get nil. When a process fails, every process
+// fails: with its own error when it found one, else the first failed
+// process's (a JobError); or the job must stop (Fatal).
 func (j *Job) Replay(w reconstruct.ReplayWeights, opts reconstruct.Options) (_ *reconstruct.ReplayResult, err error) {
 	start := time.Now()
 	x := &countedExchange{j: j}

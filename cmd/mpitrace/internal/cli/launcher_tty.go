@@ -5,33 +5,51 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
-// launcherTerminal reports whether the MPI launcher that started this
-// process (mpirun, mpiexec: the first of its ancestors, up to a few
-// levels, so named) writes its stderr (fd 2) and stdout (fd 1) to a
-// terminal. Under a launcher a process's streams are pipes to it, never
-// terminals; the launcher copies what comes through them to its own.
-// So a progress bar process 0 draws reaches the user's terminal when the
-// launcher's stderr is one, and only then. (A launcher on another node
-// than process 0, as srun's, is not found: no bar.)
-func launcherTerminal(proc string) (errTTY, outTTY bool) {
+// launcherTTY is what launcherTerminal found.
+type launcherTTY struct {
+	errTTY, outTTY bool
+	// width is the columns of the launcher's stderr terminal (0: unknown).
+	width int
+}
+
+// launcherTerminal reports whether this process's stderr is a pipe (or
+// socket) to the MPI launcher that started it (mpirun, mpiexec: the
+// first of its ancestors, up to a few levels, so named) and the launcher
+// writes its own stderr (fd 2) and stdout (fd 1) to a terminal: the
+// launcher copies what comes through the pipes there, so a progress bar
+// process 0 draws reaches the user's terminal then, and only then. (A
+// process whose stderr a wrapper redirected to a file, or a launcher on
+// another node, as srun's, gives no bar.)
+func launcherTerminal(proc string) launcherTTY {
+	if !isPipe(proc, os.Getpid(), 2) {
+		return launcherTTY{}
+	}
 	pid := os.Getpid()
 	for range 4 {
 		ppid, ok := parentOf(proc, pid)
 		if !ok || ppid <= 1 {
-			return false, false
+			return launcherTTY{}
 		}
 		pid = ppid
 		comm, err := os.ReadFile(fmt.Sprintf("%s/%d/comm", proc, pid))
 		if err != nil {
-			return false, false
+			return launcherTTY{}
 		}
 		if isLauncher(strings.TrimSpace(string(comm))) {
-			return isTerminalPath(proc, pid, 2), isTerminalPath(proc, pid, 1)
+			errPath, errTTY := terminalPath(proc, pid, 2)
+			_, outTTY := terminalPath(proc, pid, 1)
+			l := launcherTTY{errTTY: errTTY, outTTY: outTTY}
+			if errTTY {
+				l.width = terminalWidth(errPath)
+			}
+			return l
 		}
 	}
-	return false, false
+	return launcherTTY{}
 }
 
 // isLauncher reports whether a process's name (its comm) is an MPI
@@ -66,9 +84,31 @@ func parentOf(proc string, pid int) (int, bool) {
 	return ppid, err == nil
 }
 
-// isTerminalPath reports whether file descriptor fd of process pid is a
-// terminal (a pseudo-terminal or a console).
-func isTerminalPath(proc string, pid, fd int) bool {
+// terminalPath returns what file descriptor fd of process pid is open
+// on, and whether that is a terminal (a pseudo-terminal or a console).
+func terminalPath(proc string, pid, fd int) (string, bool) {
 	target, err := os.Readlink(fmt.Sprintf("%s/%d/fd/%d", proc, pid, fd))
-	return err == nil && (strings.HasPrefix(target, "/dev/pts/") || strings.HasPrefix(target, "/dev/tty"))
+	return target, err == nil && (strings.HasPrefix(target, "/dev/pts/") || strings.HasPrefix(target, "/dev/tty"))
+}
+
+// isPipe reports whether file descriptor fd of process pid is a pipe or a
+// socket (what launchers connect their processes' streams with).
+func isPipe(proc string, pid, fd int) bool {
+	target, err := os.Readlink(fmt.Sprintf("%s/%d/fd/%d", proc, pid, fd))
+	return err == nil && (strings.HasPrefix(target, "pipe:") || strings.HasPrefix(target, "socket:"))
+}
+
+// terminalWidth is the columns of terminal path, 0 when it cannot be
+// asked.
+func terminalWidth(path string) int {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOCTTY, 0)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
 }

@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestLauncherTerminal: the launcher is found among the process's
-// ancestors by its name, and its streams are terminals when /proc says
-// they are pseudo-terminals or consoles.
+// TestLauncherTerminal: with the process's stderr a pipe or socket, the
+// launcher is found among its ancestors by its name, and its streams are
+// terminals when /proc says they are pseudo-terminals or consoles.
 func TestLauncherTerminal(t *testing.T) {
 	type proc struct {
 		pid, ppid int
@@ -29,8 +29,11 @@ func TestLauncherTerminal(t *testing.T) {
 		// The shell above a launcher whose stderr is a file is not asked.
 		{"no launcher", []proc{{me, 500, "mpitrace", "pipe:[1]", "pipe:[2]"}, {500, 400, "bash", "/dev/pts/3", "/dev/pts/3"}}, false, false},
 		{"mpirunner is not mpirun", []proc{{me, 500, "mpitrace", "pipe:[1]", "pipe:[2]"}, {500, 400, "mpirunner", "/dev/pts/3", "/dev/pts/3"}}, false, false},
-		{"too far up", []proc{{me, 10, "mpitrace", "", ""}, {10, 11, "a", "", ""}, {11, 12, "b", "", ""}, {12, 13, "c", "", ""}, {13, 14, "d", "", ""}, {14, 15, "mpirun", "/dev/pts/1", "/dev/pts/1"}}, false, false},
-		{"parent gone", []proc{{me, 500, "mpitrace", "", ""}}, false, false},
+		{"too far up", []proc{{me, 10, "mpitrace", "pipe:[1]", "pipe:[2]"}, {10, 11, "a", "", ""}, {11, 12, "b", "", ""}, {12, 13, "c", "", ""}, {13, 14, "d", "", ""}, {14, 15, "mpirun", "/dev/pts/1", "/dev/pts/1"}}, false, false},
+		{"parent gone", []proc{{me, 500, "mpitrace", "pipe:[1]", "pipe:[2]"}}, false, false},
+		// A wrapper sent this process's stderr to a file.
+		{"own stderr a file", []proc{{me, 500, "mpitrace", "pipe:[1]", "/tmp/log.0"}, {500, 400, "mpirun", "/dev/pts/3", "/dev/pts/3"}}, false, false},
+		{"socket to the launcher", []proc{{me, 500, "mpitrace", "socket:[7]", "socket:[8]"}, {500, 400, "mpirun", "/dev/pts/3", "/dev/pts/3"}}, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -48,9 +51,9 @@ func TestLauncherTerminal(t *testing.T) {
 					}
 				}
 			}
-			errTTY, outTTY := launcherTerminal(root)
-			if errTTY != c.errTTY || outTTY != c.outTT {
-				t.Errorf("stderr a terminal: %v, stdout: %v; want %v, %v", errTTY, outTTY, c.errTTY, c.outTT)
+			l := launcherTerminal(root)
+			if l.errTTY != c.errTTY || l.outTTY != c.outTT {
+				t.Errorf("stderr a terminal: %v, stdout: %v; want %v, %v", l.errTTY, l.outTTY, c.errTTY, c.outTT)
 			}
 		})
 	}

@@ -90,9 +90,11 @@ func runMPI(ctx context.Context, s *Streams, dir string, m *mpiFlags, body func(
 	} else if !s.ErrTTY {
 		// Process 0's stderr is a pipe to the launcher: its bar reaches
 		// the user when the launcher's stderr is a terminal.
-		o := *s
-		o.ErrTTY, o.OutTTY = launcherTerminal("/proc")
-		out = &o
+		if l := launcherTerminal("/proc"); l.errTTY {
+			o := *s
+			o.ErrTTY, o.OutTTY, o.forwarded, o.errWidth = true, l.outTTY, true, l.width
+			out = &o
+		}
 	}
 	j, err := driver.OpenJob(dir, comm, checkTraceDir)
 	if err == nil {

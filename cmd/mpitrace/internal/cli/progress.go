@@ -23,6 +23,10 @@ import (
 // progressDelay is how long a trace is read before its bar appears.
 var progressDelay = time.Second
 
+// forwardSettle is how long the removal of a bar a launcher forwards is
+// given to reach the terminal before anything else is written.
+const forwardSettle = 100 * time.Millisecond
+
 // progressTick is how often the bar takes the count of bytes read.
 const progressTick = 100 * time.Millisecond
 
@@ -32,6 +36,13 @@ type readProgress struct {
 	total int64
 	name  string
 	out   io.Writer // stderr as it was, for the bar
+	// width is the bar's line (0: the terminal's); settle how long stop
+	// waits after removing the bar: a launcher copies stderr and stdout
+	// from two pipes, and what comes after on stdout must reach the
+	// terminal after the bar's removal, not before it (which would erase
+	// it).
+	width  int
+	settle time.Duration
 
 	mu      sync.Mutex
 	stopped bool
@@ -55,7 +66,10 @@ func startProgressNamed(s *Streams, t *tracefmt.Trace, name string) {
 		return
 	}
 	s.stopProgress() // a command that reads a second trace
-	rp := &readProgress{total: t.FileBytes(), name: name, out: s.Err}
+	rp := &readProgress{total: t.FileBytes(), name: name, out: s.Err, width: s.errWidth}
+	if s.forwarded {
+		rp.settle = forwardSettle
+	}
 	t.OnRead = func(n int) { rp.read.Add(int64(n)) }
 	rp.timer = time.AfterFunc(progressDelay, rp.show)
 	s.progress = rp
@@ -72,7 +86,11 @@ func (rp *readProgress) show() {
 	if rp.stopped {
 		return
 	}
-	rp.p = mpb.New(mpb.WithOutput(rp.out), mpb.ForceTTY(), mpb.WithAutoRefresh(), mpb.WithRefreshRate(progressTick))
+	opts := []mpb.ContainerOption{mpb.WithOutput(rp.out), mpb.ForceTTY(), mpb.WithAutoRefresh(), mpb.WithRefreshRate(progressTick)}
+	if rp.width > 0 {
+		opts = append(opts, mpb.WithWidth(rp.width))
+	}
+	rp.p = mpb.New(opts...)
 	rp.bar = rp.p.New(max(rp.total, 1), mpb.BarStyle(),
 		mpb.PrependDecorators(decor.Name(rp.name)),
 		mpb.AppendDecorators(decor.CountersKibiByte("% .1f / % .1f "), decor.Percentage()))
@@ -116,6 +134,7 @@ func (rp *readProgress) stop() {
 	rp.ticked.Wait()
 	rp.bar.Abort(true)
 	rp.p.Wait()
+	time.Sleep(rp.settle)
 }
 
 // stopProgress stops the bar of the trace being read, if any.

@@ -45,6 +45,10 @@ type Streams struct {
 	OutTTY bool
 
 	progress *readProgress // of the trace being read (progress.go)
+	// forwarded: Err and Out are pipes a launcher copies to its terminal
+	// (--mpi), errWidth that terminal's columns (0: unknown).
+	forwarded bool
+	errWidth  int
 }
 
 func systemStreams() *Streams {
