@@ -53,7 +53,8 @@ type Job struct {
 	Own *tracefmt.Trace
 	// Stats is what the process did, for --mpi-stats.
 	Stats ProcessStats
-	// xerr is the first error of an exchange (MPI's own).
+	// xerr is the first error of an exchange (MPI's own, not agreed), or
+	// what the process alone found in what it was sent.
 	xerr error
 }
 
@@ -83,6 +84,12 @@ type ProcessStats struct {
 	Sent      int64 `json:"bytes_sent"`
 	Received  int64 `json:"bytes_received"`
 }
+
+// agreed is an Exchange's error that every process got alike from the
+// same exchange (an exchange too large for MPI): the job can go on to
+// its end, each process with the error. Other errors of an Exchange are
+// its own failures: the job must stop (Fatal).
+type agreed interface{ Agreed() bool }
 
 // JobError is an error of one process of a job, returned by every
 // process.
@@ -152,7 +159,10 @@ func (j *Job) gather(mine []byte, err error) ([][]byte, error) {
 // count counts an exchange that started at start, sent sent bytes and
 // received parts, or failed with xerr.
 func (j *Job) count(start time.Time, sent int, parts [][]byte, xerr error) {
-	j.xerr = cmp.Or(j.xerr, xerr)
+	var a agreed
+	if xerr != nil && (!errors.As(xerr, &a) || !a.Agreed()) {
+		j.xerr = cmp.Or(j.xerr, xerr)
+	}
 	j.Stats.ExchangeNs += time.Since(start).Nanoseconds()
 	j.Stats.Exchanges++
 	j.Stats.Sent += int64(sent)

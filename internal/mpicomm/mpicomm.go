@@ -174,6 +174,16 @@ func (c *Comm) do(f func() int) error {
 	return <-done
 }
 
+// LimitError is an exchange too large for one MPI call. Every process of
+// the job gets one from the same exchange (the sizes are exchanged
+// first): the job can stop without MPI_Abort.
+type LimitError struct{ msg string }
+
+func (e *LimitError) Error() string { return e.msg }
+
+// Agreed says every process got the error alike.
+func (e *LimitError) Agreed() bool { return true }
+
 // Error is an error MPI returned.
 type Error struct {
 	Code int
@@ -280,7 +290,7 @@ func (c *Comm) Alltoall(send [][]byte) ([][]byte, error) {
 	case err != nil:
 		return nil, err
 	case flag[0] != 0:
-		return nil, fmt.Errorf("--mpi: another process's exchange was more than one MPI call moves")
+		return nil, &LimitError{"--mpi: another process's exchange was more than one MPI call moves"}
 	}
 	recv := make([]byte, max(total, 1))
 	if err := c.do(func() int { return c.lib.alltoallv(flat, scounts, sdispls, recv, rcounts, rdispls) }); err != nil {
@@ -299,7 +309,7 @@ func (c *Comm) Bcast(b []byte, root int) ([]byte, error) {
 		return nil, err
 	}
 	if n[0] > maxExchange {
-		return nil, fmt.Errorf("--mpi: a broadcast of %d bytes is more than one MPI call moves", n[0])
+		return nil, &LimitError{fmt.Sprintf("--mpi: a broadcast of %d bytes is more than one MPI call moves", n[0])}
 	}
 	if c.rank != root {
 		b = make([]byte, n[0])
@@ -337,7 +347,7 @@ func layout(n []int64) (counts, displs []int32, total int, err error) {
 	var t int64
 	for i, v := range n {
 		if t+v > maxExchange {
-			return nil, nil, 0, fmt.Errorf("--mpi: an exchange of more than %d bytes with the other processes (more than one MPI call moves)", int64(maxExchange))
+			return nil, nil, 0, &LimitError{fmt.Sprintf("--mpi: an exchange of more than %d bytes with the other processes (more than one MPI call moves)", int64(maxExchange))}
 		}
 		counts[i], displs[i] = int32(v), int32(t)
 		t += v
