@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -23,6 +24,10 @@ var mpiJobVars = []struct{ rank, size, launcher string }{
 	{"PMI_RANK", "PMI_SIZE", "a PMI launcher (MPICH's mpiexec, srun)"},
 }
 
+// refusedDelay is how long a process other than 0 waits before it exits
+// refused (mpiJobError); a variable for the tests.
+var refusedDelay = aloneDelay
+
 // mpiJobError returns, when the process is one of several processes of
 // an MPI job (mpirun -np 4 mpitrace critpath ...), the error that stops
 // command cmd with ExitUsage: the analysis runs as one process, and P
@@ -38,6 +43,9 @@ func mpiJobError(cmd *cobra.Command, getenv func(string) string) error {
 		}
 		rank, err := strconv.Atoi(getenv(v.rank))
 		if err == nil && rank != 0 {
+			// Process 0 says why; a launcher that stops the job when a
+			// process fails (Open MPI's) must not stop it before.
+			time.Sleep(refusedDelay)
 			return &ExitCodeError{Code: ExitUsage}
 		}
 		how := fmt.Sprintf("run 'mpitrace %s' without the launcher", cmd.Name())

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMPIJobRefused: a command that reads a trace, started as one of
@@ -13,6 +14,8 @@ import (
 // others say nothing. One process of a job, and the commands that read no
 // trace, run.
 func TestMPIJobRefused(t *testing.T) {
+	defer func(d time.Duration) { refusedDelay = d }(refusedDelay)
+	refusedDelay = 0
 	dir := writeTrace(t)
 	for _, c := range []struct {
 		name       string

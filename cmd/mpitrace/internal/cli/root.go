@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -99,6 +100,12 @@ func run(ctx context.Context, args []string, s *Streams) int {
 			say("mpitrace: %s\n", ec.Err)
 		}
 		return ec.Code
+	}
+	if quiet {
+		// A failure before MPI (a bad flag): process 0 says it, and a
+		// launcher that stops the job when a process fails (Open MPI's)
+		// must not stop process 0 before it did.
+		time.Sleep(aloneDelay)
 	}
 	say("mpitrace: %s\n", err)
 	var fe *FlagError
