@@ -28,10 +28,10 @@ import (
 // Analyze does; the others then wait. So is the path under measured
 // weights (MeasuredPath, Explain): process 0 replays the whole trace for
 // it. A panic of the replay stops the job (Fatal): the serial analysis
-// survives one with the graph. o.Observe, when set, sees the events of the process's own ranks
-// only. Process 0's Loops and Regions say where they ran (the path's
-// share in them), not their figures: Baseline takes those from every
-// process when o.Baseline asks for them.
+// survives one with the graph. o.Observe, when set, sees the events of
+// the process's own ranks only. Process 0's Loops and Regions say where
+// they ran (the path's share in them), not their figures: Baseline takes
+// those from every process when o.Baseline asks for them.
 func (j *Job) Analyze(o Options) (*Analysis, error) {
 	a := &Analysis{Trace: j.Trace, clocks: newClockObserver(), resolver: o.Resolver}
 	var err error
