@@ -84,6 +84,43 @@ func serialAnalysis(t *testing.T, dir string, o Options) (string, bool) {
 	return d, a.Graph != nil
 }
 
+// jobAnalysis is the digest of process 0's analysis of dir by a local
+// job of p processes (Profile, then Analyze under o), each exchanging
+// through wrap(x) when wrap is not nil; it fails t when a process fails,
+// or gets an analysis other than process 0.
+func jobAnalysis(t *testing.T, dir string, p int, o Options, wrap func(Exchange) Exchange) string {
+	t.Helper()
+	var got string
+	errs := runLocal(p, func(x Exchange) error {
+		if wrap != nil {
+			x = wrap(x)
+		}
+		j, err := OpenJob(dir, x, nil)
+		if err != nil {
+			return err
+		}
+		prof, err := j.Profile()
+		if err != nil {
+			return err
+		}
+		a, err := j.Analyze(o)
+		if err != nil || (a != nil) != (x.Rank() == 0) {
+			return fmt.Errorf("process %d: analysis %v, %v", x.Rank(), a != nil, err)
+		}
+		if a != nil {
+			defer a.Close()
+			got, err = analysisDigest(a, prof)
+		}
+		return err
+	})
+	for q, err := range errs {
+		if err != nil {
+			t.Fatalf("%s, %d processes, process %d: %v", dir, p, q, err)
+		}
+	}
+	return got
+}
+
 // TestJobAnalyze: process 0 of a job of 1 to 4 processes gets the
 // analysis and the baseline one process makes, on every stored trace (loops, regions, call
 // sites and clocks gathered from the processes that read them; a trace
@@ -128,32 +165,7 @@ func TestJobAnalyze(t *testing.T) {
 			graphs++
 		}
 		for p := 1; p <= 4; p++ {
-			var got string
-			errs := runLocal(p, func(x Exchange) error {
-				j, err := OpenJob(dir, x, nil)
-				if err != nil {
-					return err
-				}
-				prof, err := j.Profile()
-				if err != nil {
-					return err
-				}
-				a, err := j.Analyze(o)
-				if err != nil || (a != nil) != (x.Rank() == 0) {
-					return fmt.Errorf("process %d: analysis %v, %v", x.Rank(), a != nil, err)
-				}
-				if a != nil {
-					defer a.Close()
-					got, err = analysisDigest(a, prof)
-				}
-				return err
-			})
-			for q, err := range errs {
-				if err != nil {
-					t.Fatalf("%s, %d processes, process %d: %v", dir, p, q, err)
-				}
-			}
-			if got != want {
+			if got := jobAnalysis(t, dir, p, o, nil); got != want {
 				t.Errorf("%s, %d processes:\n%s\nwant\n%s", dir, p, got, want)
 			}
 		}
@@ -244,5 +256,45 @@ func TestJobFailsTogether(t *testing.T) {
 		run(fmt.Sprintf("a damaged part from gather %d on", bad), src, func(x Exchange) Exchange {
 			return damaging{member: x.(member), from: 1, bad: bad, calls: &calls}
 		}, nil)
+	}
+}
+
+// limited is a member of a local job whose gather number at (counted per
+// member) fails on every member alike, as an exchange too large for MPI
+// does (mpicomm.LimitError).
+type limited struct {
+	member
+	at    int
+	calls *int
+}
+
+type limitErr struct{}
+
+func (limitErr) Error() string { return "an exchange of more than one MPI call" }
+func (limitErr) Agreed() bool  { return true }
+
+func (l limited) Gather(b []byte, root int) ([][]byte, error) {
+	*l.calls++
+	if *l.calls-1 == l.at {
+		return nil, limitErr{}
+	}
+	return l.member.Gather(b, root)
+}
+
+// TestJobAnalyzeTooLarge: when the spans are more than one exchange moves
+// (every process told so alike), process 0 analyses the trace alone and
+// gets the single process's analysis; the others get nil.
+func TestJobAnalyzeTooLarge(t *testing.T) {
+	dir := filepath.Join("..", "..", "fixtures", "traces", "v5", "loopsmpi")
+	o := Options{Stream: true, Measured: true, Baseline: true}
+	want, _ := serialAnalysis(t, dir, o)
+	calls := make([]int, 3)
+	// Profile's gather, Job.Replay's, then the spans' (OpenJob's is an
+	// allgather).
+	got := jobAnalysis(t, dir, 3, o, func(x Exchange) Exchange {
+		return limited{member: x.(member), at: 2, calls: &calls[x.Rank()]}
+	})
+	if got != want {
+		t.Errorf("process 0's analysis:\n%s\nwant\n%s", got, want)
 	}
 }
