@@ -38,8 +38,8 @@ func (j *Job) Analyze(o Options) (*Analysis, error) {
 	a.Model, a.ModelName, err = LoadModel(o.Model)
 	// A model one process cannot read stops all, before the replay's
 	// exchanges.
-	if _, xerr := j.allgather(nil, err); err != nil || xerr != nil {
-		return nil, cmp.Or(err, xerr)
+	if err = j.agree(err); err != nil {
+		return nil, err
 	}
 	filtered := RecordFilter(j.Trace) != ""
 	res, err := j.Replay(critpath.ModelWeights(a.Model), reconstruct.Options{Filtered: filtered, Observe: a.observer(o)})

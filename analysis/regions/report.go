@@ -393,14 +393,13 @@ func SpansOf(rank int, b []byte) (*RankRegions, []byte, error) {
 	d := spanset.NewDecoder(b)
 	n := d.Uvarint()
 	r.nodes = map[string]*rankNode{}
-	for i := uint64(0); i < n; i++ {
+	for i := uint64(0); i < n && d.Err() == nil; i++ {
 		key, kind, name := d.String(), d.String(), d.String()
-		if b, err = d.Rest(); err != nil {
-			return nil, nil, err
-		}
 		r.nodes[key] = &rankNode{kind: kind, name: name}
 		r.order = append(r.order, key)
 	}
-	b, err = d.Rest()
-	return r, b, err
+	if b, err = d.Rest(); err != nil {
+		return nil, nil, err
+	}
+	return r, b, nil
 }

@@ -84,18 +84,25 @@ func parentOf(proc string, pid int) (int, bool) {
 	return ppid, err == nil
 }
 
+// fdTarget is what file descriptor fd of process pid is open on ("" when
+// /proc cannot say).
+func fdTarget(proc string, pid, fd int) string {
+	target, _ := os.Readlink(fmt.Sprintf("%s/%d/fd/%d", proc, pid, fd))
+	return target
+}
+
 // terminalPath returns what file descriptor fd of process pid is open
 // on, and whether that is a terminal (a pseudo-terminal or a console).
 func terminalPath(proc string, pid, fd int) (string, bool) {
-	target, err := os.Readlink(fmt.Sprintf("%s/%d/fd/%d", proc, pid, fd))
-	return target, err == nil && (strings.HasPrefix(target, "/dev/pts/") || strings.HasPrefix(target, "/dev/tty"))
+	target := fdTarget(proc, pid, fd)
+	return target, strings.HasPrefix(target, "/dev/pts/") || strings.HasPrefix(target, "/dev/tty")
 }
 
 // isPipe reports whether file descriptor fd of process pid is a pipe or a
 // socket (what launchers connect their processes' streams with).
 func isPipe(proc string, pid, fd int) bool {
-	target, err := os.Readlink(fmt.Sprintf("%s/%d/fd/%d", proc, pid, fd))
-	return err == nil && (strings.HasPrefix(target, "pipe:") || strings.HasPrefix(target, "socket:"))
+	target := fdTarget(proc, pid, fd)
+	return strings.HasPrefix(target, "pipe:") || strings.HasPrefix(target, "socket:")
 }
 
 // terminalWidth is the columns of terminal path, 0 when it cannot be
