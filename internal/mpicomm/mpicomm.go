@@ -264,22 +264,37 @@ func (c *Comm) Alltoall(send [][]byte) ([][]byte, error) {
 			scounts[p] = -1
 		}
 	}
+	// The three calls run in one turn of the MPI thread: an exchange of
+	// the replay in groups is one per round, and the turns between the
+	// caller and that thread cost more than the calls do on one node.
 	rcounts := make([]int32, c.size)
-	if err := c.do(func() int { return c.lib.alltoallInt(scounts, rcounts) }); err != nil {
-		return nil, err
-	}
-	bad := false
-	rc := make([]int64, c.size)
-	for p, n := range rcounts {
-		bad = bad || n < 0
-		rc[p] = max(int64(n), 0)
-	}
-	_, rdispls, total, err := layout(rc)
-	flag := []int64{0}
-	if bad || err != nil || lerr != nil || len(send) != c.size {
-		flag[0] = 1
-	}
-	if xerr := c.AllreduceInt64(Max, flag); xerr != nil {
+	var (
+		rdispls []int32
+		recv    []byte
+		err     error
+		flag    = []int64{0}
+	)
+	if xerr := c.do(func() int {
+		if rc := c.lib.alltoallInt(scounts, rcounts); rc != 0 {
+			return rc
+		}
+		bad := false
+		rc := make([]int64, c.size)
+		for p, n := range rcounts {
+			bad = bad || n < 0
+			rc[p] = max(int64(n), 0)
+		}
+		var total int
+		_, rdispls, total, err = layout(rc)
+		if bad || err != nil || lerr != nil || len(send) != c.size {
+			flag[0] = 1
+		}
+		if rc := c.lib.allreduce(flag, int(Max)); rc != 0 || flag[0] != 0 {
+			return rc
+		}
+		recv = make([]byte, max(total, 1))
+		return c.lib.alltoallv(flat, scounts, sdispls, recv, rcounts, rdispls)
+	}); xerr != nil {
 		return nil, xerr
 	}
 	switch {
@@ -291,10 +306,6 @@ func (c *Comm) Alltoall(send [][]byte) ([][]byte, error) {
 		return nil, err
 	case flag[0] != 0:
 		return nil, &LimitError{"--mpi: another process's exchange was more than one MPI call moves"}
-	}
-	recv := make([]byte, max(total, 1))
-	if err := c.do(func() int { return c.lib.alltoallv(flat, scounts, sdispls, recv, rcounts, rdispls) }); err != nil {
-		return nil, err
 	}
 	return split(recv, rcounts, rdispls), nil
 }
