@@ -346,7 +346,8 @@ func (t *Trace) OpenRank(rank int) (*RankReader, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: no usable file for rank %d (the world has %d ranks)", t.Dir, rank, t.Size)
 	}
-	return openRank(f.Path, t.OnRead)
+	r, err := openRank(f.Path, t.OnRead)
+	return shareMeta(f, r), err
 }
 
 // OpenRankUncounted is OpenRank without telling OnRead: a second reading
@@ -356,7 +357,20 @@ func (t *Trace) OpenRankUncounted(rank int) (*RankReader, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: no usable file for rank %d (the world has %d ranks)", t.Dir, rank, t.Size)
 	}
-	return openRank(f.Path, nil)
+	r, err := openRank(f.Path, nil)
+	return shareMeta(f, r), err
+}
+
+// shareMeta returns r, the reader of rank file f, its header's Meta the
+// trace's own when they are equal (as they are unless the file changed
+// since the trace was opened): a replay opens every rank at once, and on
+// thousands of ranks a copy each of a few dozen keys adds up (0.7 KB a
+// rank). A reader's Meta is read only.
+func shareMeta(f *RankFile, r *RankReader) *RankReader {
+	if r != nil && slices.Equal(r.header.Meta, f.Header.Meta) {
+		r.header.Meta = f.Header.Meta
+	}
+	return r
 }
 
 // FileBytes returns the size of the usable rank files together, what

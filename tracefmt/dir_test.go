@@ -64,6 +64,11 @@ func TestOpenDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	// The reader's header keys are the trace's (one copy a rank, however
+	// many readers are open), and equal to what the file says.
+	if m, tm := r.Header().Meta, tr.Files[2].Header.Meta; len(m) == 0 || &m[0] != &tm[0] {
+		t.Errorf("the reader holds its own copy of the header's %d keys", len(m))
+	}
 	d, err := tracefmt.Validate(r)
 	if err != nil || d.Len() != 0 {
 		t.Fatalf("validate: %v %s", err, d.Summary())

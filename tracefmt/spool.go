@@ -28,7 +28,7 @@ type Spool struct {
 }
 
 // SetWindow sets the window a reader's cursor holds of its block at
-// first (4 KiB by default, at least 1 KiB): fewer reads of the spool for
+// first (4 KiB by default, at least 256 bytes): fewer reads of the spool for
 // more memory per reader (thousands of readers at once want less). Call
 // it before the readers read.
 func (s *Spool) SetWindow(n int) {
@@ -111,7 +111,7 @@ const (
 	// fails and is decoded again from a window that starts at it.)
 	spoolMargin = 1024
 	// spoolMinWindow is the smallest window SetWindow sets.
-	spoolMinWindow = 1024
+	spoolMinWindow = 256
 )
 
 // SpoolTo makes the reader keep its events blocks in s, each thread

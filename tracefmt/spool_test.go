@@ -94,7 +94,7 @@ func TestSpoolSame(t *testing.T) {
 			t.Errorf("%s: spooled reading differs:\n%s", n, firstDiff(got, want))
 		}
 		if got := readCanonical(t, inputs[n], ReaderOptions{}, small); got != want {
-			t.Errorf("%s: spooled reading with 1 KiB windows differs:\n%s", n, firstDiff(got, want))
+			t.Errorf("%s: spooled reading with the smallest windows differs:\n%s", n, firstDiff(got, want))
 		}
 	}
 	if sp.Size() == 0 || small.Size() == 0 {
