@@ -38,7 +38,15 @@ type Options struct {
 	// names, when set, is the name table the engines of a partitioned
 	// replay share.
 	names *nameTable
+	// measured, when set, makes the engines of a partitioned replay
+	// replay under measured weights, the clocks aligned by these offsets
+	// (ReplayMeasured's).
+	measured *measuredOffsets
 }
+
+// measuredOffsets are the clock offsets of a replay under measured
+// weights: ns to add to a rank's clock to get rank 0's.
+type measuredOffsets struct{ offsets map[int]int64 }
 
 func (o Options) workers() int {
 	if o.Workers > 0 {

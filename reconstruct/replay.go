@@ -446,7 +446,19 @@ type smsg struct {
 	c         *pchan // its channel, nil: the destination has no log
 	rcv       *srecv // the receive that took it, once paired
 	remote    bool   // its destination is another group's (replay_part.go)
+	// Under measured weights, of a remote message: whether a receive
+	// completed by an operation took it, as its destination's group says
+	// (rxUnknown until it does), and whether the sender asked.
+	rx    uint8
+	asked bool
 }
+
+// A remote message's reception, under measured weights (smsg.rx).
+const (
+	rxUnknown uint8 = iota
+	rxTaken
+	rxNotTaken
+)
 
 // srecv is a receive completed (or freed), waiting for its message.
 type srecv struct {
@@ -1008,6 +1020,9 @@ func (e *engine) pair(c *pchan) {
 			c.recvs[c.rh] = nil
 			c.rh++
 			x.msg, x.state, m.rcv = m, recvPaired, x
+			if e.meas && e.grp != nil && e.ranks[m.from].remote {
+				e.grp.answer(m) // its sender's retime asks
+			}
 			if rc := (recvRec{sbytes: x.sbytes, cap: x.cap}); x.ev >= 0 && sizeDiffers(m.bytes, &rc) {
 				xr := e.ranks[x.rank]
 				xr.sizes = append(xr.sizes, sizeMismatch{seq: x.seq, ev: x.ev, from: e.ranks[m.from].rank, bytes: m.bytes, rc: rc})
@@ -1060,6 +1075,13 @@ func (e *engine) part(r *streamRank, pr *partRec, abs int32) {
 		e.grp.part(in, r, pr, site)
 	}
 	sp := spart{at: pr.at, inst: in, start: pr.start, end: pr.end, ev: pr.ev, site: site}
+	if pr.nb && e.meas && e.grp != nil && len(e.grp.out) > 1 {
+		// When such an instance was done needs every member's calls
+		// read to its completion (nbTimes), which groups do not ask of
+		// each other: the measured replay runs whole.
+		r.decline("a nonblocking collective under measured weights, replayed in groups")
+		return
+	}
 	if pr.nb {
 		r.nb = append(r.nb, sp)
 		if r.nbLive == nil {

@@ -48,28 +48,51 @@ func ReplayMeasured(srcs []tracefmt.Source, offsets map[int]int64, opts Options)
 		return nil, err
 	}
 	defer e.close()
+	e.measure(offsets)
+	return e.run()
+}
+
+// measure makes e replay under measured weights, the clocks aligned by
+// offsets.
+func (e *engine) measure(offsets map[int]int64) {
 	e.meas = true
 	e.mrun = &measuredRun{waits: make(map[waitKey]*Wait)}
 	e.off = make([]int64, len(e.ranks))
 	for i, r := range e.ranks {
 		e.off[i] = offsets[r.rank]
 	}
-	return e.run()
 }
 
 // measuredInit reads every rank up to its MPI_Init and sets the measured
 // end of MPI_Init: the earliest of all, on rank 0's clock.
 func (e *engine) measuredInit() {
-	set := false
+	if t0, ok := e.initEnds(); ok {
+		e.alignInit(t0)
+	}
+}
+
+// initEnds reads the engine's own ranks up to their MPI_Init and returns
+// the earliest end of one, on rank 0's clock (false: none has one).
+func (e *engine) initEnds() (t0 int64, set bool) {
 	for i, r := range e.ranks {
+		if r.remote {
+			continue
+		}
 		for r.p.phase == phaseBefore && e.read(r, 1) {
 		}
-		if r.hasInit && (!set || r.initEnd+e.off[i] < e.t0) {
-			e.t0, set = r.initEnd+e.off[i], true
+		if r.hasInit && (!set || r.initEnd+e.off[i] < t0) {
+			t0, set = r.initEnd+e.off[i], true
 		}
 	}
+	return t0, set
+}
+
+// alignInit sets the measured end of MPI_Init, t0 on rank 0's clock (the
+// earliest of every rank's), and how far after it the own ranks left.
+func (e *engine) alignInit(t0 int64) {
+	e.t0 = t0
 	for i, r := range e.ranks {
-		if r.hasInit {
+		if r.hasInit && !r.remote {
 			e.mrun.InitSkew = max(e.mrun.InitSkew, r.initEnd+e.off[i]-e.t0)
 			r.initEnd = e.t0 - e.off[i]
 		}
@@ -110,8 +133,14 @@ func (e *engine) collectiveWaits(in *sinst, last int64) {
 		off := e.off[e.index(int(in.who[j]))]
 		return in.parts[j].start + off, in.parts[j].end + off
 	}
+	// Replayed in groups, every group with a member completes the
+	// instance: each counts its own ranks' waits, and the groups' runs are
+	// added up (group.result).
 	run := e.mrun
 	for _, j := range order {
+		if !e.ownRank(in.who[j]) {
+			continue
+		}
 		s, x := times(j)
 		if x < in.doneT {
 			run.EarlyExits++
@@ -145,14 +174,25 @@ func (e *engine) collectiveWaits(in *sinst, last int64) {
 		}
 		s, x := times(j)
 		if oneToN {
-			run.add(StateLateBroadcast, int(in.who[j]), in.lowName, in.sites[j], min(x-s, rs-s))
-		} else if !seen || s < first {
+			if e.ownRank(in.who[j]) {
+				run.add(StateLateBroadcast, int(in.who[j]), in.lowName, in.sites[j], min(x-s, rs-s))
+			}
+			continue
+		}
+		if !seen || s < first {
 			first, seen = s, true
 		}
 	}
-	if nToOne && seen {
+	if nToOne && seen && e.ownRank(int32(root)) {
 		run.add(StateEarlyReduce, root, in.lowName, in.sites[order[rj]], min(re-rs, first-rs))
 	}
+}
+
+// ownRank reports whether the engine replays world rank w (all of them
+// but in groups).
+func (e *engine) ownRank(w int32) bool {
+	i := e.index(int(w))
+	return i >= 0 && !e.ranks[i].remote
 }
 
 // class returns the wait class of function name id.
@@ -255,31 +295,43 @@ func (e *engine) nbTimes(in *sinst) bool {
 }
 
 // sends reports whether the operation at queue index j of rank r sends a
-// message a receive (completed by an operation) took; false with e.err
-// set when the replay stops.
-func (e *engine) sends(r *streamRank, j int) bool {
+// message a receive (completed by an operation) took: rxTaken or
+// rxNotTaken, rxUnknown when the replay stops (e.err set) or, replayed in
+// groups, the rank waits for another group to say.
+func (e *engine) sends(r *streamRank, j int) uint8 {
 	node := r.qbase + uint32(j)
 	for k := r.oh; k < len(r.outbox) && r.outbox[k].node <= node; k++ {
-		if m := r.outbox[k]; m.node == node && e.received(m) {
-			return true
+		if m := r.outbox[k]; m.node == node {
+			switch rx := e.received(m); rx {
+			case rxTaken, rxUnknown:
+				return rx
+			}
 		}
 	}
-	return false
+	return rxNotTaken
 }
 
-// received reports whether message m is taken by a receive completed by
-// an operation, reading ahead until it is known.
-func (e *engine) received(m *smsg) bool {
+// received says whether message m is taken by a receive completed by
+// an operation, reading ahead until it is known (rxUnknown: the replay
+// stops, or m's destination is another group's, which has not said yet:
+// its sender waits, group.received).
+func (e *engine) received(m *smsg) uint8 {
 	for e.err == nil {
 		if m.rcv != nil {
-			return m.rcv.ev >= 0
+			return taken(m.rcv.ev >= 0)
 		}
 		if !e.settled(m) {
 			e.read(e.ranks[m.from], 1)
 			continue
 		}
-		if m.cancelled || m.c == nil {
-			return false
+		if m.cancelled {
+			return rxNotTaken
+		}
+		if m.remote {
+			return e.grp.received(m)
+		}
+		if m.c == nil {
+			return rxNotTaken
 		}
 		c := m.c
 		e.pair(c)
@@ -293,11 +345,19 @@ func (e *engine) received(m *smsg) bool {
 		}
 		d := e.ranks[e.index(int(m.dst))]
 		if d.done {
-			return false // every receive of its rank is on its channel: none took it
+			return rxNotTaken // every receive of its rank is on its channel: none took it
 		}
 		e.read(d, 1)
 	}
-	return false
+	return rxUnknown
+}
+
+// taken is rxTaken when ok, else rxNotTaken.
+func taken(ok bool) uint8 {
+	if ok {
+		return rxTaken
+	}
+	return rxNotTaken
 }
 
 // retime sets the measured times of the call group that starts at rank
@@ -305,19 +365,20 @@ func (e *engine) received(m *smsg) bool {
 // critpath's RankOps and waitGroup); false when the replay stops.
 func (e *engine) retime(r *streamRank) bool {
 	i := r.qh
-	first := e.sends(r, i)
-	if e.err != nil {
+	rx := e.sends(r, i)
+	if rx == rxUnknown {
 		return false
 	}
+	first := rx == rxTaken
 	end := i + 1
 	if !first {
 		ev := r.q[i].ev
 		for end < len(r.q) && r.q[end].ev == ev {
-			s := e.sends(r, end)
-			if e.err != nil {
+			rx := e.sends(r, end)
+			if rx == rxUnknown {
 				return false
 			}
-			if s {
+			if rx == rxTaken {
 				break
 			}
 			end++
@@ -488,11 +549,12 @@ type MeasuredRun struct {
 	EarlyExitsNS   int64
 }
 
-// measuredRun returns the run, every rank replayed.
+// measuredRun returns the run, every rank replayed (replayed in groups,
+// of the group's own ranks).
 func (e *engine) measuredRun() *MeasuredRun {
 	run := e.mrun
 	for i, r := range e.ranks {
-		if r.hasFin {
+		if r.hasFin && !r.remote {
 			run.Span = max(run.Span, r.finStr+e.off[i]-e.t0)
 		}
 	}
@@ -500,9 +562,49 @@ func (e *engine) measuredRun() *MeasuredRun {
 		x.Function = e.names.name(x.fn)
 		run.Waits = append(run.Waits, *x)
 	}
-	slices.SortFunc(run.Waits, func(a, b Wait) int {
-		return cmp.Or(cmp.Compare(a.State, b.State), cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.Function, b.Function), cmp.Compare(a.Site, b.Site))
-	})
+	sortWaits(run.Waits)
 	out := run.MeasuredRun
 	return &out
+}
+
+func sortWaits(l []Wait) {
+	slices.SortFunc(l, func(a, b Wait) int {
+		return cmp.Or(cmp.Compare(a.State, b.State), cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.Function, b.Function), cmp.Compare(a.Site, b.Site))
+	})
+}
+
+// addRuns adds up the runs of the groups of a replay in groups: the
+// latest end, the most skew, the counts, and the wait states by state,
+// rank, function and site (a rank's late receiver waits are counted by
+// the groups of the receives that found them late).
+func addRuns(runs []*MeasuredRun) *MeasuredRun {
+	out := &MeasuredRun{}
+	type key struct {
+		state, fn string
+		rank      int
+		site      uint32
+	}
+	at := make(map[key]int)
+	for _, r := range runs {
+		if r == nil {
+			continue
+		}
+		out.Span, out.InitSkew = max(out.Span, r.Span), max(out.InitSkew, r.InitSkew)
+		out.Messages += r.Messages
+		out.MessagesNS += r.MessagesNS
+		out.EarlyExits += r.EarlyExits
+		out.EarlyExitsNS += r.EarlyExitsNS
+		for _, w := range r.Waits {
+			k := key{w.State, w.Function, w.Rank, w.Site}
+			if i, ok := at[k]; ok {
+				out.Waits[i].Count += w.Count
+				out.Waits[i].Time += w.Time
+				continue
+			}
+			at[k] = len(out.Waits)
+			out.Waits = append(out.Waits, w)
+		}
+	}
+	sortWaits(out.Waits)
+	return out
 }

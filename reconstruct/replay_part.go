@@ -83,6 +83,9 @@ func ReplayGroups(srcs []tracefmt.Source, w ReplayWeights, opts Options, groups 
 		if err != nil {
 			return nil, err
 		}
+		if o.measured != nil {
+			e.measure(o.measured.offsets)
+		}
 		e.grp = newGroup(g, owner, e, defs, groups)
 		engines[g] = e
 	}
@@ -130,6 +133,24 @@ func ReplayGroups(srcs []tracefmt.Source, w ReplayWeights, opts Options, groups 
 	return res, nil
 }
 
+// ReplayGroupsMeasured is ReplayGroups under measured weights, the
+// ranks' clocks aligned by offsets (ReplayMeasured's). What crosses groups
+// beyond ReplayGroups' messages: the earliest end of MPI_Init (the first
+// round's statuses), and whether a receive completed by an operation took
+// a message to another group's rank (its sender's call takes effect at
+// its start then, at its end otherwise: the destination's group says so
+// when it pairs the message, or when asked, xRx). Each group counts the
+// wait states of its own ranks; the runs are added up. A nonblocking
+// collective is declined (NotStreamableError): when it was done needs
+// every member read to its completion.
+func ReplayGroupsMeasured(srcs []tracefmt.Source, offsets map[int]int64, opts Options, groups int) (*ReplayResult, error) {
+	if min(groups, len(srcs)) < 2 {
+		return ReplayMeasured(srcs, offsets, opts)
+	}
+	opts.measured = &measuredOffsets{offsets}
+	return ReplayGroups(srcs, nil, opts, groups)
+}
+
 func btoi(b bool) int {
 	if b {
 		return 1
@@ -166,6 +187,9 @@ func ReplayPart(srcs []tracefmt.Source, bounds []int, id int, w ReplayWeights, o
 		return nil, failPart(err, bounds, id, framed{t})
 	}
 	defer e.close()
+	if o.measured != nil {
+		e.measure(o.measured.offsets)
+	}
 	e.grp = newGroup(id, owner, e, &sharedDefs{m: make(map[commKey][]int32)}, groups)
 	return e.grp.run(framed{t})
 }
@@ -222,6 +246,12 @@ type group struct {
 	// behind are the ranks asked to read ahead that read aheadMax events
 	// and were not done.
 	behind []*streamRank
+	// Under measured weights: asks are other groups' messages to the
+	// group's ranks whose senders wait to know whether a receive took
+	// them (not yet paired); rxWaiting are the group's ranks that wait
+	// for such an answer, woken after each exchange.
+	asks      []*smsg
+	rxWaiting []int32
 }
 
 // owns reports whether the group replays the rank of index i.
@@ -272,6 +302,8 @@ const (
 	xPart                // a collective call was read
 	xArrive              // a rank arrived at a collective instance
 	xAhead               // a rank of the group is asked to read ahead when it waits
+	xRx                  // measured weights: whether a receive completed by an operation took the message
+	xRxAsk               // measured weights: the message's sender waits to know that
 )
 
 // xmsg is a message between groups (about rank index from).
@@ -345,16 +377,76 @@ func (g *group) readAhead(r *streamRank) (read bool) {
 }
 
 // goAhead reads ahead, aheadMax events each, the ranks asked for more
-// that still wait; false when it read nothing.
+// that still wait, and the destinations of messages asked about; false
+// when it read nothing.
 func (g *group) goAhead() bool {
 	l := g.behind
 	g.behind = nil
-	read := false
+	read := len(g.asks) > 0 && g.answerAsks()
 	for _, r := range l {
 		if len(r.ahead) > 0 && (r.blocked || r.finished) && !r.done {
 			read = g.readAhead(r) || read
 		}
 	}
+	return read
+}
+
+// received is engine.received of message m to another group's rank:
+// what its group said, or rxUnknown, the sender waiting (after asking,
+// once: the answer of a message paired comes unasked, answer).
+func (g *group) received(m *smsg) uint8 {
+	if m.rx != rxUnknown {
+		return m.rx
+	}
+	if !m.asked {
+		m.asked = true
+		g.send(g.destGroup(m), xmsg{kind: xRxAsk, from: m.from, m: smsg{id: m.id}})
+	}
+	if !slices.Contains(g.rxWaiting, m.from) {
+		g.rxWaiting = append(g.rxWaiting, m.from)
+	}
+	return rxUnknown
+}
+
+// answer tells the group of m's sender, another group's rank, whether a
+// receive completed by an operation took m (it is paired, or known never
+// to be).
+func (g *group) answer(m *smsg) {
+	rx := rxNotTaken
+	if m.rcv != nil {
+		rx = taken(m.rcv.ev >= 0)
+	}
+	g.send(int(g.owner[m.from]), xmsg{kind: xRx, from: m.from, m: smsg{id: m.id, rx: rx}})
+}
+
+// answerAsks answers the asks whose messages are paired or can no longer
+// be (their destination's log ended with no receive left on their
+// channel), and reads the destinations of the others ahead (aheadMax
+// events each); false when it read nothing.
+func (g *group) answerAsks() (read bool) {
+	e := g.e
+	keep := g.asks[:0]
+	for _, m := range g.asks {
+		if m.rcv != nil {
+			continue // answered when paired
+		}
+		d := e.ranks[e.index(int(m.dst))]
+		switch {
+		case d.done && m.c.rh == len(m.c.recvs):
+			g.answer(m)
+			continue
+		case !d.done:
+			for n := 0; n < aheadMax && !d.done && m.rcv == nil && e.err == nil; n++ {
+				e.read(d, 1)
+				read = true
+			}
+		}
+		if m.rcv == nil {
+			keep = append(keep, m)
+		}
+	}
+	clear(g.asks[len(keep):])
+	g.asks = keep
 	return read
 }
 
@@ -456,6 +548,24 @@ func (g *group) apply(x *xmsg) {
 		}
 		px.waiting = nil
 		e.ended(px, x.calls)
+	case xRx:
+		// px is the group's own rank, the message one of its sent
+		// messages not yet replayed (its outbox, by id), or replayed.
+		l := px.outbox[px.oh:]
+		if i, ok := slices.BinarySearchFunc(l, x.m.id, func(m *smsg, id int32) int { return cmp.Compare(m.id, id) }); ok {
+			l[i].rx = x.m.rx
+		}
+	case xRxAsk:
+		m := px.rmsgs[x.m.id]
+		if m == nil {
+			e.err = fmt.Errorf("internal error: reconstruct: rank %d's message %d asked about before it was sent", px.rank, x.m.id)
+			return
+		}
+		if m.rcv != nil {
+			g.answer(m)
+			return
+		}
+		g.asks = append(g.asks, m)
 	case xAhead:
 		// px is the group's own rank.
 		if px.done {
@@ -530,9 +640,17 @@ func (g *group) rounds(t Transport) (stalls int, err error) {
 	e := g.e
 	chunk := 1
 	quiet := false // no group sent anything: every rank reads ahead
+	// Under measured weights the first round replays nothing: the groups
+	// read their ranks to MPI_Init and agree on when the first ended,
+	// which every rank's replay starts from (measuredInit).
+	initRound := e.meas
 	for {
-		g.work()
 		var st roundStatus
+		if initRound {
+			st.t0, st.hasT0 = e.initEnds()
+		} else {
+			g.work()
+		}
 		if quiet && e.err == nil {
 			for _, r := range e.ranks {
 				if r.remote || r.finished {
@@ -575,6 +693,19 @@ func (g *group) rounds(t Transport) (stalls int, err error) {
 		}
 		if e.err != nil {
 			quiet = false // the next round says so
+			continue
+		}
+		if initRound {
+			initRound = false
+			t0, set := int64(0), false
+			for _, s := range all {
+				if s.hasT0 && (!set || s.t0 < t0) {
+					t0, set = s.t0, true
+				}
+			}
+			if set {
+				e.alignInit(t0)
+			}
 			continue
 		}
 		if !quiet {
@@ -655,6 +786,13 @@ func (g *group) exchange(t Transport, st *roundStatus) ([]roundStatus, error) {
 			return nil, err
 		}
 	}
+	// The ranks waiting for another group to say whether a message was
+	// received try again.
+	for _, i := range g.rxWaiting {
+		e := g.e
+		e.enqueue(i)
+	}
+	g.rxWaiting = g.rxWaiting[:0]
 	return all, nil
 }
 

@@ -1,6 +1,8 @@
 package reconstruct_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -22,15 +24,41 @@ func compareGroups(srcs func() []tracefmt.Source) (string, error) {
 
 // compareGroupsIn is compareGroups in each number of groups of gs.
 func compareGroupsIn(srcs func() []tracefmt.Source, gs []int) (string, error) {
-	one, err1 := reconstruct.ReplaySources(srcs(), replayWeights{}, reconstruct.Options{})
+	return compareGroupsWith(srcs, gs, nil, nil)
+}
+
+// compareGroupsWith is compareGroupsIn, under measured weights when
+// offsets is not nil (compareGroupsMeasured).
+func compareGroupsWith(srcs func() []tracefmt.Source, gs []int, offsets map[int]int64, declined *int) (string, error) {
+	replay := func(groups int) (*reconstruct.ReplayResult, error) {
+		switch {
+		case offsets == nil && groups == 1:
+			return reconstruct.ReplaySources(srcs(), replayWeights{}, reconstruct.Options{})
+		case offsets == nil:
+			return reconstruct.ReplayGroups(srcs(), replayWeights{}, reconstruct.Options{}, groups)
+		case groups == 1:
+			return reconstruct.ReplayMeasured(srcs(), offsets, reconstruct.Options{})
+		}
+		return reconstruct.ReplayGroupsMeasured(srcs(), offsets, reconstruct.Options{}, groups)
+	}
+	one, err1 := replay(1)
 	if one != nil {
 		defer one.Close()
 	}
 	for _, groups := range gs {
-		res, err := reconstruct.ReplayGroups(srcs(), replayWeights{}, reconstruct.Options{}, groups)
+		res, err := replay(groups)
 		var ns1, ns *reconstruct.NotStreamableError
 		if errors.As(err, &ns) && errors.As(err1, &ns1) {
 			continue // declined both ways (for a reason each may find first)
+		}
+		if offsets != nil && errors.As(err, &ns) {
+			// Under measured weights groups decline nonblocking
+			// collectives, and nothing else the whole replay takes.
+			if !strings.Contains(ns.Why, "nonblocking collective") {
+				return fmt.Sprintf("%d groups: declined (%v), one group's: %v", groups, err, err1), nil
+			}
+			*declined++
+			continue
 		}
 		if (err == nil) != (err1 == nil) || err != nil && err.Error() != err1.Error() {
 			if res != nil {
@@ -42,6 +70,14 @@ func compareGroupsIn(srcs func() []tracefmt.Source, gs []int) (string, error) {
 			continue
 		}
 		d, err := sameResult(one, res)
+		if err == nil && d == "" && offsets != nil {
+			// Its exported fields (a wait's function id is each engine's).
+			a, _ := json.Marshal(one.Run)
+			b, _ := json.Marshal(res.Run)
+			if !bytes.Equal(a, b) {
+				d = fmt.Sprintf("run %s\nwant %s", b, a)
+			}
+		}
 		res.Close()
 		if err != nil || d != "" {
 			return fmt.Sprintf("%d groups: %s", groups, d), err
@@ -161,8 +197,22 @@ func TestReplayGroupsMPILike(t *testing.T) {
 // TestReplayGroupsGenerated: in groups, the replay of generated traces
 // and of the stored traces of real runs is one group's.
 func TestReplayGroupsGenerated(t *testing.T) {
+	forGeneratedTraces(t, []*testgen.Builder{testgen.Halo(7, 60, 3), testgen.Serial(2000, 5), testgen.Halo(40, 5, 1)},
+		func(dir string, srcs func() []tracefmt.Source) {
+			diff, err := compareGroups(srcs)
+			if err != nil || diff != "" {
+				t.Errorf("%s: %v %s", dir, err, diff)
+			}
+		})
+}
+
+// forGeneratedTraces calls check with the directory and a maker of the
+// spooled sources of each trace written by builders and each stored
+// trace of real runs; the sources made are closed after check.
+func forGeneratedTraces(t *testing.T, builders []*testgen.Builder, check func(dir string, srcs func() []tracefmt.Source)) {
+	t.Helper()
 	var dirs []string
-	for _, b := range []*testgen.Builder{testgen.Halo(7, 60, 3), testgen.Serial(2000, 5), testgen.Halo(40, 5, 1)} {
+	for _, b := range builders {
 		dir := t.TempDir()
 		if err := b.WriteDir(dir); err != nil {
 			t.Fatal(err)
@@ -175,17 +225,13 @@ func TestReplayGroupsGenerated(t *testing.T) {
 			continue
 		}
 		var open []func()
-		srcs := func() []tracefmt.Source {
+		check(dir, func() []tracefmt.Source {
 			s, done := spooledSources(t, dir)
 			open = append(open, done)
 			return s
-		}
-		diff, err := compareGroups(srcs)
+		})
 		for _, done := range open {
 			done()
-		}
-		if err != nil || diff != "" {
-			t.Errorf("%s: %v %s", dir, err, diff)
 		}
 	}
 }
@@ -274,4 +320,84 @@ func TestReplayGroupsReadAhead(t *testing.T) {
 			t.Errorf("%s: %v %s", c.name, err, diff)
 		}
 	}
+}
+
+// compareGroupsMeasured is compareGroupsIn under measured weights, the
+// clocks aligned by offsets: the path, its diagnostics and the run (wait
+// states, what was clamped) of ReplayGroupsMeasured are ReplayMeasured's.
+// declined counts the replays in groups declined while the whole one
+// was not (a nonblocking collective).
+func compareGroupsMeasured(srcs func() []tracefmt.Source, offsets map[int]int64, gs []int, declined *int) (string, error) {
+	if offsets == nil {
+		offsets = map[int]int64{}
+	}
+	return compareGroupsWith(srcs, gs, offsets, declined)
+}
+
+// randomOffsets gives the ranks of ranks clock offsets of up to ±2 µs.
+func randomOffsets(rng *rand.Rand, ranks []*tracefmt.RankData) map[int]int64 {
+	off := make(map[int]int64)
+	for _, d := range ranks {
+		off[d.Header.Rank] = rng.Int64N(4001) - 2000
+	}
+	return off
+}
+
+// TestReplayGroupsMeasured: under measured weights, in 2, 3 and 5 groups
+// (as many as ranks for the MPI-like programs), the replay gives one
+// group's path, diagnostics and run on the golden cases, random traces,
+// generated MPI-like programs, generated traces and the stored traces of
+// real runs, their clocks given random offsets. Replays in groups decline
+// nonblocking collectives, and only them.
+func TestReplayGroupsMeasured(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	declined, cases := 0, 0
+	check := func(what string, ranks []*tracefmt.RankData, gs []int) {
+		t.Helper()
+		cases++
+		diff, err := compareGroupsMeasured(dataSources(ranks), randomOffsets(rng, ranks), gs, &declined)
+		if err != nil || diff != "" {
+			var sb strings.Builder
+			for _, d := range ranks {
+				_ = tracefmt.WriteText(&sb, d.Source())
+			}
+			t.Fatalf("%s: %v %s\n%s", what, err, diff, sb.String())
+		}
+	}
+	files, _ := filepath.Glob("testdata/*.test")
+	more, _ := filepath.Glob("testdata/replay/*.test")
+	for _, file := range append(files, more...) {
+		check(file, goldenRanks(t, file), []int{2, 3, 5})
+	}
+	n := 600
+	if testing.Short() || raceEnabled {
+		n = 100
+	}
+	for i := range n {
+		check(fmt.Sprintf("random case %d", i), randomRanks(rng), []int{2, 3, 5})
+	}
+	defer func(n int) { genRanks = n }(genRanks)
+	genRanks = 16
+	for i := range n {
+		text := mutate(rng, genText(rng))
+		ranks, err := tracefmt.ParseText(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("MPI-like case %d", i), ranks, []int{2, 3, len(ranks)})
+	}
+	// Generated traces and the stored traces of real runs.
+	forGeneratedTraces(t, []*testgen.Builder{testgen.Halo(7, 60, 3), testgen.Halo(40, 5, 1)},
+		func(dir string, srcs func() []tracefmt.Source) {
+			off := make(map[int]int64)
+			for _, s := range srcs() {
+				off[s.Header().Rank] = rng.Int64N(4001) - 2000
+			}
+			cases++
+			diff, err := compareGroupsMeasured(srcs, off, []int{2, 3, 5}, &declined)
+			if err != nil || diff != "" {
+				t.Errorf("%s: %v %s", dir, err, diff)
+			}
+		})
+	t.Logf("%d cases, %d replays in groups declined (nonblocking collectives)", cases, declined)
 }

@@ -41,8 +41,9 @@ type partSum struct {
 	CrossEdges int
 	NbCalls    int
 	Unordered  bool
-	Ranks      []rankShape // its ranks', by index
-	Left       []leftMsg   // messages to the receiver's group's ranks never received
+	Ranks      []rankShape  // its ranks', by index
+	Left       []leftMsg    // messages to the receiver's group's ranks never received
+	Run        *MeasuredRun // under measured weights: its ranks' (added up)
 }
 
 // leftMsg is a message never received, for its sender's group.
@@ -138,6 +139,9 @@ func (g *group) result(t Transport, stalls int) (*ReplayResult, error) {
 	// 1. Shapes, counts, ends; the messages never received.
 	sum := partSum{FinVal: e.fin.val, FinRank: e.fin.rank, MaxQueued: e.maxQueued, Recs: e.ownLow,
 		Messages: e.shape.messages, CrossEdges: e.shape.crossEdges, NbCalls: e.shape.nbCalls, Unordered: e.shape.unordered}
+	if e.meas {
+		sum.Run = e.measuredRun()
+	}
 	for i, r := range e.ranks {
 		if !r.remote {
 			sum.Ranks = append(sum.Ranks, e.rankShape(i, r))
@@ -186,6 +190,13 @@ func (g *group) result(t Transport, stalls int) (*ReplayResult, error) {
 	var perr error
 	fin := finBest{rank: -1}
 	res := &ReplayResult{Stalls: stalls}
+	if e.meas {
+		runs := make([]*MeasuredRun, 0, len(sums))
+		for _, s := range sums {
+			runs = append(runs, s.Run)
+		}
+		res.Run = addRuns(runs)
+	}
 	var ranks []rankShape
 	var sh shapeCount
 	var colls uint32

@@ -32,6 +32,20 @@ func ReplayTraceMeasured(t *tracefmt.Trace, offsets map[int]int64, opts Options)
 // headers. The first group's result holds the replay's diagnostics only:
 // the trace's are every group's own's.
 func ReplayTracePart(t, own *tracefmt.Trace, bounds []int, id int, w ReplayWeights, opts Options, tr Transport) (*ReplayResult, error) {
+	return replayTracePart(t, own, bounds, id, w, opts, tr)
+}
+
+// ReplayTracePartMeasured is ReplayTracePart under measured weights, the
+// ranks' clocks aligned by offsets (ReplayGroupsMeasured's algorithm),
+// leaving t alone as ReplayTraceMeasured does: beside or after a
+// ReplayTracePart of t.
+func ReplayTracePartMeasured(t *tracefmt.Trace, bounds []int, id int, offsets map[int]int64, opts Options, tr Transport) (*ReplayResult, error) {
+	opts.measured = &measuredOffsets{offsets}
+	return replayTracePart(t, nil, bounds, id, nil, opts, tr)
+}
+
+// replayTracePart is ReplayTracePart; own nil: uncounted (t left alone).
+func replayTracePart(t, own *tracefmt.Trace, bounds []int, id int, w ReplayWeights, opts Options, tr Transport) (*ReplayResult, error) {
 	if len(bounds) < 2 || id < 0 || id+1 >= len(bounds) || bounds[len(bounds)-1] != len(t.Files) {
 		return nil, fmt.Errorf("internal error: reconstruct: group %d of bounds %v over %d files", id, bounds, len(t.Files))
 	}
@@ -57,7 +71,13 @@ func ReplayTracePart(t, own *tracefmt.Trace, bounds []int, id int, w ReplayWeigh
 			srcs[i] = proxyRank{h: &f.Header, name: f.Path}
 			continue
 		}
-		rr, oerr := own.OpenRank(f.Rank)
+		var rr *tracefmt.RankReader
+		var oerr error
+		if own != nil {
+			rr, oerr = own.OpenRank(f.Rank)
+		} else {
+			rr, oerr = t.OpenRankUncounted(f.Rank)
+		}
 		if oerr != nil {
 			// Every group goes on to the first round, which stops them all.
 			err = cmp.Or(err, oerr)
@@ -72,7 +92,9 @@ func ReplayTracePart(t, own *tracefmt.Trace, bounds []int, id int, w ReplayWeigh
 		return nil, failPart(err, bounds, id, framed{tr})
 	}
 	res, err := ReplayPart(srcs, bounds, id, w, opts, tr)
-	own.Record(readers)
+	if own != nil {
+		own.Record(readers)
+	}
 	return res, err
 }
 

@@ -39,6 +39,10 @@ type roundStatus struct {
 	declRank int
 	err      string
 	stuckErr string
+	// Under measured weights, the first round's: the earliest end of
+	// MPI_Init of the group's ranks on rank 0's clock (hasT0: one has).
+	hasT0 bool
+	t0    int64
 }
 
 // wire is a group's side of the batches' encoding.
@@ -125,7 +129,7 @@ func (d *recDec) u32() uint32 {
 
 func appendStatus(b []byte, st *roundStatus) []byte {
 	var f uint64
-	for i, v := range []bool{st.read, st.queued, st.failed, st.decl, st.err != "", st.stuckErr != ""} {
+	for i, v := range []bool{st.read, st.queued, st.failed, st.decl, st.err != "", st.stuckErr != "", st.hasT0} {
 		if v {
 			f |= 1 << i
 		}
@@ -142,6 +146,9 @@ func appendStatus(b []byte, st *roundStatus) []byte {
 	if st.stuckErr != "" {
 		b = appendStr(b, st.stuckErr)
 	}
+	if st.hasT0 {
+		b = binary.AppendVarint(b, st.t0)
+	}
 	return b
 }
 
@@ -157,6 +164,9 @@ func (d *recDec) status() roundStatus {
 	}
 	if f&32 != 0 {
 		st.stuckErr = d.str()
+	}
+	if st.hasT0 = f&64 != 0; st.hasT0 {
+		st.t0 = d.s()
 	}
 	return st
 }
@@ -219,6 +229,11 @@ func (w *wire) encode(b []byte, g *group, to int, x *xmsg) []byte {
 	case xSettle:
 		b = binary.AppendVarint(b, int64(x.m.id))
 		b = appendBool(b, x.m.cancelled)
+	case xRx:
+		b = binary.AppendVarint(b, int64(x.m.id))
+		b = append(b, x.m.rx)
+	case xRxAsk:
+		b = binary.AppendVarint(b, int64(x.m.id))
 	case xValue:
 		b = binary.AppendVarint(b, int64(x.m.id))
 		b = appendF(b, x.m.val)
@@ -328,6 +343,13 @@ func (w *wire) decode(g *group, from int, d *recDec) error {
 			x.key = pchanKey{ck: d.ck(), src: d.i32(), dst: d.i32(), tag: d.s()}
 		case xSettle:
 			x.m.id, x.m.cancelled = d.i32(), d.bool()
+		case xRx:
+			x.m.id = d.i32()
+			if x.m.rx = uint8(d.u()); x.m.rx != rxTaken && x.m.rx != rxNotTaken {
+				d.bad = true
+			}
+		case xRxAsk:
+			x.m.id = d.i32()
 		case xValue:
 			x.m.id, x.m.val, x.m.item = d.i32(), d.f(), d.u32()
 		case xDone:

@@ -448,6 +448,15 @@ func (j *Job) Replay(w reconstruct.ReplayWeights, opts reconstruct.Options) (_ *
 // panic of it an error that stops the job (Fatal), as a damaged batch
 // (reconstruct.BatchError) does.
 func (j *Job) replayPart(w reconstruct.ReplayWeights, opts reconstruct.Options, x reconstruct.Transport) (res *reconstruct.ReplayResult, err error) {
+	return j.safePart(func() (*reconstruct.ReplayResult, error) {
+		return reconstruct.ReplayTracePart(j.Trace, j.Own, j.bounds, j.x.Rank(), w, opts, x)
+	})
+}
+
+// safePart runs replay, the process's part of a replay in groups: a
+// panic of it is an error that stops the job (Fatal), as a damaged batch
+// (reconstruct.BatchError) is.
+func (j *Job) safePart(replay func() (*reconstruct.ReplayResult, error)) (res *reconstruct.ReplayResult, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			if res != nil {
@@ -457,7 +466,7 @@ func (j *Job) replayPart(w reconstruct.ReplayWeights, opts reconstruct.Options, 
 			j.xerr = cmp.Or(j.xerr, err)
 		}
 	}()
-	res, err = reconstruct.ReplayTracePart(j.Trace, j.Own, j.bounds, j.x.Rank(), w, opts, x)
+	res, err = replay()
 	var be *reconstruct.BatchError
 	if errors.As(err, &be) {
 		j.xerr = cmp.Or(j.xerr, err)

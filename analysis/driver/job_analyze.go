@@ -23,11 +23,14 @@ import (
 // its ranks' loops, regions and clocks (gathered to it). The others get
 // nil, and the same error when the job failed.
 //
-// A trace the replay declines (lost events, overlapping calls of
-// threads...) is analysed by process 0 alone with the task graph, as
-// Analyze does; the others then wait. So is the path under measured
-// weights (MeasuredPath, Explain): process 0 replays the whole trace for
-// it. A panic of the replay stops the job (Fatal): the serial analysis
+// With o.Measured the processes replay the trace again under measured
+// weights (measured): process 0's MeasuredPath. A trace the replay
+// declines (lost events, overlapping calls of threads...) is analysed by
+// process 0 alone with the task graph, as Analyze does; the others then
+// wait. So is the path under measured weights when the groups decline it
+// (a nonblocking collective) or when only the "why" block asks for it
+// (Explain, under the model's weights): process 0 replays the whole
+// trace for it. A panic of the replay stops the job (Fatal): the serial analysis
 // survives one with the graph. o.Observe, when set, sees the events of
 // the process's own ranks only. Process 0's Loops and Regions say where
 // they ran (the path's share in them), not their figures: Baseline takes
@@ -62,7 +65,7 @@ func (j *Job) Analyze(o Options) (*Analysis, error) {
 	if err == nil && parts != nil {
 		err = a.addObserved(parts, o.Baseline)
 	}
-	if err = j.agree(err); err != nil || parts == nil {
+	if err = j.agree(err); err != nil {
 		if res != nil {
 			res.Close()
 		}
@@ -77,11 +80,95 @@ func (j *Job) Analyze(o Options) (*Analysis, error) {
 		}
 		return nil, err
 	}
+	if parts == nil {
+		// Another process than 0: its part of the measured replay.
+		if o.Measured {
+			return nil, j.measured(a, filtered)
+		}
+		return nil, nil
+	}
 	a.replays = append(a.replays, res)
 	a.Diags = res.Diags
 	a.Note = filterNote(j.Trace, a.Diags)
 	a.Steps = critpath.ReplayPath(res, critpath.WeightsModel, a.Model, nil)
+	if o.Measured {
+		if err := j.measured(a, filtered); err != nil {
+			a.Close()
+			return nil, err
+		}
+	}
 	return a, nil
+}
+
+// measured replays the trace under measured weights as the job, each
+// process its own ranks (reconstruct.ReplayTracePartMeasured), the clocks
+// aligned by the offsets the model's replay saw (process 0's, given to
+// all): process 0's MeasuredPath. A replay the groups decline (a
+// nonblocking collective) or fail alike is left to MeasuredPath on
+// process 0 alone, which replays the whole trace; the error returned
+// stops the job.
+func (j *Job) measured(a *Analysis, filtered bool) error {
+	var mine []byte
+	if j.x.Rank() == 0 {
+		mine = appendOffsets(nil, a.clocks.clocks.Offset)
+	}
+	parts, err := j.allgather(mine, nil)
+	if err != nil {
+		return err
+	}
+	offsets, err := readOffsets(parts[0])
+	if err = j.agree(err); err != nil {
+		return err
+	}
+	start := time.Now()
+	x := &countedExchange{j: j}
+	res, rerr := j.safePart(func() (*reconstruct.ReplayResult, error) {
+		return reconstruct.ReplayTracePartMeasured(j.Trace, j.bounds, j.x.Rank(), offsets, reconstruct.Options{Filtered: filtered}, x)
+	})
+	j.Stats.ReadNs += time.Since(start).Nanoseconds() - x.ns
+	if j.xerr != nil {
+		return rerr // found by this process alone: the job stops (Fatal)
+	}
+	if err := j.agree(rerr); err != nil {
+		if res != nil {
+			res.Close()
+		}
+		var ag agreed
+		if errors.As(err, &ag) && !ag.Agreed() {
+			return err
+		}
+		return nil // process 0 replays it alone, when asked (MeasuredPath)
+	}
+	if res != nil {
+		a.replays = append(a.replays, res)
+		a.mpath = critpath.ReplayPath(res, critpath.WeightsMeasured, nil, &a.clocks.clocks)
+	}
+	return nil
+}
+
+// appendOffsets appends clock offsets by rank to b, in rank order.
+func appendOffsets(b []byte, off map[int]int64) []byte {
+	ranks := slices.Sorted(maps.Keys(off))
+	b = binary.AppendUvarint(b, uint64(len(ranks)))
+	for _, r := range ranks {
+		b = binary.AppendVarint(binary.AppendUvarint(b, uint64(r)), off[r])
+	}
+	return b
+}
+
+// readOffsets reads appendOffsets' offsets.
+func readOffsets(b []byte) (map[int]int64, error) {
+	d := spanset.NewDecoder(b)
+	n := d.Uvarint()
+	off := make(map[int]int64)
+	for i := uint64(0); i < n && d.Err() == nil; i++ {
+		r := d.Uvarint()
+		off[int(r)] = d.Varint()
+	}
+	if rest, err := d.Rest(); err != nil || len(rest) != 0 {
+		return nil, fmt.Errorf("internal error: the clock offsets process 0 gave: %v", cmp.Or(err, errors.New("bytes after them")))
+	}
+	return off, nil
 }
 
 // appendObserved appends to b what the process's observers saw of its

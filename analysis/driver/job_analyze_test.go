@@ -88,6 +88,11 @@ func serialAnalysis(t *testing.T, dir string, o Options) (string, bool) {
 // job of p processes (Profile, then Analyze under o), each exchanging
 // through wrap(x) when wrap is not nil; it fails t when a process fails,
 // or gets an analysis other than process 0.
+// jobMeasured counts, by trace, the jobs whose process 0 got the path
+// under measured weights from the job's replay in groups (not from
+// MeasuredPath's replay alone).
+var jobMeasured = map[string]int{}
+
 func jobAnalysis(t *testing.T, dir string, p int, o Options, wrap func(Exchange) Exchange) string {
 	t.Helper()
 	var got string
@@ -109,6 +114,9 @@ func jobAnalysis(t *testing.T, dir string, p int, o Options, wrap func(Exchange)
 		}
 		if a != nil {
 			defer a.Close()
+			if a.mpath != nil {
+				jobMeasured[dir]++ // by the job, before MeasuredPath
+			}
 			got, err = analysisDigest(a, prof)
 		}
 		return err
@@ -136,6 +144,19 @@ func TestJobAnalyze(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirs = append(dirs, halo)
+	// A nonblocking collective: the replay in groups under measured
+	// weights declines it, and process 0 replays the trace alone for it.
+	icoll := filepath.Join(t.TempDir(), "icoll")
+	b := testgen.New(4)
+	for i := range 4 {
+		r := b.Rank(i).Call("MPI_Init").Compute(int64(100 * (i + 1)))
+		req := r.Icoll("MPI_Iallreduce", -1, 8, 8)
+		r.Compute(50).Send(int64((i+1)%4), 0, 8).Recv(int64((i+3)%4), 0, 8).Wait(req).Call("MPI_Finalize")
+	}
+	if err := b.WriteDir(icoll); err != nil {
+		t.Fatal(err)
+	}
+	dirs = append(dirs, icoll)
 	// A checksum that fails in the middle of rank 2's log, its events:
 	// events lost, which the replay declines.
 	damaged := filepath.Join(t.TempDir(), "damaged")
@@ -172,6 +193,12 @@ func TestJobAnalyze(t *testing.T) {
 	}
 	if graphs == 0 {
 		t.Errorf("no trace the replay declines: the graph's way is not tested")
+	}
+	// The path under measured weights was the job's on the generated
+	// halo (1 to 4 processes), and left to process 0 alone with a
+	// nonblocking collective (but with one process, one group).
+	if jobMeasured[halo] != 4 || jobMeasured[icoll] != 1 {
+		t.Errorf("measured paths of the jobs' replays: %d of 4 on the halo trace, %d of 4 with a nonblocking collective (want 1)", jobMeasured[halo], jobMeasured[icoll])
 	}
 }
 
