@@ -70,6 +70,10 @@ type Options struct {
 	// (on another core), with the clock offsets ClockOffsets reads first,
 	// when the files of both fit the process's limit of open files.
 	Measured bool
+	// Why says the caller will call Explain: in a job (Job.Analyze), the
+	// processes replay the trace under measured weights when the "why"
+	// block needs it (the model's path far below the run).
+	Why bool
 }
 
 // Analysis is a trace's task graph and critical path, and what derives

@@ -23,14 +23,13 @@ import (
 // its ranks' loops, regions and clocks (gathered to it). The others get
 // nil, and the same error when the job failed.
 //
-// With o.Measured the processes replay the trace again under measured
-// weights (measured): process 0's MeasuredPath. A trace the replay
-// declines (lost events, overlapping calls of threads...) is analysed by
-// process 0 alone with the task graph, as Analyze does; the others then
-// wait. So is the path under measured weights when the groups decline it
-// (a nonblocking collective) or when only the "why" block asks for it
-// (Explain, under the model's weights): process 0 replays the whole
-// trace for it. A panic of the replay stops the job (Fatal): the serial analysis
+// With o.Measured, or o.Why when the "why" block needs it, the
+// processes replay the trace again under measured weights (measured):
+// process 0's MeasuredPath. A trace the replay declines (lost events,
+// overlapping calls of threads...) is analysed by process 0 alone with
+// the task graph, as Analyze does; the others then wait. So is the path
+// under measured weights when the groups decline it (a nonblocking
+// collective): process 0 replays the whole trace for it. A panic of the replay stops the job (Fatal): the serial analysis
 // survives one with the graph. o.Observe, when set, sees the events of
 // the process's own ranks only. Process 0's Loops and Regions say where
 // they ran (the path's share in them), not their figures: Baseline takes
@@ -82,8 +81,8 @@ func (j *Job) Analyze(o Options) (*Analysis, error) {
 	}
 	if parts == nil {
 		// Another process than 0: its part of the measured replay.
-		if o.Measured {
-			return nil, j.measured(a, filtered)
+		if o.Measured || o.Why {
+			return nil, j.measured(a, o, filtered)
 		}
 		return nil, nil
 	}
@@ -91,8 +90,8 @@ func (j *Job) Analyze(o Options) (*Analysis, error) {
 	a.Diags = res.Diags
 	a.Note = filterNote(j.Trace, a.Diags)
 	a.Steps = critpath.ReplayPath(res, critpath.WeightsModel, a.Model, nil)
-	if o.Measured {
-		if err := j.measured(a, filtered); err != nil {
+	if o.Measured || o.Why {
+		if err := j.measured(a, o, filtered); err != nil {
 			a.Close()
 			return nil, err
 		}
@@ -103,20 +102,25 @@ func (j *Job) Analyze(o Options) (*Analysis, error) {
 // measured replays the trace under measured weights as the job, each
 // process its own ranks (reconstruct.ReplayTracePartMeasured), the clocks
 // aligned by the offsets the model's replay saw (process 0's, given to
-// all): process 0's MeasuredPath. A replay the groups decline (a
-// nonblocking collective) or fail alike is left to MeasuredPath on
-// process 0 alone, which replays the whole trace; the error returned
-// stops the job.
-func (j *Job) measured(a *Analysis, filtered bool) error {
+// all): process 0's MeasuredPath, when o.Measured asks for it or o.Why
+// and the "why" block will need it (process 0 says which). A replay the
+// groups decline (a nonblocking collective) or fail alike is left to
+// MeasuredPath on process 0 alone, which replays the whole trace; the
+// error returned stops the job.
+func (j *Job) measured(a *Analysis, o Options, filtered bool) error {
 	var mine []byte
 	if j.x.Rank() == 0 {
-		mine = appendOffsets(nil, a.clocks.clocks.Offset)
+		need := o.Measured || (&critpath.Summary{Measured: a.Steps.RunTime}).NeedsWhy(a.Steps.Length)
+		mine = appendOffsets([]byte{byte(btoi(need))}, a.clocks.clocks.Offset)
 	}
 	parts, err := j.allgather(mine, nil)
 	if err != nil {
 		return err
 	}
-	offsets, err := readOffsets(parts[0])
+	if len(parts[0]) == 0 || parts[0][0] == 0 {
+		return nil // the path under the model's weights only
+	}
+	offsets, err := readOffsets(parts[0][1:])
 	if err = j.agree(err); err != nil {
 		return err
 	}
@@ -144,6 +148,13 @@ func (j *Job) measured(a *Analysis, filtered bool) error {
 		a.mpath = critpath.ReplayPath(res, critpath.WeightsMeasured, nil, &a.clocks.clocks)
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // appendOffsets appends clock offsets by rank to b, in rank order.

@@ -200,6 +200,26 @@ func TestJobAnalyze(t *testing.T) {
 	if jobMeasured[halo] != 4 || jobMeasured[icoll] != 1 {
 		t.Errorf("measured paths of the jobs' replays: %d of 4 on the halo trace, %d of 4 with a nonblocking collective (want 1)", jobMeasured[halo], jobMeasured[icoll])
 	}
+	// Under the model's weights, the job replays under measured weights
+	// when the "why" block needs it (Why), only then.
+	clear(jobMeasured)
+	why := Options{Stream: true, Why: true, Baseline: true}
+	needed := 0
+	for _, dir := range dirs {
+		want, _ := serialAnalysis(t, dir, why)
+		if got := jobAnalysis(t, dir, 2, why, nil); got != want {
+			t.Errorf("%s, 2 processes, the model's weights:\n%s\nwant\n%s", dir, got, want)
+		}
+		if strings.Contains(want, "why the model path") {
+			needed++
+		} else if jobMeasured[dir] != 0 {
+			t.Errorf("%s: the job replayed under measured weights for no \"why\" block", dir)
+		}
+	}
+	t.Logf("%d of %d traces need the \"why\" block; the job replayed %d under measured weights for it", needed, len(dirs), len(jobMeasured))
+	if n := len(jobMeasured); needed == 0 || n == 0 || n > needed {
+		t.Errorf("%d traces need the \"why\" block, the job replayed %d under measured weights for it", needed, n)
+	}
 }
 
 // damaging is a member of a local job whose gathers, from call bad of

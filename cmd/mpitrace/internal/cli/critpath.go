@@ -207,7 +207,7 @@ func runCritpath(ctx context.Context, opts *critpathOptions, s *Streams) error {
 	}
 	// The path is found by the streaming replay, or the task graph when
 	// the trace needs it.
-	o := driver.Options{Model: opts.Model, Resolver: resolver, Stream: true, Measured: weights == critpath.WeightsMeasured}
+	o := driver.Options{Model: opts.Model, Resolver: resolver, Stream: true, Measured: weights == critpath.WeightsMeasured, Why: true}
 	if opts.mpi.MPI {
 		return runMPI(ctx, s, opts.Dir, &opts.mpi, func(j *driver.Job, s *Streams) error {
 			a, err := analyzeJobPath(j, o, s)
