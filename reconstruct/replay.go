@@ -728,6 +728,7 @@ type streamRank struct {
 	lastEnd  int64
 	queued   bool
 	finished bool
+	rxWait   bool // in its group's rxWaiting (replay_part.go)
 	// blocked: its replay waits (for a value, an instance, a message);
 	// readWaiters wait for it to wait or to end its log (resolve).
 	blocked     bool

@@ -402,7 +402,8 @@ func (g *group) received(m *smsg) uint8 {
 		m.asked = true
 		g.send(g.destGroup(m), xmsg{kind: xRxAsk, from: m.from, m: smsg{id: m.id}})
 	}
-	if !slices.Contains(g.rxWaiting, m.from) {
+	if r := g.e.ranks[m.from]; !r.rxWait {
+		r.rxWait = true
 		g.rxWaiting = append(g.rxWaiting, m.from)
 	}
 	return rxUnknown
@@ -789,8 +790,8 @@ func (g *group) exchange(t Transport, st *roundStatus) ([]roundStatus, error) {
 	// The ranks waiting for another group to say whether a message was
 	// received try again.
 	for _, i := range g.rxWaiting {
-		e := g.e
-		e.enqueue(i)
+		g.e.ranks[i].rxWait = false
+		g.e.enqueue(i)
 	}
 	g.rxWaiting = g.rxWaiting[:0]
 	return all, nil

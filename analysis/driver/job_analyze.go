@@ -113,16 +113,25 @@ func (j *Job) measured(a *Analysis, o Options, filtered bool) error {
 		need := o.Measured || (&critpath.Summary{Measured: a.Steps.RunTime}).NeedsWhy(a.Steps.Length)
 		mine = appendOffsets([]byte{byte(btoi(need))}, a.clocks.clocks.Offset)
 	}
+	// An error every process got alike leaves the path to MeasuredPath
+	// on process 0; one this process found alone (an MPI error: xerr)
+	// stops the job.
+	alone := func(err error) error {
+		if j.xerr != nil {
+			return err
+		}
+		return nil
+	}
 	parts, err := j.allgather(mine, nil)
 	if err != nil {
-		return err
+		return alone(err)
 	}
 	if len(parts[0]) == 0 || parts[0][0] == 0 {
 		return nil // the path under the model's weights only
 	}
 	offsets, err := readOffsets(parts[0][1:])
 	if err = j.agree(err); err != nil {
-		return err
+		return alone(err)
 	}
 	start := time.Now()
 	x := &countedExchange{j: j}
@@ -137,11 +146,7 @@ func (j *Job) measured(a *Analysis, o Options, filtered bool) error {
 		if res != nil {
 			res.Close()
 		}
-		var ag agreed
-		if errors.As(err, &ag) && !ag.Agreed() {
-			return err
-		}
-		return nil // process 0 replays it alone, when asked (MeasuredPath)
+		return alone(err)
 	}
 	if res != nil {
 		a.replays = append(a.replays, res)

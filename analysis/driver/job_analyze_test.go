@@ -3,6 +3,7 @@ package driver
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -343,5 +344,69 @@ func TestJobAnalyzeTooLarge(t *testing.T) {
 	})
 	if got != want {
 		t.Errorf("process 0's analysis:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// failingAllgather is a member of a local job whose allgather number at
+// (from 0) exchanges and then fails, as an MPI error this process alone
+// sees, the job then aborted (as MPI_Abort would: the others' exchanges
+// fail); calls counts its allgathers.
+type failingAllgather struct {
+	member
+	at    int
+	calls *int
+}
+
+func (m failingAllgather) Allgather(b []byte) ([][]byte, error) {
+	out, err := m.member.Allgather(b)
+	if *m.calls++; *m.calls-1 == m.at {
+		m.j.abort()
+		return nil, errors.New("MPI_Allgather: MPI_ERR_OTHER")
+	}
+	return out, err
+}
+
+// TestJobMeasuredMPIError: an MPI error one process alone sees in any
+// exchange of the replay under measured weights (critpath --mpi
+// --weights measured) is that process's error, one that stops the job
+// (Fatal): it used to be taken for a replay every process declined, the
+// process going on while the others waited for it.
+func TestJobMeasuredMPIError(t *testing.T) {
+	dir := filepath.Join("..", "..", "fixtures", "traces", "v5", "mix")
+	// Process 1's allgathers, with measured weights (every one made
+	// before its error, at) and without.
+	allgathers := func(o Options, at int) (n int, j *Job, err error) {
+		runLocal(2, func(x Exchange) error {
+			if x.Rank() == 1 {
+				x = failingAllgather{member: x.(member), at: at, calls: &n}
+			}
+			jx, jerr := OpenJob(dir, x, nil)
+			if jerr == nil {
+				_, jerr = jx.Profile()
+			}
+			if jerr == nil {
+				var a *Analysis
+				if a, jerr = jx.Analyze(o); a != nil {
+					a.Close()
+				}
+			}
+			if x.Rank() == 1 {
+				j, err = jx, jerr
+			}
+			return nil
+		})
+		return n, j, err
+	}
+	o := Options{Stream: true, Measured: true}
+	total, _, err := allgathers(o, -1)
+	before, _, err2 := allgathers(Options{Stream: true}, -1)
+	if err != nil || err2 != nil || total <= before {
+		t.Fatalf("process 1 makes %d allgathers with measured weights (%v), %d without (%v)", total, err, before, err2)
+	}
+	for at := before; at < total; at++ {
+		_, j, err := allgathers(o, at)
+		if err == nil || j == nil || !j.Fatal(err) {
+			t.Errorf("allgather %d of %d failing on process 1 alone: Analyze's error %v, fatal %v", at+1, total, err, j != nil && j.Fatal(err))
+		}
 	}
 }

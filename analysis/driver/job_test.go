@@ -25,6 +25,20 @@ type localJob struct {
 	in    [][]byte
 	out   [][]byte
 	n     int
+	// aborted: every exchange fails from now on (abort, a test's
+	// MPI_Abort).
+	aborted bool
+}
+
+// errAborted is the error of an exchange of an aborted local job.
+var errAborted = errors.New("the local job was aborted")
+
+// abort makes every exchange fail, those under way included.
+func (j *localJob) abort() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.aborted = true
+	j.cond.Broadcast()
 }
 
 func newLocalJob(p int) *localJob {
@@ -33,10 +47,14 @@ func newLocalJob(p int) *localJob {
 	return j
 }
 
-// exchange gives every member what each gave, once all gave.
-func (j *localJob) exchange(me int, b []byte) [][]byte {
+// exchange gives every member what each gave, once all gave (an error
+// once the job is aborted).
+func (j *localJob) exchange(me int, b []byte) ([][]byte, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.aborted {
+		return nil, errAborted
+	}
 	round := j.round
 	j.in[me] = slices.Clone(b)
 	j.n++
@@ -45,10 +63,13 @@ func (j *localJob) exchange(me int, b []byte) [][]byte {
 		j.round++
 		j.cond.Broadcast()
 	}
-	for j.round == round {
+	for j.round == round && !j.aborted {
 		j.cond.Wait()
 	}
-	return slices.Clone(j.out)
+	if j.round == round {
+		return nil, errAborted
+	}
+	return slices.Clone(j.out), nil
 }
 
 type member struct {
@@ -59,12 +80,12 @@ type member struct {
 func (m member) Rank() int { return m.me }
 func (m member) Size() int { return m.j.p }
 func (m member) Allgather(b []byte) ([][]byte, error) {
-	return m.j.exchange(m.me, b), nil
+	return m.j.exchange(m.me, b)
 }
 func (m member) Gather(b []byte, root int) ([][]byte, error) {
-	all := m.j.exchange(m.me, b)
-	if m.me != root {
-		return nil, nil
+	all, err := m.j.exchange(m.me, b)
+	if err != nil || m.me != root {
+		return nil, err
 	}
 	return all, nil
 }
@@ -75,7 +96,10 @@ func (m member) Alltoall(send [][]byte) ([][]byte, error) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
-	all := m.j.exchange(m.me, b)
+	all, err := m.j.exchange(m.me, b)
+	if err != nil {
+		return nil, err
+	}
 	recv := make([][]byte, len(all))
 	for p, a := range all {
 		for q := 0; q <= m.me; q++ {
