@@ -9,7 +9,8 @@
 # line per P: wall seconds, the processes' peak RSS in MiB (sorted), and
 # the exchanges: MPI collectives per process and bytes sent in all. Set
 # MPIRUN and MPICC for another MPI (mpirun.mpich, mpicc.mpich; the rank
-# variable is then PMI_RANK). As root, Open MPI needs
+# variable is then PMI_RANK), FLAGS for more of critpath's flags (e.g.
+# FLAGS="--weights measured"). As root, Open MPI needs
 # OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.
 set -eu
 bin=$(realpath "$1")
@@ -25,9 +26,9 @@ trap 'rm -rf "$out"' EXIT
 for p in "$@"; do
 	rm -f "$out"/rss.*
 	start=$(date +%s.%N)
-	# shellcheck disable=SC2016 # expanded by each process's shell
+	# shellcheck disable=SC2016,SC2086 # $0 expanded by each process's shell; FLAGS split into words
 	$mpirun $flags -np "$p" sh -c '/usr/bin/time -f %M -o "$0/rss.${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}" "$@"' \
-		"$out" "$bin" critpath --mpi --mpicc "$mpicc" --mpi-stats "$out/stats.json" -o /dev/null "$trace" >/dev/null
+		"$out" "$bin" critpath --mpi --mpicc "$mpicc" --mpi-stats "$out/stats.json" ${FLAGS:-} -o /dev/null "$trace" >/dev/null
 	end=$(date +%s.%N)
 	rss=$(cat "$out"/rss.* | sort -n | awk '{printf "%s%.0f", sep, $1/1024; sep=" "}')
 	ex=$(grep -o '"\(exchanges\|bytes_sent\)": [0-9]*' "$out/stats.json" | awk -F': ' '
