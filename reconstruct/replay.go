@@ -301,9 +301,12 @@ type engine struct {
 	defs   map[commKey][]int32 // communicators' members, as first described
 	// empties counts the channels with nothing in them; gen changes when
 	// they are swept (the ranks' caches then miss).
-	empties   int
-	gen       uint32
-	insts     map[rinstKey]*sinst
+	empties int
+	gen     uint32
+	insts   map[rinstKey]*sinst
+	// nbOpen are, replayed in groups under measured weights, the
+	// nonblocking instances not yet timed (sinst.nb), complete or not.
+	nbOpen    map[rinstKey]*sinst
 	live      map[commKey][]*sinst // instances not complete, by communicator
 	nrecs     uint32               // complete instances
 	ownLow    uint32               // of them, those whose lowest participant's rank it replays
@@ -530,6 +533,9 @@ type sinst struct {
 	who      []int32   // and their ranks
 	waiters  []int32
 	id       uint32 // in engine.recs, once complete
+	// nb is, replayed in groups, the groups' agreement on when a
+	// nonblocking instance was done (replay_part.go); nil otherwise.
+	nb *nbAgree
 }
 
 // instRec is what the path needs of a complete instance: how it is
@@ -1076,13 +1082,6 @@ func (e *engine) part(r *streamRank, pr *partRec, abs int32) {
 		e.grp.part(in, r, pr, site)
 	}
 	sp := spart{at: pr.at, inst: in, start: pr.start, end: pr.end, ev: pr.ev, site: site}
-	if pr.nb && e.meas && e.grp != nil && len(e.grp.out) > 1 {
-		// When such an instance was done needs every member's calls
-		// read to its completion (nbTimes), which groups do not ask of
-		// each other: the measured replay runs whole.
-		r.decline("a nonblocking collective under measured weights, replayed in groups")
-		return
-	}
 	if pr.nb {
 		r.nb = append(r.nb, sp)
 		if r.nbLive == nil {
@@ -1125,6 +1124,13 @@ func (e *engine) join(in *sinst, rank int32, pr *partRec, site uint32) {
 		in.end = pr.end
 	}
 	in.anyNB = in.anyNB || pr.nb
+	if pr.nb && in.nb == nil && e.meas && e.grp != nil && len(e.grp.out) > 1 {
+		in.nb = &nbAgree{}
+		if e.nbOpen == nil {
+			e.nbOpen = make(map[rinstKey]*sinst)
+		}
+		e.nbOpen[in.key] = in
+	}
 }
 
 // calls returns how many collective calls the rank made on ck.
@@ -1481,6 +1487,9 @@ func (e *engine) replayRank(r *streamRank) {
 			if e.meas && !in.anyNB {
 				pend = in.doneT - e.off[r.idx]
 			}
+			if !e.nbReady(r, in) {
+				return
+			}
 			r.val, r.lastKind, r.lastEnd = e.instValue(in), posPart, pend
 			if e.err != nil {
 				return
@@ -1544,6 +1553,9 @@ func (e *engine) replayRank(r *streamRank) {
 			in := nb.in
 			if !in.done {
 				e.waitFor(r, in)
+				return
+			}
+			if !e.nbReady(r, in) {
 				return
 			}
 			sv := e.instValue(in)

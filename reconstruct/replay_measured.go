@@ -236,6 +236,31 @@ func (e *engine) instValue(in *sinst) float64 {
 	return in.val
 }
 
+// nbReady reports whether instance in's times are known, as far as rank
+// r's replay needs them (measured weights, a nonblocking instance): false
+// when the replay stops, or when, replayed in groups, the other groups
+// have not said yet (r then waits, woken after each exchange).
+func (e *engine) nbReady(r *streamRank, in *sinst) bool {
+	if !e.meas || !in.anyNB || in.timed {
+		return true
+	}
+	if e.grp == nil || len(e.grp.out) < 2 {
+		return e.nbTimes(in)
+	}
+	if !in.done {
+		// Asked of the groups once complete: every member's call known.
+		e.waitFor(r, in)
+		return false
+	}
+	if e.grp.nbTimes(in) {
+		return true
+	}
+	if e.err == nil {
+		e.grp.wait(r)
+	}
+	return false
+}
+
 // nbTimes sets nonblocking instance in's last arrival and when it was
 // done, reading ahead every member until it made its call (or its log
 // ended short of it) and every participant until its call that
@@ -392,8 +417,8 @@ func (e *engine) retime(r *streamRank) bool {
 				return false
 			}
 		}
-		if nb := r.q[j].collIn; nb != nil {
-			e.nbTimes(nb.in)
+		if nb := r.q[j].collIn; nb != nil && !e.nbReady(r, nb.in) {
+			return false
 		}
 		if e.err != nil {
 			return false

@@ -139,10 +139,9 @@ func ReplayGroups(srcs []tracefmt.Source, w ReplayWeights, opts Options, groups 
 // round's statuses), and whether a receive completed by an operation took
 // a message to another group's rank (its sender's call takes effect at
 // its start then, at its end otherwise: the destination's group says so
-// when it pairs the message, or when asked, xRx). Each group counts the
-// wait states of its own ranks; the runs are added up. A nonblocking
-// collective is declined (NotStreamableError): when it was done needs
-// every member read to its completion.
+// when it pairs the message, or when asked, xRx), and when a nonblocking
+// collective was done (nbAgree). Each group counts the wait states of its
+// own ranks; the runs are added up.
 func ReplayGroupsMeasured(srcs []tracefmt.Source, offsets map[int]int64, opts Options, groups int) (*ReplayResult, error) {
 	if min(groups, len(srcs)) < 2 {
 		return ReplayMeasured(srcs, offsets, opts)
@@ -252,6 +251,10 @@ type group struct {
 	// for such an answer, woken after each exchange.
 	asks      []*smsg
 	rxWaiting []int32
+	// nbWork are the nonblocking instances whose members the group reads
+	// for the groups' agreement on when they were done (nbAgree).
+	nbWork     []*sinst
+	nbNoneSent map[rinstKey]bool // instances without participants here, answered
 }
 
 // owns reports whether the group replays the rank of index i.
@@ -304,6 +307,8 @@ const (
 	xAhead               // a rank of the group is asked to read ahead when it waits
 	xRx                  // measured weights: whether a receive completed by an operation took the message
 	xRxAsk               // measured weights: the message's sender waits to know that
+	xNbAsk               // measured weights: a group needs when a nonblocking instance was done
+	xNbDone              // measured weights: a group's members of it, read: the earliest completion seen
 )
 
 // xmsg is a message between groups (about rank index from).
@@ -383,6 +388,7 @@ func (g *group) goAhead() bool {
 	l := g.behind
 	g.behind = nil
 	read := len(g.asks) > 0 && g.answerAsks()
+	read = len(g.nbWork) > 0 && g.nbAll() || read
 	for _, r := range l {
 		if len(r.ahead) > 0 && (r.blocked || r.finished) && !r.done {
 			read = g.readAhead(r) || read
@@ -402,11 +408,17 @@ func (g *group) received(m *smsg) uint8 {
 		m.asked = true
 		g.send(g.destGroup(m), xmsg{kind: xRxAsk, from: m.from, m: smsg{id: m.id}})
 	}
-	if r := g.e.ranks[m.from]; !r.rxWait {
-		r.rxWait = true
-		g.rxWaiting = append(g.rxWaiting, m.from)
-	}
+	g.wait(g.e.ranks[m.from])
 	return rxUnknown
+}
+
+// wait makes rank r, which waits for another group to say something,
+// try again after the next exchange.
+func (g *group) wait(r *streamRank) {
+	if !r.rxWait {
+		r.rxWait = true
+		g.rxWaiting = append(g.rxWaiting, r.idx)
+	}
 }
 
 // answer tells the group of m's sender, another group's rank, whether a
@@ -491,6 +503,149 @@ func (g *group) groupsOf(in *sinst) []int {
 	return l
 }
 
+// nbAgree is a group's part in the groups' agreement on when a
+// nonblocking instance was done, under measured weights (the single
+// replay's nbTimes): once the instance is complete (every member's
+// posting call known, so its last arrival), each group with members reads
+// its own participants to the calls that completed the instance, or as
+// far as the earliest completion known makes needless, and tells the
+// others the earliest it saw (xNbDone); every group takes the earliest
+// of all. A group that needs the instance's times asks the others to
+// start (xNbAsk).
+type nbAgree struct {
+	started bool  // the group works on it (g.nbWork)
+	self    bool  // its own participants read, its report sent
+	reports int   // of the other groups
+	has     bool  // some report saw a completion, the earliest min
+	min     int64 // on rank 0's clock
+}
+
+// report takes another group's report.
+func (a *nbAgree) report(has bool, end int64) {
+	a.reports++
+	if has && (!a.has || end < a.min) {
+		a.has, a.min = true, end
+	}
+}
+
+// known returns the earliest completion of in the group knows of, its
+// own and the reports'.
+func (a *nbAgree) known(in *sinst) (int64, bool) {
+	t, ok := a.min, a.has
+	if len(in.compl) > 0 && (!ok || in.exitT < t) {
+		t, ok = in.exitT, true
+	}
+	return t, ok
+}
+
+// nbStart makes the group work on instance in.
+func (g *group) nbStart(in *sinst) {
+	if !in.nb.started {
+		in.nb.started = true
+		g.nbWork = append(g.nbWork, in)
+	}
+}
+
+// nbTimes is engine.nbTimes of complete instance in replayed in groups:
+// whether the groups agreed on its times (asking them, the first time).
+func (g *group) nbTimes(in *sinst) bool {
+	if !in.nb.started {
+		for _, to := range g.groupsOf(in) {
+			g.send(to, xmsg{kind: xNbAsk, ik: in.key})
+		}
+		g.nbStart(in)
+	}
+	g.nbStep(in)
+	return in.timed
+}
+
+// nbNone answers an ask about instance ik, of which the group has no
+// participant: no completion seen, to every other group (it may not know
+// the communicator's members; a group without the instance ignores it,
+// one with it counts the group among its members').
+func (g *group) nbNone(ik rinstKey) {
+	if g.nbNoneSent[ik] {
+		return
+	}
+	if g.nbNoneSent == nil {
+		g.nbNoneSent = make(map[rinstKey]bool)
+	}
+	g.nbNoneSent[ik] = true
+	for to := range g.out {
+		if to != g.id {
+			g.send(to, xmsg{kind: xNbDone, ik: ik})
+		}
+	}
+}
+
+// nbAll steps every instance the group works on; true when it read
+// anything.
+func (g *group) nbAll() (read bool) {
+	keep := g.nbWork[:0]
+	for _, in := range g.nbWork {
+		read = g.nbStep(in) || read
+		if !in.timed {
+			keep = append(keep, in)
+		}
+	}
+	clear(g.nbWork[len(keep):])
+	g.nbWork = keep
+	return read
+}
+
+// nbStep reads the group's own participants of in (aheadMax events each
+// at most), sends its report once they are read, and times in once every
+// other group's report came; true when it read anything.
+func (g *group) nbStep(in *sinst) (read bool) {
+	e := g.e
+	if in.timed || !in.done || e.err != nil {
+		return false
+	}
+	a := in.nb
+	var lastT int64
+	for j := range in.parts {
+		// A posting call arrives at its end.
+		if t := in.parts[j].end + e.off[e.index(int(in.who[j]))]; j == 0 || t > lastT {
+			lastT = t
+		}
+	}
+	if !a.self {
+		for _, w := range in.who {
+			i := e.index(int(w))
+			s := e.ranks[i]
+			for n := 0; !s.remote && !in.compl[w] && !s.done && e.err == nil; n++ {
+				if t, ok := a.known(in); ok && (t <= lastT || s.readAt+e.off[i] >= t) {
+					break
+				}
+				if n == aheadMax {
+					return true // more the next time
+				}
+				e.read(s, 1)
+				read = true
+			}
+		}
+		if e.err != nil {
+			return read
+		}
+		a.self = true
+		for _, to := range g.groupsOf(in) {
+			g.send(to, xmsg{kind: xNbDone, ik: in.key, nb: len(in.compl) > 0, at: in.exitT})
+		}
+	}
+	if a.reports < len(g.groupsOf(in)) {
+		return read
+	}
+	in.lastT = lastT
+	in.doneT = lastT
+	if t, ok := a.known(in); ok && t > lastT {
+		in.doneT = t
+	}
+	in.timed = true
+	delete(e.nbOpen, in.key)
+	in.parts, in.who, in.compl, in.sites = nil, nil, nil, nil // complete used them
+	return read
+}
+
 // part: rank r's collective call pr of instance in was read.
 func (g *group) part(in *sinst, r *streamRank, pr *partRec, site uint32) {
 	for _, to := range g.groupsOf(in) {
@@ -567,6 +722,21 @@ func (g *group) apply(x *xmsg) {
 			return
 		}
 		g.asks = append(g.asks, m)
+	case xNbAsk, xNbDone:
+		in := e.nbOpen[x.ik]
+		if in == nil {
+			// None of the group's members made the call (their logs
+			// ended short of it; the instance is complete where it is
+			// asked about): the group saw no completion.
+			if x.kind == xNbAsk {
+				g.nbNone(x.ik)
+			}
+			return
+		}
+		if x.kind == xNbDone {
+			in.nb.report(x.nb, x.at)
+		}
+		g.nbStart(in)
 	case xAhead:
 		// px is the group's own rank.
 		if px.done {

@@ -234,6 +234,14 @@ func (w *wire) encode(b []byte, g *group, to int, x *xmsg) []byte {
 		b = append(b, x.m.rx)
 	case xRxAsk:
 		b = binary.AppendVarint(b, int64(x.m.id))
+	case xNbAsk:
+		b = appendCK(b, x.ik.ck)
+		b = binary.AppendUvarint(b, uint64(x.ik.k))
+	case xNbDone:
+		b = appendCK(b, x.ik.ck)
+		b = binary.AppendUvarint(b, uint64(x.ik.k))
+		b = appendBool(b, x.nb)
+		b = binary.AppendVarint(b, x.at)
 	case xValue:
 		b = binary.AppendVarint(b, int64(x.m.id))
 		b = appendF(b, x.m.val)
@@ -350,6 +358,11 @@ func (w *wire) decode(g *group, from int, d *recDec) error {
 			}
 		case xRxAsk:
 			x.m.id = d.i32()
+		case xNbAsk:
+			x.ik = rinstKey{ck: d.ck(), k: d.u32()}
+		case xNbDone:
+			x.ik = rinstKey{ck: d.ck(), k: d.u32()}
+			x.nb, x.at = d.bool(), d.s()
 		case xValue:
 			x.m.id, x.m.val, x.m.item = d.i32(), d.f(), d.u32()
 		case xDone:

@@ -27,9 +27,7 @@ import (
 // processes replay the trace again under measured weights (measured):
 // process 0's MeasuredPath. A trace the replay declines (lost events,
 // overlapping calls of threads...) is analysed by process 0 alone with
-// the task graph, as Analyze does; the others then wait. So is the path
-// under measured weights when the groups decline it (a nonblocking
-// collective): process 0 replays the whole trace for it. A panic of the replay stops the job (Fatal): the serial analysis
+// the task graph, as Analyze does; the others then wait. A panic of the replay stops the job (Fatal): the serial analysis
 // survives one with the graph. o.Observe, when set, sees the events of
 // the process's own ranks only. Process 0's Loops and Regions say where
 // they ran (the path's share in them), not their figures: Baseline takes
@@ -104,9 +102,8 @@ func (j *Job) Analyze(o Options) (*Analysis, error) {
 // aligned by the offsets the model's replay saw (process 0's, given to
 // all): process 0's MeasuredPath, when o.Measured asks for it or o.Why
 // and the "why" block will need it (process 0 says which). A replay the
-// groups decline (a nonblocking collective) or fail alike is left to
-// MeasuredPath on process 0 alone, which replays the whole trace; the
-// error returned stops the job.
+// groups fail alike is left to MeasuredPath on process 0 alone, which
+// replays the whole trace; the error returned stops the job.
 func (j *Job) measured(a *Analysis, o Options, filtered bool) error {
 	var mine []byte
 	if j.x.Rank() == 0 {
