@@ -37,6 +37,20 @@ func TestRecordMore(t *testing.T) {
 				if cp.code != 0 || cp.stderr != "" {
 					t.Fatalf("critpath --strict: exit %d; every message and collective must match:\n%s", cp.code, cp.stderr)
 				}
+				if np != 3 {
+					return
+				}
+				// The analysis as a job of 2 processes under both weights
+				// (its nonblocking collectives, persistent requests,
+				// probes and cancellations crossing groups): what one
+				// process prints.
+				for _, w := range []string{"model", "measured"} {
+					one := run(t, dir, mpitraceBin, "critpath", "--weights", w, "-o", "-", out)
+					job := run(t, dir, m.launch(2, mpitraceBin, "critpath", "--mpi", "--mpicc", m.cc, "--weights", w, "-o", "-", out)...)
+					if one.code != 0 || job != one {
+						t.Errorf("critpath --weights %s: exit %d with --mpi, %d without; stdout with --mpi:\n%s\nwithout:\n%s\nstderr with --mpi:\n%s", w, job.code, one.code, job.stdout, one.stdout, job.stderr)
+					}
+				}
 			})
 		}
 	}
