@@ -394,10 +394,30 @@ func (g *tgen) round() {
 var genRanks = 6
 
 func genText(rng *rand.Rand) string {
+	g := newTgen(rng, 0.03)
+	rounds := 1 + rng.IntN(25)
+	for i := 0; i < rounds; i++ {
+		if rng.IntN(3) == 0 {
+			g.extra()
+		} else {
+			g.round()
+		}
+	}
+	if rng.IntN(4) == 0 {
+		for r := 0; r < g.n; r++ {
+			g.ev(r, "Coll", "MPI_Barrier", "comm=1 root=-3")
+		}
+	}
+	return g.text(10)
+}
+
+// newTgen is a generator of 1 to genRanks ranks, each past its MPI_Init,
+// a third of them losing or mangling calls at the rate bad.
+func newTgen(rng *rand.Rand, bad float64) *tgen {
 	n := 1 + rng.IntN(genRanks)
 	g := &tgen{rng: rng, n: n, tags: 5 + 45*rng.IntN(2)}
 	if rng.IntN(3) == 0 {
-		g.bad = 0.03
+		g.bad = bad
 	}
 	world := &gcomm{gid: 1, local: map[int]int{}}
 	for r := 0; r < n; r++ {
@@ -409,39 +429,34 @@ func genText(rng *rand.Rand) string {
 	for r := 0; r < n; r++ {
 		g.ev(r, "Call", "MPI_Init", "")
 	}
-	rounds := 1 + rng.IntN(25)
-	for i := 0; i < rounds; i++ {
-		if rng.IntN(3) == 0 {
-			g.extra()
-		} else {
-			g.round()
-		}
-	}
-	if rng.IntN(4) == 0 {
-		for r := 0; r < n; r++ {
-			g.ev(r, "Coll", "MPI_Barrier", "comm=1 root=-3")
-		}
-	}
+	return g
+}
+
+// text is the trace in the text form, every rank ended by MPI_Finalize
+// but one in early (its log cut anywhere, with or without an end
+// record), and sometimes a rank without a log.
+func (g *tgen) text(early int) string {
+	rng := g.rng
 	var sb strings.Builder
 	missing := -1
-	if n > 1 && rng.IntN(8) == 0 {
-		missing = rng.IntN(n)
+	if g.n > 1 && rng.IntN(8) == 0 {
+		missing = rng.IntN(g.n)
 	}
-	for r := 0; r < n; r++ {
+	for r := 0; r < g.n; r++ {
 		if r == missing {
 			continue
 		}
 		gr := g.rs[r]
-		fmt.Fprintf(&sb, "rank %d\nmeta size=\"%d\"\n", r, n)
+		fmt.Fprintf(&sb, "rank %d\nmeta size=\"%d\"\n", r, g.n)
 		lines := gr.lines
-		early := rng.IntN(10) == 0
-		if early && len(lines) > 1 {
+		cut := rng.IntN(early) == 0
+		if cut && len(lines) > 1 {
 			lines = lines[:1+rng.IntN(len(lines)-1)]
 		}
 		for _, l := range lines {
 			sb.WriteString(l + "\n")
 		}
-		if !early {
+		if !cut {
 			gr.t += 100
 			fmt.Fprintf(&sb, "t=%d Call fn=MPI_Finalize dur=100\nend reason=finalize\n", gr.t)
 		} else if rng.IntN(2) == 0 {
@@ -449,6 +464,78 @@ func genText(rng *rand.Rand) string {
 		}
 	}
 	return sb.String()
+}
+
+// genInFlight is genText's programs with nonblocking collectives left in
+// flight across rounds on several communicators (a member now and then
+// calling the blocking form): each rank completes some of its requests in
+// later rounds (Waitall, Waitany, Testsome of several, or Test loops),
+// some never; a third of the ranks end early.
+func genInFlight(rng *rand.Rand) string {
+	g := newTgen(rng, 0)
+	type pending struct{ q int }
+	pend := make([][]pending, g.n)
+	fns := []string{"MPI_Ibarrier", "MPI_Iallreduce", "MPI_Ibcast", "MPI_Ialltoall"}
+	rounds := 1 + rng.IntN(40)
+	for i := 0; i < rounds; i++ {
+		switch rng.IntN(7) {
+		case 0:
+			g.round()
+		case 1:
+			g.extra()
+		case 2, 3:
+			c := g.pickComm()
+			fn := fns[rng.IntN(len(fns))]
+			root := -3
+			if fn == "MPI_Ibcast" {
+				root = 0
+			}
+			for _, r := range c.members {
+				if rng.IntN(8) == 0 {
+					g.ev(r, "Coll", strings.Replace(fn, "MPI_I", "MPI_", 1), fmt.Sprintf("comm=%d root=%d bytes=8 rbytes=8 req=0", c.local[r], root))
+					continue
+				}
+				q := g.req(r)
+				g.ev(r, "Coll", fn, fmt.Sprintf("comm=%d root=%d bytes=8 rbytes=8 req=%d", c.local[r], root, q))
+				pend[r] = append(pend[r], pending{q})
+			}
+		default:
+			for r := 0; r < g.n; r++ {
+				if len(pend[r]) == 0 || rng.IntN(2) == 0 {
+					continue
+				}
+				rng.Shuffle(len(pend[r]), func(a, b int) { pend[r][a], pend[r][b] = pend[r][b], pend[r][a] })
+				k := 1 + rng.IntN(len(pend[r]))
+				var sel []pendReq
+				for _, p := range pend[r][:k] {
+					sel = append(sel, pendReq{p.q, sendComp(p.q, 0)})
+				}
+				pend[r] = pend[r][k:]
+				if rng.IntN(3) > 0 {
+					g.complete(r, sel)
+					continue
+				}
+				for _, p := range sel {
+					for t := rng.IntN(4); t > 0; t-- {
+						g.ev(r, "Complete", "MPI_Test", "flag=0 completions=[]")
+					}
+					g.ev(r, "Complete", "MPI_Test", "flag=1 completions=["+p.comp+"]")
+					g.freeReq(r, p.q)
+				}
+			}
+		}
+	}
+	for r := 0; r < g.n; r++ {
+		if len(pend[r]) == 0 || rng.IntN(4) == 0 {
+			continue
+		}
+		var sel []pendReq
+		for _, p := range pend[r] {
+			sel = append(sel, pendReq{p.q, sendComp(p.q, 0)})
+		}
+		g.complete(r, sel)
+	}
+	return g.text(3)
 }
 
 // extra is a round of the rarer kinds: self-sends, a freed receive that

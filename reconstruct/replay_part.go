@@ -513,23 +513,38 @@ func (g *group) groupsOf(in *sinst) []int {
 // of all. A group that needs the instance's times asks the others to
 // start (xNbAsk).
 type nbAgree struct {
-	started bool  // the group works on it (g.nbWork)
-	self    bool  // its own participants read, its report sent
-	reports int   // of the other groups
-	has     bool  // some report saw a completion, the earliest min
-	min     int64 // on rank 0's clock
+	started bool // the group works on it (g.nbWork)
+	self    bool // its own participants read, its report sent
+	// The reports (the group's own once sent, and the other groups',
+	// each counted once, by group: from): whether one saw a completion,
+	// and the earliest, on rank 0's clock. Every group times the
+	// instance from the same reports.
+	from    []bool
+	reports int
+	has     bool
+	min     int64
+	lastT   int64 // the last posting call's end, once set (lastSet)
+	lastSet bool
 }
 
-// report takes another group's report.
-func (a *nbAgree) report(has bool, end int64) {
+// report takes group from's report; false when it had it already.
+func (a *nbAgree) report(from, groups int, has bool, end int64) bool {
+	if a.from == nil {
+		a.from = make([]bool, groups)
+	}
+	if from < 0 || from >= groups || a.from[from] {
+		return false
+	}
+	a.from[from] = true
 	a.reports++
 	if has && (!a.has || end < a.min) {
 		a.has, a.min = true, end
 	}
+	return true
 }
 
 // known returns the earliest completion of in the group knows of, its
-// own and the reports'.
+// own (read so far) and the reports'.
 func (a *nbAgree) known(in *sinst) (int64, bool) {
 	t, ok := a.min, a.has
 	if len(in.compl) > 0 && (!ok || in.exitT < t) {
@@ -573,7 +588,7 @@ func (g *group) nbNone(ik rinstKey) {
 	g.nbNoneSent[ik] = true
 	for to := range g.out {
 		if to != g.id {
-			g.send(to, xmsg{kind: xNbDone, ik: ik})
+			g.send(to, xmsg{kind: xNbDone, ik: ik, w: int64(g.id)})
 		}
 	}
 }
@@ -602,13 +617,16 @@ func (g *group) nbStep(in *sinst) (read bool) {
 		return false
 	}
 	a := in.nb
-	var lastT int64
-	for j := range in.parts {
-		// A posting call arrives at its end.
-		if t := in.parts[j].end + e.off[e.index(int(in.who[j]))]; j == 0 || t > lastT {
-			lastT = t
+	if !a.lastSet {
+		for j := range in.parts {
+			// A posting call arrives at its end.
+			if t := in.parts[j].end + e.off[e.index(int(in.who[j]))]; j == 0 || t > a.lastT {
+				a.lastT = t
+			}
 		}
+		a.lastSet = true
 	}
+	lastT := a.lastT
 	if !a.self {
 		for _, w := range in.who {
 			i := e.index(int(w))
@@ -628,17 +646,20 @@ func (g *group) nbStep(in *sinst) (read bool) {
 			return read
 		}
 		a.self = true
+		has := len(in.compl) > 0
+		a.report(g.id, len(g.out), has, in.exitT)
 		for _, to := range g.groupsOf(in) {
-			g.send(to, xmsg{kind: xNbDone, ik: in.key, nb: len(in.compl) > 0, at: in.exitT})
+			g.send(to, xmsg{kind: xNbDone, ik: in.key, nb: has, at: in.exitT, w: int64(g.id)})
 		}
 	}
-	if a.reports < len(g.groupsOf(in)) {
+	if a.reports < len(g.groupsOf(in))+1 {
 		return read
 	}
+	// The reports' earliest (not what the group read since its own).
 	in.lastT = lastT
 	in.doneT = lastT
-	if t, ok := a.known(in); ok && t > lastT {
-		in.doneT = t
+	if a.has && a.min > lastT {
+		in.doneT = a.min
 	}
 	in.timed = true
 	delete(e.nbOpen, in.key)
@@ -733,8 +754,9 @@ func (g *group) apply(x *xmsg) {
 			}
 			return
 		}
-		if x.kind == xNbDone {
-			in.nb.report(x.nb, x.at)
+		if x.kind == xNbDone && !in.nb.report(int(x.w), len(g.out), x.nb, x.at) {
+			e.err = fmt.Errorf("internal error: reconstruct: group %d's second report on a nonblocking instance on %s", x.w, commName(x.ik.ck))
+			return
 		}
 		g.nbStart(in)
 	case xAhead:

@@ -341,7 +341,8 @@ func randomOffsets(rng *rand.Rand, ranks []*tracefmt.RankData) map[int]int64 {
 // group's path, diagnostics and run on the golden cases, random traces,
 // generated MPI-like programs, generated traces and the stored traces of
 // real runs, their clocks given random offsets: nonblocking collectives
-// (the groups' agreement on when one was done) and blocking ones.
+// (the groups' agreement on when one was done; genInFlight's in flight
+// across rounds) and blocking ones.
 func TestReplayGroupsMeasured(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 52))
 	cases := 0
@@ -383,6 +384,19 @@ func TestReplayGroupsMeasured(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(fmt.Sprintf("MPI-like case %d", i), ranks, []int{2, 3, len(ranks)})
+	}
+	// Nonblocking collectives in flight across rounds, completed late or
+	// never, by Test loops or in batches, ranks ending early.
+	for i := range n / 2 {
+		text := genInFlight(rng)
+		if i%2 == 1 {
+			text = mutate(rng, text)
+		}
+		ranks, err := tracefmt.ParseText(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("in-flight case %d", i), ranks, []int{2, 3, 5, len(ranks)})
 	}
 	// Generated traces and the stored traces of real runs.
 	forGeneratedTraces(t, []*testgen.Builder{testgen.Halo(7, 60, 3), testgen.Halo(40, 5, 1)},

@@ -242,6 +242,7 @@ func (w *wire) encode(b []byte, g *group, to int, x *xmsg) []byte {
 		b = binary.AppendUvarint(b, uint64(x.ik.k))
 		b = appendBool(b, x.nb)
 		b = binary.AppendVarint(b, x.at)
+		b = binary.AppendVarint(b, x.w)
 	case xValue:
 		b = binary.AppendVarint(b, int64(x.m.id))
 		b = appendF(b, x.m.val)
@@ -362,7 +363,7 @@ func (w *wire) decode(g *group, from int, d *recDec) error {
 			x.ik = rinstKey{ck: d.ck(), k: d.u32()}
 		case xNbDone:
 			x.ik = rinstKey{ck: d.ck(), k: d.u32()}
-			x.nb, x.at = d.bool(), d.s()
+			x.nb, x.at, x.w = d.bool(), d.s(), d.s()
 		case xValue:
 			x.m.id, x.m.val, x.m.item = d.i32(), d.f(), d.u32()
 		case xDone:
