@@ -236,6 +236,15 @@ func (e *engine) instValue(in *sinst) float64 {
 	return in.val
 }
 
+// needless says whether reading a participant of a nonblocking instance
+// further for its completing call is needless: the earliest completion
+// known, exit (ok: one is), is no later than the last arrival (the
+// instance was done then), or no earlier than where the participant's
+// log is read, at (its completion would start there or later).
+func needless(exit int64, ok bool, last, at int64) bool {
+	return ok && (exit <= last || at >= exit)
+}
+
 // nbReady reports whether instance in's times are known, as far as rank
 // r's replay needs them (measured weights, a nonblocking instance): false
 // when the replay stops, or when, replayed in groups, the other groups
@@ -299,7 +308,7 @@ func (e *engine) nbTimes(in *sinst) bool {
 		i := e.index(int(w))
 		s := e.ranks[i]
 		for !in.compl[w] && !s.done && e.err == nil {
-			if len(in.compl) > 0 && (in.exitT <= in.lastT || s.readAt+e.off[i] >= in.exitT) {
+			if needless(in.exitT, len(in.compl) > 0, in.lastT, s.readAt+e.off[i]) {
 				break
 			}
 			e.read(s, 1)

@@ -632,7 +632,7 @@ func (g *group) nbStep(in *sinst) (read bool) {
 			i := e.index(int(w))
 			s := e.ranks[i]
 			for n := 0; !s.remote && !in.compl[w] && !s.done && e.err == nil; n++ {
-				if t, ok := a.known(in); ok && (t <= lastT || s.readAt+e.off[i] >= t) {
+				if t, ok := a.known(in); needless(t, ok, lastT, s.readAt+e.off[i]) {
 					break
 				}
 				if n == aheadMax {
