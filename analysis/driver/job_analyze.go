@@ -27,8 +27,9 @@ import (
 // processes replay the trace again under measured weights (measured):
 // process 0's MeasuredPath. A trace the replay declines (lost events,
 // overlapping calls of threads...) is analysed by process 0 alone with
-// the task graph, as Analyze does; the others then wait. A panic of the replay stops the job (Fatal): the serial analysis
-// survives one with the graph. o.Observe, when set, sees the events of
+// the task graph, as Analyze does; the others then wait. A panic of the
+// replay stops the job (Fatal): the serial analysis survives one with
+// the graph. o.Observe, when set, sees the events of
 // the process's own ranks only. Process 0's Loops and Regions say where
 // they ran (the path's share in them), not their figures: Baseline takes
 // those from every process when o.Baseline asks for them.
@@ -108,7 +109,7 @@ func (j *Job) measured(a *Analysis, o Options, filtered bool) error {
 	var mine []byte
 	if j.x.Rank() == 0 {
 		need := o.Measured || (&critpath.Summary{Measured: a.Steps.RunTime}).NeedsWhy(a.Steps.Length)
-		mine = appendOffsets([]byte{byte(btoi(need))}, a.clocks.clocks.Offset)
+		mine = appendClocks([]byte{byte(btoi(need))}, &a.clocks.clocks)
 	}
 	// An error every process got alike leaves the path to MeasuredPath
 	// on process 0; one this process found alone (an MPI error: xerr)
@@ -126,10 +127,16 @@ func (j *Job) measured(a *Analysis, o Options, filtered bool) error {
 	if len(parts[0]) == 0 || parts[0][0] == 0 {
 		return nil // the path under the model's weights only
 	}
-	offsets, err := readOffsets(parts[0][1:])
+	clocks := critpath.Clocks{Offset: map[int]int64{}, Err: map[int]int64{}}
+	d := spanset.NewDecoder(parts[0][1:])
+	readClocks(d, &clocks)
+	if rest, rerr := d.Rest(); rerr != nil || len(rest) != 0 {
+		err = fmt.Errorf("internal error: the clock offsets process 0 gave: %v", cmp.Or(rerr, errors.New("bytes after them")))
+	}
 	if err = j.agree(err); err != nil {
 		return alone(err)
 	}
+	offsets := clocks.Offset
 	start := time.Now()
 	x := &countedExchange{j: j}
 	res, rerr := j.safePart(func() (*reconstruct.ReplayResult, error) {
@@ -159,29 +166,27 @@ func btoi(b bool) int {
 	return 0
 }
 
-// appendOffsets appends clock offsets by rank to b, in rank order.
-func appendOffsets(b []byte, off map[int]int64) []byte {
-	ranks := slices.Sorted(maps.Keys(off))
+// appendClocks appends c (each rank's offset and its error) to b, in
+// rank order.
+func appendClocks(b []byte, c *critpath.Clocks) []byte {
+	ranks := slices.Sorted(maps.Keys(c.Offset))
 	b = binary.AppendUvarint(b, uint64(len(ranks)))
 	for _, r := range ranks {
-		b = binary.AppendVarint(binary.AppendUvarint(b, uint64(r)), off[r])
+		b = binary.AppendUvarint(b, uint64(r))
+		b = binary.AppendVarint(b, c.Offset[r])
+		b = binary.AppendVarint(b, c.Err[r])
 	}
 	return b
 }
 
-// readOffsets reads appendOffsets' offsets.
-func readOffsets(b []byte) (map[int]int64, error) {
-	d := spanset.NewDecoder(b)
+// readClocks reads appendClocks' clocks into c.
+func readClocks(d *spanset.Decoder, c *critpath.Clocks) {
 	n := d.Uvarint()
-	off := make(map[int]int64)
 	for i := uint64(0); i < n && d.Err() == nil; i++ {
-		r := d.Uvarint()
-		off[int(r)] = d.Varint()
+		r := int(d.Uvarint())
+		c.Offset[r] = d.Varint()
+		c.Err[r] = d.Varint()
 	}
-	if rest, err := d.Rest(); err != nil || len(rest) != 0 {
-		return nil, fmt.Errorf("internal error: the clock offsets process 0 gave: %v", cmp.Or(err, errors.New("bytes after them")))
-	}
-	return off, nil
 }
 
 // appendObserved appends to b what the process's observers saw of its
@@ -197,14 +202,7 @@ func (a *Analysis) appendObserved(b []byte, times bool) []byte {
 	for _, r := range rs {
 		b = r.AppendSpans(binary.AppendUvarint(b, uint64(r.Rank)))
 	}
-	c := &a.clocks.clocks
-	ranks := slices.Sorted(maps.Keys(c.Offset))
-	b = binary.AppendUvarint(b, uint64(len(ranks)))
-	for _, r := range ranks {
-		b = binary.AppendUvarint(b, uint64(r))
-		b = binary.AppendVarint(b, c.Offset[r])
-		b = binary.AppendVarint(b, c.Err[r])
-	}
+	b = appendClocks(b, &a.clocks.clocks)
 	if times {
 		t := spanTimes(ls, rs)
 		b = binary.AppendUvarint(b, uint64(len(t)))
@@ -233,12 +231,7 @@ func (a *Analysis) addObserved(parts [][]byte, times bool) error {
 		if a.regionRanks, d, err = readRanks(d, a.regionRanks, regions.SpansOf); err != nil {
 			return observedErr(p, err)
 		}
-		n := d.Uvarint()
-		for i := uint64(0); i < n && d.Err() == nil; i++ {
-			r := int(d.Uvarint())
-			a.clocks.clocks.Offset[r] = d.Varint()
-			a.clocks.clocks.Err[r] = d.Varint()
-		}
+		readClocks(d, &a.clocks.clocks)
 		if times {
 			n := d.Uvarint()
 			for i := uint64(0); i < n && d.Err() == nil; i++ {
