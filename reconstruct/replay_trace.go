@@ -145,7 +145,7 @@ func replayTrace(t *tracefmt.Trace, counted bool, windows int, replay func([]tra
 // on): with thousands of ranks the fixed cost of each is what counts, and
 // a rank's window is refilled only a few times (a short rank's events
 // fill a few KiB). Smaller windows cost reads of the spool, not decoding:
-// 256 bytes against 1 KiB made no difference in time measured on 16,384
+// 512 bytes against 1 KiB made no difference in time measured on 16,384
 // ranks.
 const manyRanks = 4096
 
