@@ -26,26 +26,22 @@ func ReplayTraceMeasured(t *tracefmt.Trace, offsets map[int]int64, opts Options)
 	return replayTrace(t, false, opts.Windows, func(srcs []tracefmt.Source) (*ReplayResult, error) { return ReplayMeasured(srcs, offsets, opts) })
 }
 
-// ReplayTracePart is ReplayPart of an opened trace directory: group id
-// reads the ranks of t.Files[bounds[id]:bounds[id+1]], counted in own
-// (OnRead told, the readers recorded); the others' files only give their
-// headers. The first group's result holds the replay's diagnostics only:
-// the trace's are every group's own's.
-func ReplayTracePart(t, own *tracefmt.Trace, bounds []int, id int, w ReplayWeights, opts Options, tr Transport) (*ReplayResult, error) {
-	return replayTracePart(t, own, bounds, id, w, opts, tr)
-}
-
 // ReplayTracePartMeasured is ReplayTracePart under measured weights, the
 // ranks' clocks aligned by offsets (ReplayGroupsMeasured's algorithm),
 // leaving t alone as ReplayTraceMeasured does: beside or after a
 // ReplayTracePart of t.
 func ReplayTracePartMeasured(t *tracefmt.Trace, bounds []int, id int, offsets map[int]int64, opts Options, tr Transport) (*ReplayResult, error) {
 	opts.measured = &measuredOffsets{offsets}
-	return replayTracePart(t, nil, bounds, id, nil, opts, tr)
+	return ReplayTracePart(t, nil, bounds, id, nil, opts, tr)
 }
 
-// replayTracePart is ReplayTracePart; own nil: uncounted (t left alone).
-func replayTracePart(t, own *tracefmt.Trace, bounds []int, id int, w ReplayWeights, opts Options, tr Transport) (*ReplayResult, error) {
+// ReplayTracePart is ReplayPart of an opened trace directory: group id
+// reads the ranks of t.Files[bounds[id]:bounds[id+1]], counted in own
+// (OnRead told, the readers recorded); the others' files only give their
+// headers. The first group's result holds the replay's diagnostics only:
+// the trace's are every group's own's. With own nil, the ranks are read
+// uncounted and t is left alone (ReplayTracePartMeasured).
+func ReplayTracePart(t, own *tracefmt.Trace, bounds []int, id int, w ReplayWeights, opts Options, tr Transport) (*ReplayResult, error) {
 	if len(bounds) < 2 || id < 0 || id+1 >= len(bounds) || bounds[len(bounds)-1] != len(t.Files) {
 		return nil, fmt.Errorf("internal error: reconstruct: group %d of bounds %v over %d files", id, bounds, len(t.Files))
 	}
