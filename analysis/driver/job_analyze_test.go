@@ -101,11 +101,7 @@ func jobAnalysis(t *testing.T, dir string, p int, o Options, wrap func(Exchange)
 		if wrap != nil {
 			x = wrap(x)
 		}
-		j, err := OpenJob(dir, x, nil)
-		if err != nil {
-			return err
-		}
-		prof, err := j.Profile()
+		j, prof, err := profiledJob(dir, x)
 		if err != nil {
 			return err
 		}
@@ -377,10 +373,7 @@ func TestJobMeasuredMPIError(t *testing.T) {
 			if x.Rank() == 1 {
 				x = failingAllgather{member: x.(member), at: at, calls: &n}
 			}
-			jx, jerr := OpenJob(dir, x, nil)
-			if jerr == nil {
-				_, jerr = jx.Profile()
-			}
+			jx, _, jerr := profiledJob(dir, x)
 			if jerr == nil {
 				var a *Analysis
 				if a, jerr = jx.Analyze(o); a != nil {

@@ -113,6 +113,17 @@ func (m member) Alltoall(send [][]byte) ([][]byte, error) {
 	return recv, nil
 }
 
+// profiledJob opens the job of member x on trace directory dir and makes
+// its profile (process 0's; nil elsewhere).
+func profiledJob(dir string, x Exchange) (*Job, *stats.Profile, error) {
+	j, err := OpenJob(dir, x, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	prof, err := j.Profile()
+	return j, prof, err
+}
+
 // runLocal runs f as each of p members of a local job, concurrently.
 func runLocal(p int, f func(x Exchange) error) []error {
 	j := newLocalJob(p)
@@ -199,11 +210,7 @@ func TestJobProfile(t *testing.T) {
 		var got *stats.Profile
 		var gotJob *Job
 		errs := runLocal(p, func(x Exchange) error {
-			j, err := OpenJob(dir, x, nil)
-			if err != nil {
-				return err
-			}
-			prof, err := j.Profile()
+			j, prof, err := profiledJob(dir, x)
 			if err != nil {
 				return err
 			}
