@@ -1788,6 +1788,9 @@ type walker struct {
 	ri   int32
 	item int64
 	coll *pendColl
+	// step is the operation step being found (emit does not keep it): one
+	// for the walk, not an allocation a step.
+	step ReplayStep
 }
 
 // pendColl is a collective's step waiting for its edge in.
@@ -1940,7 +1943,8 @@ func (k *walker) run() (done bool, err error) {
 			}
 			continue
 		}
-		st := ReplayStep{Kind: taskgraph.KindOp, Rank: r.rank,
+		st := &k.step
+		*st = ReplayStep{Kind: taskgraph.KindOp, Rank: r.rank,
 			Event: taskgraph.EventRef{Rank: r.rank, Index: rec.ev, Completion: int(rec.comp)},
 			Start: rec.start, End: rec.end, Bytes: int64(min(rec.bytes, math.MaxInt64)), Site: rec.site, SiteRank: r.rank,
 			ID: res.opID(int(r.idx), rec.op)}
@@ -1948,14 +1952,14 @@ func (k *walker) run() (done bool, err error) {
 		case itemMsg:
 			st.Cross, st.MsgBytes = true, int64(min(rec.mbytes, math.MaxInt64))
 			st.In = ReplayEdge{Kind: taskgraph.Message, Rank: r.rank, Bytes: st.MsgBytes, Cross: rec.xw, FromEvent: -1, ToEvent: -1}
-			if err := k.found(&st, int(rec.name)); err != nil {
+			if err := k.found(st, int(rec.name)); err != nil {
 				return false, err
 			}
 			k.ri, k.item = rec.from, int64(rec.fitem)
 		case itemCollIn:
 			st.Cross = true
 			st.In = ReplayEdge{Kind: taskgraph.CollOut, Rank: r.rank, Cross: rec.xw, FromSite: rec.psite, FromEvent: rec.pev, ToEvent: -1}
-			if err := k.found(&st, int(rec.name)); err != nil {
+			if err := k.found(st, int(rec.name)); err != nil {
 				return false, err
 			}
 			if err := k.collective(r.e, rec.from, rec.cw); err != nil {
@@ -1967,7 +1971,7 @@ func (k *walker) run() (done bool, err error) {
 				return false, err
 			}
 			st.In = in
-			if err := k.found(&st, int(rec.name)); err != nil {
+			if err := k.found(st, int(rec.name)); err != nil {
 				return false, err
 			}
 			k.item--
