@@ -1,6 +1,7 @@
 package tracefmt
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -142,8 +143,23 @@ func (c *cursor) spoolBlock(b *eventsBlock) (ok bool) {
 	if !ok {
 		return false
 	}
+	if cap(c.win) == 0 {
+		c.win = make([]byte, r.spool.windowSize()+rawSlack)
+	}
 	if b.f.codec == spec.CodecNone {
 		c.src, c.srcOff = r.ra, b.off+spec.BlockHeaderSize
+	} else if int(b.f.raw)+rawSlack <= cap(c.win) {
+		// The block fits the window: decompressed into it, not spooled
+		// (neither written to the spool nor read back).
+		out, err := decompressPooled(payload, int(b.f.raw), c.win[:0])
+		r.putPayloadBuf()
+		if err != nil {
+			r.diag(DataLoss, CodeUndecodableBlock, b.index, b.off, "decompressing events block: %v; thread %d: %s lost", err, c.thread, nEvents(b.count))
+			return false
+		}
+		c.buf, c.src, c.srcOff = out, heldBlock{}, 0
+		c.rawLen, c.winBase, c.refillAt = len(out), 0, math.MaxInt
+		return true
 	} else {
 		out, err := decompressPooled(payload, int(b.f.raw), scratch[:0])
 		scratch = out
@@ -160,10 +176,15 @@ func (c *cursor) spoolBlock(b *eventsBlock) (ok bool) {
 		c.src, c.srcOff = r.spool, off
 	}
 	c.rawLen = int(b.f.raw)
-	if cap(c.win) == 0 {
-		c.win = make([]byte, r.spool.windowSize())
-	}
 	return c.fill(0)
+}
+
+// heldBlock is the source of a block held whole in a cursor's window,
+// which is never read again.
+type heldBlock struct{}
+
+func (heldBlock) ReadAt([]byte, int64) (int, error) {
+	return 0, errors.New("internal error: tracefmt: a block held in its window was read again")
 }
 
 // fill moves a spooling cursor's window to start at byte from of its

@@ -88,6 +88,11 @@ func TestSpoolSame(t *testing.T) {
 	small := NewSpool(t.TempDir())
 	defer small.Close()
 	small.SetWindow(1)
+	// Windows as large as the blocks: the compressed blocks are held whole
+	// in their windows, none spooled.
+	wide := NewSpool(t.TempDir())
+	defer wide.Close()
+	wide.SetWindow(1 << 20)
 	for _, n := range names {
 		want := readCanonical(t, inputs[n], ReaderOptions{}, nil)
 		if got := readCanonical(t, inputs[n], ReaderOptions{}, sp); got != want {
@@ -96,9 +101,15 @@ func TestSpoolSame(t *testing.T) {
 		if got := readCanonical(t, inputs[n], ReaderOptions{}, small); got != want {
 			t.Errorf("%s: spooled reading with the smallest windows differs:\n%s", n, firstDiff(got, want))
 		}
+		if got := readCanonical(t, inputs[n], ReaderOptions{}, wide); got != want {
+			t.Errorf("%s: spooled reading with windows as large as the blocks differs:\n%s", n, firstDiff(got, want))
+		}
 	}
 	if sp.Size() == 0 || small.Size() == 0 {
 		t.Error("nothing spooled")
+	}
+	if wide.Size() != 0 {
+		t.Errorf("%d bytes spooled with windows as large as the blocks, want none", wide.Size())
 	}
 }
 
