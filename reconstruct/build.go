@@ -1,10 +1,12 @@
 package reconstruct
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
@@ -30,6 +32,17 @@ type Options struct {
 	// hold of their blocks, in bytes for all of them (32 MiB when 0): two
 	// replays at once take half each.
 	Windows int
+	// Stop, when set, stops a streaming replay soon after it turns true
+	// (within 65,536 events read): the replay returns ErrStopped. A
+	// replay started on the chance that its result is wanted is stopped
+	// so once it is known not to be.
+	Stop *atomic.Bool
+	// Partial, when set, is called by a streaming replay every 65,536
+	// events read with what it found so far: the longest path to a rank's
+	// last operation replayed (the largest path value, in ns), and the
+	// longest time a rank ran to it, as recorded (from the end of its
+	// MPI_Init to the end of that operation; 0 before any).
+	Partial func(path float64, run int64)
 
 	// owns, when set, says which ranks (by index) an engine of a
 	// partitioned replay replays (replay_part.go): only they get an
@@ -43,6 +56,9 @@ type Options struct {
 	// (ReplayMeasured's).
 	measured *measuredOffsets
 }
+
+// ErrStopped is the error of a streaming replay stopped by Options.Stop.
+var ErrStopped = errors.New("reconstruct: the replay was stopped")
 
 // measuredOffsets are the clock offsets of a replay under measured
 // weights: ns to add to a rank's clock to get rank 0's.

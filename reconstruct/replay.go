@@ -1309,11 +1309,33 @@ func (e *engine) read(r *streamRank, n int) bool {
 		if r.observe != nil {
 			r.observe(ev)
 		}
-		if e.events++; replayEvery != nil && e.events&0xffff == 0 {
-			replayEvery()
+		if e.events++; e.events&0xffff == 0 {
+			if replayEvery != nil {
+				replayEvery()
+			}
+			if e.opts.Partial != nil {
+				e.partial()
+			}
+			if stop := e.opts.Stop; stop != nil && stop.Load() {
+				e.err = ErrStopped
+			}
 		}
 	}
 	return !r.done && e.err == nil
+}
+
+// partial tells Options.Partial what the replay found so far.
+func (e *engine) partial() {
+	var path float64
+	var run int64
+	for _, r := range e.ranks {
+		if r.remote || r.k == 0 || !r.hasInit {
+			continue
+		}
+		path = max(path, r.val)
+		run = max(run, r.lastEnd-r.initRec)
+	}
+	e.opts.Partial(path, run)
 }
 
 // finishRank ends the rank's reading.

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mpitrace/mpitrace/analysis/critpath"
@@ -828,6 +829,44 @@ func TestReplayTrace(t *testing.T) {
 	}
 	if n < 11 {
 		t.Errorf("only %d traces", n)
+	}
+}
+
+// TestReplayStop: a replay whose Options.Stop turns true stops within
+// 65,536 events with ErrStopped, under either weighting; one never told
+// runs to the end.
+func TestReplayStop(t *testing.T) {
+	dir := t.TempDir()
+	if err := testgen.Halo(4, 20_000, 5).WriteDir(dir); err != nil { // 400,000 events
+		t.Fatal(err)
+	}
+	for _, measured := range []bool{false, true} {
+		for _, stopped := range []bool{false, true} {
+			tr, err := tracefmt.OpenDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stop atomic.Bool
+			stop.Store(stopped)
+			var res *reconstruct.ReplayResult
+			if measured {
+				res, err = reconstruct.ReplayTraceMeasured(tr, nil, reconstruct.Options{Stop: &stop})
+			} else {
+				res, err = reconstruct.ReplayTrace(tr, replayWeights{}, reconstruct.Options{Stop: &stop})
+			}
+			switch {
+			case stopped && !errors.Is(err, reconstruct.ErrStopped):
+				t.Errorf("measured %v: stopped at once: %v, want ErrStopped", measured, err)
+			case !stopped && err != nil:
+				t.Errorf("measured %v: %v", measured, err)
+			}
+			if res != nil {
+				if stopped {
+					t.Errorf("measured %v: a result from a stopped replay", measured)
+				}
+				res.Close()
+			}
+		}
 	}
 }
 
