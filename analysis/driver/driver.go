@@ -209,9 +209,8 @@ func (a *Analysis) replay(o Options) (err error) {
 	var merr error
 	var offsets map[int]int64
 	var wg sync.WaitGroup
-	windows := 0 // the replay's default
-	if o.Measured && len(t.Files) <= besideRanks {
-		windows = replayWindows / 2 // two replays at once
+	var stop atomic.Bool
+	measured := func(windows int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -219,24 +218,60 @@ func (a *Analysis) replay(o Options) (err error) {
 			// clock synchronisation at MPI_Init is read to its end.
 			offsets = ClockOffsets(t).Offset
 			mres, merr = safely(func() (*reconstruct.ReplayResult, error) {
-				return reconstruct.ReplayTraceMeasured(t, offsets, reconstruct.Options{Filtered: filtered, Windows: windows})
+				return reconstruct.ReplayTraceMeasured(t, offsets, reconstruct.Options{Filtered: filtered, Windows: windows, Stop: &stop})
 			})
 		}()
 	}
+	mo := reconstruct.Options{Filtered: filtered, Observe: a.observer(o)}
+	// The "why" block's measured replay starts beside the model's once
+	// the model's path so far is far below the run so far (as on most
+	// real traces: the block will be needed), and is stopped if the whole
+	// path says it is not.
+	guess := !o.Measured && o.Why && runtime.GOMAXPROCS(0) > 1 && len(t.Files) <= besideRanks
+	started := false
+	switch {
+	case o.Measured && len(t.Files) <= besideRanks:
+		mo.Windows = replayWindows / 2 // two replays at once
+		measured(mo.Windows)
+		started = true
+	case guess:
+		mo.Partial = func(path float64, run int64) {
+			if !started && run > 0 && (&critpath.Summary{Measured: run}).NeedsWhy(path) {
+				started = true
+				measured(replayWindows / 2)
+			}
+		}
+	}
 	res, err := safely(func() (*reconstruct.ReplayResult, error) {
-		return replayTrace(t, critpath.ModelWeights(a.Model), reconstruct.Options{Filtered: filtered, Observe: a.observer(o), Windows: windows})
+		return replayTrace(t, critpath.ModelWeights(a.Model), mo)
 	})
+	var steps *critpath.StepPath
+	if err == nil {
+		steps = critpath.ReplayPath(res, critpath.WeightsModel, a.Model, nil)
+		if guess && !(&critpath.Summary{Measured: steps.RunTime}).NeedsWhy(steps.Length) {
+			stop.Store(true)
+		}
+	} else {
+		stop.Store(true)
+	}
 	wg.Wait()
+	if stop.Load() && mres != nil {
+		mres.Close()
+		mres = nil
+	}
 	if err != nil {
 		if mres != nil {
 			mres.Close()
 		}
 		return err
 	}
+	if besideGuessed != nil && guess {
+		besideGuessed(started, mres != nil)
+	}
 	a.replays = append(a.replays, res)
 	a.Diags = res.Diags
 	a.Note = filterNote(t, a.Diags)
-	a.Steps = critpath.ReplayPath(res, critpath.WeightsModel, a.Model, nil)
+	a.Steps = steps
 	switch {
 	case mres == nil:
 	case merr == nil && maps.Equal(offsets, a.clocks.clocks.Offset):
@@ -247,6 +282,11 @@ func (a *Analysis) replay(o Options) (err error) {
 	}
 	return nil
 }
+
+// besideGuessed, when set (by tests), is told whether a measured replay
+// for the "why" block started beside the model's, and whether it was
+// kept or stopped as not needed.
+var besideGuessed func(started, kept bool)
 
 // besideRanks is the most ranks whose measured replay runs beside the
 // model's: two replays at once hold every rank's state twice (about 10 KB

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -279,6 +280,109 @@ func TestReplayPanic(t *testing.T) {
 	}
 	if _, err := a.MeasuredPath(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestWhyBeside: for the "why" block, the measured replay starts beside
+// the model's once the model's path so far is far below the run so far,
+// is kept when the whole path is too and stopped when not, and the
+// summary is the one the measured replay after the model's gives.
+func TestWhyBeside(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	dirs, _ := filepath.Glob(filepath.Join("..", "..", "fixtures", "traces", "v5", "*"))
+	// 4 ranks in a ring x 8,000 iterations (96,000 events): 1 us of
+	// computation and an exchange whose MPI_Waitall takes 100 us, which
+	// the model weighs at a few: the path is far below the run. Then the
+	// same with 10 s of computation before MPI_Finalize, which the path
+	// holds; and the generator's halo (the path near the run).
+	ring := func(name string, last int64) string {
+		b := testgen.New(4)
+		for r := range 4 {
+			b.Rank(r).Call("MPI_Init")
+		}
+		for range 8_000 {
+			for r := range 4 {
+				rk := b.Rank(r)
+				rk.Compute(1000)
+				q1 := rk.Irecv(int64((r+3)%4), 0, 8)
+				q2 := rk.Isend(int64((r+1)%4), 0, 8)
+				rk.Dur = 100_000
+				rk.Waitall(q1, q2)
+				rk.Dur = 500
+			}
+		}
+		b.Rank(0).Compute(last)
+		for r := range 4 {
+			b.Rank(r).Call("MPI_Finalize")
+		}
+		dir := filepath.Join(t.TempDir(), name)
+		if err := b.WriteDir(dir); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	halo := filepath.Join(t.TempDir(), "halo")
+	if err := testgen.Halo(4, 5_000, 3).WriteDir(halo); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		dir           string
+		started, kept bool
+	}{
+		{ring("waits", 0), true, true},
+		{ring("waits-then-work", 10_000_000_000), true, false},
+		{halo, false, false},
+	}
+	for _, d := range dirs {
+		cases = append(cases, struct {
+			dir           string
+			started, kept bool
+		}{d, false, false}) // under 65,536 events: told nothing before the end
+	}
+	why := func(dir string, guess bool) (sum string, started, kept bool, told int) {
+		t.Helper()
+		old := besideRanks
+		if !guess {
+			besideRanks = -1
+		}
+		besideGuessed = func(s, k bool) { told++; started, kept = s, k }
+		defer func() { besideRanks, besideGuessed = old, nil }()
+		a, err := Analyze(open(t, dir), Options{Stream: true, Why: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		if a.Graph != nil {
+			t.Fatalf("%s: the replay declined the trace", dir)
+		}
+		sm, err := a.Report(a.Steps, nil, critpath.Microsecond, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Explain(sm); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(sm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b), started, kept, told
+	}
+	for _, c := range cases {
+		after, _, _, told := why(c.dir, false)
+		if told > 0 {
+			t.Errorf("%s: a measured replay guessed beside the model's with besideRanks -1", c.dir)
+		}
+		beside, started, kept, told := why(c.dir, true)
+		if told != 1 || started != c.started || kept != c.kept {
+			t.Errorf("%s: told %d times: started %v, kept %v; want once, %v, %v", c.dir, told, started, kept, c.started, c.kept)
+		}
+		if beside != after {
+			t.Errorf("%s: the summary with the measured replay beside:\n%s\nafter:\n%s", c.dir, beside, after)
+		}
+		if has := strings.Contains(after, `"why"`); started && kept != has {
+			t.Errorf("%s: the measured replay beside kept %v, the summary's why block %v", c.dir, kept, has)
+		}
 	}
 }
 
