@@ -486,12 +486,13 @@ func (t *Trace) keep(results []rankResult) error {
 // end, at most one per rank), as ForEachRank does for its own.
 func (t *Trace) Record(readers []*RankReader) {
 	results := make([]rankResult, len(t.Files))
+	at := make(map[int]int, len(t.Files))
+	for i := len(t.Files) - 1; i >= 0; i-- {
+		at[t.Files[i].Rank] = i // the first file of a rank, as a search would find
+	}
 	for _, r := range readers {
-		for i, f := range t.Files {
-			if f.Rank == r.Rank() {
-				results[i].found(r)
-				break
-			}
+		if i, ok := at[r.Rank()]; ok {
+			results[i].found(r)
 		}
 	}
 	t.keep(results)
