@@ -41,7 +41,9 @@ type Options struct {
 	// events read with what it found so far: the longest path to a rank's
 	// last operation replayed (the largest path value, in ns), and the
 	// longest time a rank ran to it, as recorded (from the end of its
-	// MPI_Init to the end of that operation; 0 before any).
+	// MPI_Init to the end of that operation; 0 before any). It is called
+	// in the replay's goroutine; in a partitioned replay (ReplayGroups),
+	// by each group's, concurrently, for its own ranks.
 	Partial func(path float64, run int64)
 
 	// owns, when set, says which ranks (by index) an engine of a

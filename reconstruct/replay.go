@@ -1316,7 +1316,7 @@ func (e *engine) read(r *streamRank, n int) bool {
 			if e.opts.Partial != nil {
 				e.partial()
 			}
-			if stop := e.opts.Stop; stop != nil && stop.Load() {
+			if stop := e.opts.Stop; stop != nil && stop.Load() && e.err == nil {
 				e.err = ErrStopped
 			}
 		}

@@ -832,37 +832,62 @@ func TestReplayTrace(t *testing.T) {
 	}
 }
 
-// TestReplayStop: a replay whose Options.Stop turns true stops within
-// 65,536 events with ErrStopped, under either weighting; one never told
-// runs to the end.
+// TestReplayStop: a replay whose Options.Stop is true from the start, or
+// turns true in its Options.Partial, stops there with ErrStopped, under
+// either weighting; one never told runs to the end and finds what a
+// replay without Stop finds. Partial is told growing figures.
 func TestReplayStop(t *testing.T) {
 	dir := t.TempDir()
 	if err := testgen.Halo(4, 20_000, 5).WriteDir(dir); err != nil { // 400,000 events
 		t.Fatal(err)
 	}
+	replay := func(measured bool, o reconstruct.Options) (*reconstruct.ReplayResult, error) {
+		tr, err := tracefmt.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if measured {
+			return reconstruct.ReplayTraceMeasured(tr, nil, o)
+		}
+		return reconstruct.ReplayTrace(tr, replayWeights{}, o)
+	}
 	for _, measured := range []bool{false, true} {
-		for _, stopped := range []bool{false, true} {
-			tr, err := tracefmt.OpenDir(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+		plain, err := replay(measured, reconstruct.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain.Close()
+		for _, when := range []string{"never", "at once", "at the second call"} {
 			var stop atomic.Bool
-			stop.Store(stopped)
-			var res *reconstruct.ReplayResult
-			if measured {
-				res, err = reconstruct.ReplayTraceMeasured(tr, nil, reconstruct.Options{Stop: &stop})
-			} else {
-				res, err = reconstruct.ReplayTrace(tr, replayWeights{}, reconstruct.Options{Stop: &stop})
-			}
+			stop.Store(when == "at once")
+			calls := 0
+			var lastPath float64
+			var lastRun int64
+			o := reconstruct.Options{Stop: &stop, Partial: func(path float64, run int64) {
+				calls++
+				if path <= 0 || run <= 0 || path < lastPath || run < lastRun {
+					t.Errorf("measured %v: call %d of Partial: path %v, run %d after %v, %d", measured, calls, path, run, lastPath, lastRun)
+				}
+				lastPath, lastRun = path, run
+				if when == "at the second call" && calls == 2 {
+					stop.Store(true)
+				}
+			}}
+			res, err := replay(measured, o)
+			want := map[string]int{"never": 400_000 >> 16, "at once": 1, "at the second call": 2}[when]
 			switch {
-			case stopped && !errors.Is(err, reconstruct.ErrStopped):
-				t.Errorf("measured %v: stopped at once: %v, want ErrStopped", measured, err)
-			case !stopped && err != nil:
+			case when != "never" && !errors.Is(err, reconstruct.ErrStopped):
+				t.Errorf("measured %v: stopped %s: %v, want ErrStopped", measured, when, err)
+			case when == "never" && err != nil:
 				t.Errorf("measured %v: %v", measured, err)
+			case calls != want:
+				t.Errorf("measured %v: stopped %s: Partial called %d times, want %d", measured, when, calls, want)
 			}
 			if res != nil {
-				if stopped {
-					t.Errorf("measured %v: a result from a stopped replay", measured)
+				if when != "never" {
+					t.Errorf("measured %v: a result from a replay stopped %s", measured, when)
+				} else if res.Length != plain.Length {
+					t.Errorf("measured %v: length %v with Stop never set, %v without", measured, res.Length, plain.Length)
 				}
 				res.Close()
 			}

@@ -210,16 +210,27 @@ func (a *Analysis) replay(o Options) (err error) {
 	var offsets map[int]int64
 	var wg sync.WaitGroup
 	var stop atomic.Bool
-	measured := func(windows int) {
+	stopped := false // the measured replay beside stopped before its end
+	measured := func() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if besideHold != nil {
+				besideHold(&stop)
+			}
+			if stopped = stop.Load(); stopped {
+				return
+			}
 			// The offsets while the model's replay runs: a log without a
 			// clock synchronisation at MPI_Init is read to its end.
 			offsets = ClockOffsets(t).Offset
+			if stopped = stop.Load(); stopped {
+				return
+			}
 			mres, merr = safely(func() (*reconstruct.ReplayResult, error) {
-				return reconstruct.ReplayTraceMeasured(t, offsets, reconstruct.Options{Filtered: filtered, Windows: windows, Stop: &stop})
+				return reconstruct.ReplayTraceMeasured(t, offsets, reconstruct.Options{Filtered: filtered, Windows: replayWindows / 2, Stop: &stop})
 			})
+			stopped = errors.Is(merr, reconstruct.ErrStopped)
 		}()
 	}
 	mo := reconstruct.Options{Filtered: filtered, Observe: a.observer(o)}
@@ -232,13 +243,15 @@ func (a *Analysis) replay(o Options) (err error) {
 	switch {
 	case o.Measured && len(t.Files) <= besideRanks:
 		mo.Windows = replayWindows / 2 // two replays at once
-		measured(mo.Windows)
+		measured()
 		started = true
 	case guess:
+		mo.Windows = replayWindows / 2 // two replays at once, maybe
+		// Called in the replay's goroutine: replayTrace runs one engine.
 		mo.Partial = func(path float64, run int64) {
 			if !started && run > 0 && (&critpath.Summary{Measured: run}).NeedsWhy(path) {
 				started = true
-				measured(replayWindows / 2)
+				measured()
 			}
 		}
 	}
@@ -266,7 +279,7 @@ func (a *Analysis) replay(o Options) (err error) {
 		return err
 	}
 	if besideGuessed != nil && guess {
-		besideGuessed(started, mres != nil)
+		besideGuessed(started, mres != nil, stopped)
 	}
 	a.replays = append(a.replays, res)
 	a.Diags = res.Diags
@@ -284,9 +297,13 @@ func (a *Analysis) replay(o Options) (err error) {
 }
 
 // besideGuessed, when set (by tests), is told whether a measured replay
-// for the "why" block started beside the model's, and whether it was
-// kept or stopped as not needed.
-var besideGuessed func(started, kept bool)
+// for the "why" block started beside the model's, whether it was kept,
+// and whether it was stopped before its end; besideHold, when set, is
+// called first in the goroutine of a measured replay beside the model's.
+var (
+	besideGuessed func(started, kept, stopped bool)
+	besideHold    func(stop *atomic.Bool)
+)
 
 // besideRanks is the most ranks whose measured replay runs beside the
 // model's: two replays at once hold every rank's state twice (about 10 KB

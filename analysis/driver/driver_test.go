@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mpitrace/mpitrace/analysis/baseline"
 	"github.com/mpitrace/mpitrace/analysis/critpath"
@@ -325,28 +326,37 @@ func TestWhyBeside(t *testing.T) {
 	if err := testgen.Halo(4, 5_000, 3).WriteDir(halo); err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		dir           string
-		started, kept bool
-	}{
-		{ring("waits", 0), true, true},
-		{ring("waits-then-work", 10_000_000_000), true, false},
-		{halo, false, false},
+	type whyCase struct {
+		dir                    string
+		started, kept, stopped bool
+	}
+	cases := []whyCase{
+		{ring("waits", 0), true, true, false},
+		// Held until the model's path says it is not needed: stopped
+		// before it reads (Options.Stop within the replay:
+		// reconstruct.TestReplayStop).
+		{ring("waits-then-work", 10_000_000_000), true, false, true},
+		{halo, false, false, false},
 	}
 	for _, d := range dirs {
-		cases = append(cases, struct {
-			dir           string
-			started, kept bool
-		}{d, false, false}) // under 65,536 events: told nothing before the end
+		cases = append(cases, whyCase{d, false, false, false}) // under 65,536 events: told nothing before the end
 	}
-	why := func(dir string, guess bool) (sum string, started, kept bool, told int) {
+	why := func(c whyCase, guess bool) (sum string, got whyCase, told int) {
 		t.Helper()
+		dir := c.dir
 		old := besideRanks
 		if !guess {
 			besideRanks = -1
 		}
-		besideGuessed = func(s, k bool) { told++; started, kept = s, k }
-		defer func() { besideRanks, besideGuessed = old, nil }()
+		besideGuessed = func(s, k, st bool) { told++; got = whyCase{dir, s, k, st} }
+		if c.stopped {
+			besideHold = func(stop *atomic.Bool) {
+				for deadline := time.Now().Add(time.Minute); !stop.Load() && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}
+		defer func() { besideRanks, besideGuessed, besideHold = old, nil, nil }()
 		a, err := Analyze(open(t, dir), Options{Stream: true, Why: true})
 		if err != nil {
 			t.Fatal(err)
@@ -366,22 +376,22 @@ func TestWhyBeside(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return string(b), started, kept, told
+		return string(b), got, told
 	}
 	for _, c := range cases {
-		after, _, _, told := why(c.dir, false)
+		after, _, told := why(c, false)
 		if told > 0 {
 			t.Errorf("%s: a measured replay guessed beside the model's with besideRanks -1", c.dir)
 		}
-		beside, started, kept, told := why(c.dir, true)
-		if told != 1 || started != c.started || kept != c.kept {
-			t.Errorf("%s: told %d times: started %v, kept %v; want once, %v, %v", c.dir, told, started, kept, c.started, c.kept)
+		beside, got, told := why(c, true)
+		if told != 1 || got != c {
+			t.Errorf("%s: told %d times: %+v; want once, %+v", c.dir, told, got, c)
 		}
 		if beside != after {
 			t.Errorf("%s: the summary with the measured replay beside:\n%s\nafter:\n%s", c.dir, beside, after)
 		}
-		if has := strings.Contains(after, `"why"`); started && kept != has {
-			t.Errorf("%s: the measured replay beside kept %v, the summary's why block %v", c.dir, kept, has)
+		if has := strings.Contains(after, `"why"`); got.started && got.kept != has {
+			t.Errorf("%s: the measured replay beside kept %v, the summary's why block %v", c.dir, got.kept, has)
 		}
 	}
 }
