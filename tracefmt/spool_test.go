@@ -93,6 +93,15 @@ func TestSpoolSame(t *testing.T) {
 	wide := NewSpool(t.TempDir())
 	defer wide.Close()
 	wide.SetWindow(1 << 20)
+	// Windows between: a reader's cursor holds some blocks whole and
+	// spools others, one after the other.
+	var between []*Spool
+	for _, w := range []int{512, 1024} {
+		sp := NewSpool(t.TempDir())
+		defer sp.Close()
+		sp.SetWindow(w)
+		between = append(between, sp)
+	}
 	for _, n := range names {
 		want := readCanonical(t, inputs[n], ReaderOptions{}, nil)
 		if got := readCanonical(t, inputs[n], ReaderOptions{}, sp); got != want {
@@ -103,6 +112,11 @@ func TestSpoolSame(t *testing.T) {
 		}
 		if got := readCanonical(t, inputs[n], ReaderOptions{}, wide); got != want {
 			t.Errorf("%s: spooled reading with windows as large as the blocks differs:\n%s", n, firstDiff(got, want))
+		}
+		for _, sp := range between {
+			if got := readCanonical(t, inputs[n], ReaderOptions{}, sp); got != want {
+				t.Errorf("%s: spooled reading with windows of %d bytes differs:\n%s", n, sp.windowSize(), firstDiff(got, want))
+			}
 		}
 	}
 	if sp.Size() == 0 || small.Size() == 0 {
