@@ -353,3 +353,73 @@ func TestReadHeaderSkipsEarlierBlocks(t *testing.T) {
 	}
 	findDiag(t, r.Diagnostics(), CodeUnrecognisedBytes)
 }
+
+// TestOnlyEnds: a reader told OnlyEnds delivers, of each thread, the
+// events of its first and last events blocks, in the order a full read
+// delivers them, with nothing counted lost and the same diagnostics.
+func TestOnlyEnds(t *testing.T) {
+	s := newStream()
+	for i := 0; i < 300; i++ {
+		ev := call(spec.Send, i%3/2, int64(i%7), 3) // threads 0 and 1, 2:1
+		ev.F[spec.Peer] = int64(i % 4)
+		ev.F[spec.Tag] = int64(i)
+		ev.F[spec.Bytes] = int64(i * 100)
+		s.add(ev)
+	}
+	for _, c := range []Compression{Zstd, NoCompression} {
+		data := writeFile(t, 3, 4, s.evs, &WriterOptions{BlockSize: 80, Compression: c}, nil)
+		read := func(ends bool) (lines []string, keep map[int][2][2]uint64, diags string) {
+			r, err := NewRankReader(bytes.NewReader(data), "x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			keep = map[int][2][2]uint64{}
+			for _, c := range r.cursors {
+				if len(c.blocks) < 4 {
+					t.Fatalf("thread %d has %d blocks, want several", c.thread, len(c.blocks))
+				}
+				f, l := &r.blocks[c.blocks[0]], &r.blocks[c.blocks[len(c.blocks)-1]]
+				keep[c.thread] = [2][2]uint64{{f.seq, f.seq + f.count}, {l.seq, l.seq + l.count}}
+			}
+			if ends {
+				r.OnlyEnds()
+			}
+			seq := map[int]uint64{}
+			for r.Next() {
+				ev := r.Event()
+				line := fmt.Sprintf("%d %d %d %d %v", ev.Thread, seq[ev.Thread], ev.Start, ev.End, ev.F)
+				seq[ev.Thread]++
+				if ends {
+					line = fmt.Sprintf("%d %d %d %d %v", ev.Thread, -1, ev.Start, ev.End, ev.F)
+				}
+				if l := r.Lost(); l.Events != 0 {
+					t.Errorf("ends %v: %v lost before %s", ends, l, line)
+				}
+				lines = append(lines, line)
+			}
+			if r.Err() != nil || r.Lost().Events != 0 {
+				t.Errorf("ends %v: err %v, lost at the end %v", ends, r.Err(), r.Lost())
+			}
+			return lines, keep, fmt.Sprint(r.Diagnostics().All())
+		}
+		all, keep, diags := read(false)
+		var want []string
+		for _, l := range all {
+			var th int
+			var k uint64
+			fmt.Sscanf(l, "%d %d", &th, &k)
+			if b := keep[th]; k >= b[0][0] && k < b[0][1] || k >= b[1][0] && k < b[1][1] {
+				_, rest, _ := strings.Cut(l[len(fmt.Sprint(th))+1:], " ")
+				want = append(want, fmt.Sprintf("%d %d %s", th, -1, rest))
+			}
+		}
+		got, _, gotDiags := read(true)
+		if len(want) == 0 || len(want) >= len(all) || strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("compression %v: %d events of %d with only the ends:\n%s\nwant %d:\n%s", c, len(got), len(all), strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
+		}
+		if gotDiags != diags {
+			t.Errorf("compression %v: diagnostics %s, want %s", c, gotDiags, diags)
+		}
+	}
+}

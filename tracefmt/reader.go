@@ -927,12 +927,29 @@ func (r *RankReader) finishScan() {
 	}
 }
 
+// OnlyEnds makes each thread's stream hold only its first and its last
+// events blocks: the blocks between are left out, neither delivered nor
+// counted lost. It is for a reader of what a log says at its start and at
+// its end (its clock synchronisations) without reading it all. Call it
+// before the first Next.
+func (r *RankReader) OnlyEnds() {
+	for _, c := range r.cursors {
+		if n := len(c.blocks); n > 2 && c.bi == 0 && c.blk == nil {
+			c.blocks = []int{c.blocks[0], c.blocks[n-1]}
+			c.ends = true
+		}
+	}
+}
+
 // cursor decodes one thread's events, one block at a time.
 type cursor struct {
-	r       *RankReader
-	thread  int
-	blocks  []int // indices into r.blocks, file order
-	bi      int   // next block to load
+	r      *RankReader
+	thread int
+	blocks []int // indices into r.blocks, file order
+	bi     int   // next block to load
+	// ends: the blocks between the first and the last were left out
+	// (RankReader.OnlyEnds), not lost.
+	ends    bool
 	blk     *eventsBlock
 	buf     []byte // raw payload of the current block (a window of it, spooling)
 	pos     int    // in buf
@@ -1047,6 +1064,15 @@ func (c *cursor) start(b *eventsBlock) {
 	c.left = b.count
 	c.n = 0
 	c.prevEnd = b.base
+	if c.ends && c.bi == len(c.blocks) {
+		// The blocks left out are not lost, but what the first lost is.
+		first := &c.r.blocks[c.blocks[0]]
+		if end := first.seq + first.count; c.expect < end && b != first {
+			c.lose(end-c.expect, b.index)
+			c.expect = end
+		}
+		c.expect = max(c.expect, b.seq)
+	}
 	if b.seq > c.expect {
 		c.lose(b.seq-c.expect, b.index)
 	}
