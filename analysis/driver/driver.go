@@ -342,9 +342,13 @@ func safely(replay func() (*reconstruct.ReplayResult, error)) (res *reconstruct.
 
 // ClockOffsets reads each rank's clock offset to rank 0 and its
 // uncertainty as the analysis observes them (its MPI_Init clock
-// synchronisation, else its first), reading each log only as far as that
-// (its first events, for a recorder that synchronises at MPI_Init). A
-// rank whose log cannot be read has none.
+// synchronisation, else its first), reading only the first and the last
+// events block of each log (tracefmt.RankReader.OnlyEnds), and of the
+// first only as far as the MPI_Init synchronisation: the recorder
+// synchronises in MPI_Init and in MPI_Finalize, and a log without either
+// is not read through. A synchronisation elsewhere in a log without one in
+// MPI_Init is missed: the caller checks against what the analysis
+// observed. A rank whose log cannot be read has none.
 func ClockOffsets(t *tracefmt.Trace) *critpath.Clocks {
 	c := newClockObserver()
 	for _, f := range t.Files {
@@ -352,6 +356,7 @@ func ClockOffsets(t *tracefmt.Trace) *critpath.Clocks {
 		if err != nil {
 			continue
 		}
+		rr.OnlyEnds()
 		see := c.observe(rr.Header())
 		for rr.Next() {
 			if ev := rr.Event(); ev.Kind == spec.ClockSync {

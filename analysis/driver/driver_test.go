@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/stats"
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
@@ -393,6 +395,57 @@ func TestWhyBeside(t *testing.T) {
 		if has := strings.Contains(after, `"why"`); got.started && got.kept != has {
 			t.Errorf("%s: the measured replay beside kept %v, the summary's why block %v", c.dir, got.kept, has)
 		}
+	}
+}
+
+// TestClockOffsets: ClockOffsets, which reads only the ends of the logs,
+// finds the offsets the analysis observes reading them whole, on every
+// stored trace and on logs of many blocks whose one synchronisation is in
+// MPI_Init, in MPI_Finalize, or none; a synchronisation in the middle of a
+// log without one in MPI_Init it does not find (the replay beside is
+// then dropped: TestMeasuredAfter's paths are the same).
+func TestClockOffsets(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join("..", "..", "fixtures", "traces", "v*", "*"))
+	gen := func(name string, at int) string {
+		b := testgen.New(3)
+		b.Options.BlockSize = 256
+		for r := range 3 {
+			rk := b.Rank(r)
+			rk.Call("MPI_Init")
+			if at == 0 {
+				rk.ClockSync(spec.PhaseInit, int64(1000*r), 5)
+			}
+			for i := range 300 {
+				rk.Compute(100).Call("MPI_Comm_rank")
+				if at == 1 && i == 150 {
+					rk.ClockSync(spec.PhaseInit+1, int64(2000*r), 5) // not MPI_Init's
+				}
+			}
+			if at == 2 {
+				rk.ClockSync(spec.PhaseFinalize, int64(3000*r), 5)
+			}
+			rk.Call("MPI_Finalize")
+		}
+		dir := filepath.Join(t.TempDir(), name)
+		if err := b.WriteDir(dir); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	cases := map[string]bool{gen("init", 0): true, gen("middle", 1): false, gen("finalize", 2): true, gen("none", -1): true}
+	for _, d := range dirs {
+		cases[d] = true
+	}
+	for dir, same := range cases {
+		a, err := Analyze(open(t, dir), Options{Stream: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := ClockOffsets(a.Trace), a.clocks.clocks
+		if eq := maps.Equal(got.Offset, want.Offset) && maps.Equal(got.Err, want.Err); eq != same {
+			t.Errorf("%s: offsets %v, errors %v; the analysis observed %v, %v (want the same: %v)", dir, got.Offset, got.Err, want.Offset, want.Err, same)
+		}
+		a.Close()
 	}
 }
 
