@@ -356,7 +356,8 @@ func TestReadHeaderSkipsEarlierBlocks(t *testing.T) {
 
 // TestOnlyEnds: a reader told OnlyEnds delivers, of each thread, the
 // events of its first and last events blocks, in the order a full read
-// delivers them, with nothing counted lost and the same diagnostics.
+// delivers them, with nothing counted lost and the same diagnostics; when
+// its first or last block fails to load, it loses what a full read loses.
 func TestOnlyEnds(t *testing.T) {
 	s := newStream()
 	for i := 0; i < 300; i++ {
@@ -420,6 +421,36 @@ func TestOnlyEnds(t *testing.T) {
 		}
 		if gotDiags != diags {
 			t.Errorf("compression %v: diagnostics %s, want %s", c, gotDiags, diags)
+		}
+		// A last block (or a first) that fails its second read: what it
+		// held is lost, as in a full read, and nothing of the blocks left
+		// out.
+		for _, which := range []string{"first", "last"} {
+			lost := func(ends bool) uint64 {
+				d := bytes.Clone(data)
+				r, err := NewRankReader(bytes.NewReader(d), "x")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				c0 := r.cursors[0]
+				b := &r.blocks[c0.blocks[0]]
+				if which == "last" {
+					b = &r.blocks[c0.blocks[len(c0.blocks)-1]]
+				}
+				d[b.off+spec.BlockHeaderSize+int64(b.f.stored)/2] ^= 0x10 // changed after the scan
+				if ends {
+					r.OnlyEnds()
+				}
+				var n uint64
+				for r.Next() {
+					n += r.Lost().Events
+				}
+				return n + r.Lost().Events
+			}
+			if full, ends := lost(false), lost(true); full == 0 || ends != full {
+				t.Errorf("compression %v: the %s block of thread 0 changed: %d events lost reading its ends, %d reading it all", c, which, ends, full)
+			}
 		}
 	}
 }

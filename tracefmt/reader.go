@@ -929,9 +929,10 @@ func (r *RankReader) finishScan() {
 
 // OnlyEnds makes each thread's stream hold only its first and its last
 // events blocks: the blocks between are left out, neither delivered nor
-// counted lost. It is for a reader of what a log says at its start and at
-// its end (its clock synchronisations) without reading it all. Call it
-// before the first Next.
+// counted lost (nor diagnosed when they would fail to load; what the two
+// blocks lose is counted). It is for a reader of what a log says at its
+// start and at its end (its clock synchronisations) without reading it
+// all. Call it before the first Next.
 func (r *RankReader) OnlyEnds() {
 	for _, c := range r.cursors {
 		if n := len(c.blocks); n > 2 && c.bi == 0 && c.blk == nil {
@@ -1041,6 +1042,7 @@ func (c *cursor) load() bool {
 	if c.blk != nil {
 		before = c.blk.index
 	}
+	c.leftOut(before) // when the last block was not loaded
 	if n := len(c.blocks); n > 0 {
 		last := &r.blocks[c.blocks[n-1]]
 		if end := last.seq + last.count; end > c.expect {
@@ -1057,6 +1059,22 @@ func (c *cursor) load() bool {
 	return false
 }
 
+// leftOut accounts, once, for the blocks OnlyEnds left out, when the
+// stream reaches its last block or ends without it (block: where a loss
+// goes): they are not lost, but what the first block lost is.
+func (c *cursor) leftOut(block int) {
+	if !c.ends {
+		return
+	}
+	c.ends = false
+	first, last := &c.r.blocks[c.blocks[0]], &c.r.blocks[c.blocks[len(c.blocks)-1]]
+	if end := first.seq + first.count; c.expect < end {
+		c.lose(end-c.expect, block)
+		c.expect = end
+	}
+	c.expect = max(c.expect, last.seq)
+}
+
 // start begins the cursor's stream of block b, loaded.
 func (c *cursor) start(b *eventsBlock) {
 	c.blk = b
@@ -1064,14 +1082,8 @@ func (c *cursor) start(b *eventsBlock) {
 	c.left = b.count
 	c.n = 0
 	c.prevEnd = b.base
-	if c.ends && c.bi == len(c.blocks) {
-		// The blocks left out are not lost, but what the first lost is.
-		first := &c.r.blocks[c.blocks[0]]
-		if end := first.seq + first.count; c.expect < end && b != first {
-			c.lose(end-c.expect, b.index)
-			c.expect = end
-		}
-		c.expect = max(c.expect, b.seq)
+	if c.ends && b == &c.r.blocks[c.blocks[len(c.blocks)-1]] {
+		c.leftOut(b.index)
 	}
 	if b.seq > c.expect {
 		c.lose(b.seq-c.expect, b.index)

@@ -278,9 +278,6 @@ func (a *Analysis) replay(o Options) (err error) {
 		}
 		return err
 	}
-	if besideGuessed != nil && guess {
-		besideGuessed(started, mres != nil, stopped)
-	}
 	a.replays = append(a.replays, res)
 	a.Diags = res.Diags
 	a.Note = filterNote(t, a.Diags)
@@ -292,6 +289,9 @@ func (a *Analysis) replay(o Options) (err error) {
 		a.mpath = critpath.ReplayPath(mres, critpath.WeightsMeasured, nil, &a.clocks.clocks)
 	default:
 		mres.Close() // MeasuredPath replays with the offsets seen
+	}
+	if besideGuessed != nil && guess {
+		besideGuessed(started, a.mpath != nil, stopped)
 	}
 	return nil
 }
