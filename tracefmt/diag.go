@@ -149,6 +149,10 @@ func (d Diagnostic) Location() string {
 // the table grow without bound.
 const maxStoredPerCode = 1000
 
+// MaxStoredPerCode is how many diagnostics of one code a Diagnostics
+// stores: Add only counts those beyond.
+const MaxStoredPerCode = maxStoredPerCode
+
 // Diagnostics is a table of diagnostics counted by code and severity. The
 // zero value is empty and ready to use. It is not safe for concurrent use.
 type Diagnostics struct {
@@ -173,6 +177,24 @@ func (t *Diagnostics) Add(d Diagnostic) {
 		return
 	}
 	t.list = append(t.list, d)
+}
+
+// AddCounted counts n diagnostics of severity sev and code as Add counts
+// those beyond MaxStoredPerCode of a code, without storing them: for a
+// caller that adds the first MaxStoredPerCode of the code first and
+// keeps only how many the others were.
+func (t *Diagnostics) AddCounted(sev Severity, code string, n int) {
+	if n <= 0 {
+		return
+	}
+	if t.byCode == nil {
+		t.byCode = make(map[string]int)
+	}
+	t.byCode[code] += n
+	if sev < numSeverities {
+		t.bySev[sev] += n
+	}
+	t.elided += n
 }
 
 // Merge adds every diagnostic of o (its counts included).
