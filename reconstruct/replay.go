@@ -360,6 +360,22 @@ func (c *pchan) addRecv(e *engine, x *srecv) {
 	c.filled(e)
 }
 
+// dropUnmatched takes receive x, which no message will match (its
+// sender's log ended), off the channel when it is first: the channel
+// does not keep the receives of a sender whose log was cut short (they
+// are first: they come in order, and no message is left to take them).
+func (c *pchan) dropUnmatched(e *engine, x *srecv) {
+	if c.rh < len(c.recvs) && c.recvs[c.rh] == x && c.sh == len(c.sends) {
+		c.recvs[c.rh] = nil
+		c.rh++
+		c.recvs, c.rh = dropHead(c.recvs, c.rh)
+		if len(c.sends) == 0 && len(c.recvs) == 0 && !c.empty {
+			c.empty = true
+			e.empties++
+		}
+	}
+}
+
 func (c *pchan) filled(e *engine) {
 	if c.empty {
 		c.empty = false
@@ -407,12 +423,91 @@ func (e *engine) channel(r *streamRank, key pchanKey) *pchan {
 	return c
 }
 
-// unmatchedRecv is a receive no message matched.
-type unmatchedRecv struct {
-	ch   uint32
-	key  chanKey
-	post uint32
-	ev   int64
+// unmatchedRec is a receive no message matched, or a message no receive
+// took: its channel and place on it (a receive's posting order, a
+// message's number), and what its diagnostic says.
+type unmatchedRec struct {
+	ch    uint32
+	seq   uint32
+	key   chanKey
+	ev    int64
+	bytes uint64 // a message's
+}
+
+func (a *unmatchedRec) before(b *unmatchedRec) bool {
+	return a.ch < b.ch || a.ch == b.ch && a.seq < b.seq
+}
+
+// unmatchedSet holds a rank's receives no message matched (or its
+// messages no receive took) in bounded memory: the first
+// tracefmt.MaxStoredPerCode of them by channel and place, the ones the
+// diagnostics store (a heap of the largest first once full), and how many
+// others each peer had, which the diagnostics only count. A rank whose
+// peer's log was cut short may have millions.
+type unmatchedSet struct {
+	first []unmatchedRec
+	more  map[int32]int
+}
+
+func (u *unmatchedSet) add(x unmatchedRec) {
+	if len(u.first) < tracefmt.MaxStoredPerCode {
+		u.first = append(u.first, x)
+		if len(u.first) == tracefmt.MaxStoredPerCode {
+			for i := len(u.first)/2 - 1; i >= 0; i-- {
+				u.down(i)
+			}
+		}
+		return
+	}
+	if u.more == nil {
+		u.more = make(map[int32]int)
+	}
+	if top := &u.first[0]; x.before(top) {
+		u.more[top.key.peer]++
+		*top = x
+		u.down(0)
+		return
+	}
+	u.more[x.key.peer]++
+}
+
+// down restores the heap (the largest first) below i.
+func (u *unmatchedSet) down(i int) {
+	h := u.first
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[l].before(&h[r]) {
+			m = r
+		}
+		if !h[i].before(&h[m]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// diags adds the set's diagnostics to t, in channel and place order: diag
+// adds the one of a record, which has code; the others (beyond those t
+// stores) are counted, with the severity missing gives their peer.
+func (u *unmatchedSet) diags(t *tracefmt.Diagnostics, code string, diag func(x *unmatchedRec), missing func(int) (tracefmt.Severity, string)) {
+	slices.SortFunc(u.first, func(a, b unmatchedRec) int {
+		if c := cmp.Compare(a.ch, b.ch); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	for i := range u.first {
+		diag(&u.first[i])
+	}
+	for peer, n := range u.more {
+		sev, _ := missing(int(peer))
+		t.AddCounted(sev, code, n)
+	}
 }
 
 // sizeMismatch is a message its receive cannot hold or whose status
@@ -454,6 +549,9 @@ type smsg struct {
 	// (rxUnknown until it does), and whether the sender asked.
 	rx    uint8
 	asked bool
+	// never: no receive took it, its destination's log having ended with
+	// none left on the channel (pair took it off).
+	never bool
 }
 
 // A remote message's reception, under measured weights (smsg.rx).
@@ -749,12 +847,15 @@ type streamRank struct {
 	finalCalls map[commKey]uint32 // collective calls by communicator, once read
 	collOrder  []commKey          // communicators in the order of the rank's first collective call on each
 	recvSeq    uint32             // receives recorded
-	unmatched  []unmatchedRecv
+	unmatched  unmatchedSet
 	sizes      []sizeMismatch
 	noRecv     []*smsg // messages to ranks without a log
-	enc        itemEnc
-	slot       int16 // in the walk's cache, -1 none
-	file       string
+	// neverRecv: its messages no receive took, known before the end
+	// (pair), as the records of their diagnostics.
+	neverRecv unmatchedSet
+	enc       itemEnc
+	slot      int16 // in the walk's cache, -1 none
+	file      string
 	// remote: another group replays the rank (replay_part.go); rmsgs are
 	// its messages to this group's ranks not yet settled and valued.
 	remote bool
@@ -856,8 +957,9 @@ func (r *streamRank) send(ck commKey, k chanKey, node uint32, bytes uint64, req 
 	m.c = c
 	c.addSend(r.e, m)
 	// A message with a request is paired after the event: its request
-	// does not know the message yet (settled).
-	if req == 0 && c.rh < len(c.recvs) {
+	// does not know the message yet (settled). One to a rank whose log
+	// ended may be one no receive takes.
+	if req == 0 && (c.rh < len(c.recvs) || r.e.ranks[di].done) {
 		r.e.pair(c)
 	}
 	return m.id
@@ -1037,6 +1139,25 @@ func (e *engine) pair(c *pchan) {
 			if x.waited {
 				e.enqueue(x.rank)
 			}
+		}
+		c.sends[c.sh] = nil
+		c.sh++
+	}
+	// The messages no receive can take any more (their destination's log
+	// ended with no receive left on the channel), of ranks the engine
+	// replays, are kept as the records of their diagnostics, not as
+	// messages: a rank whose peer's log was cut short may send millions.
+	for c.sh < len(c.sends) && c.rh == len(c.recvs) {
+		m := c.sends[c.sh]
+		if !e.settled(m) || e.ranks[m.from].remote {
+			break
+		}
+		if d := e.ranks[e.index(int(m.dst))]; !d.done || d.remote {
+			break
+		}
+		m.never = true
+		if !m.cancelled {
+			e.ranks[m.from].neverRecv.add(unmatchedRec{ch: m.ch, seq: uint32(m.id), key: m.key, ev: m.ev, bytes: m.bytes})
 		}
 		c.sends[c.sh] = nil
 		c.sh++
@@ -1422,8 +1543,9 @@ func (e *engine) resolve(r *streamRank, x *srecv) bool {
 				if x.state == recvReleased {
 					x.state = recvUnmatched
 					if x.ev >= 0 {
-						r.unmatched = append(r.unmatched, unmatchedRecv{ch: x.ch, key: x.key, post: x.post, ev: x.ev})
+						r.unmatched.add(unmatchedRec{ch: x.ch, seq: x.post, key: x.key, ev: x.ev})
 					}
+					x.c.dropUnmatched(e, x)
 				}
 				continue
 			}
@@ -2637,15 +2759,7 @@ func (e *engine) matchDiags() *tracefmt.Diagnostics {
 			continue
 		}
 		var t tracefmt.Diagnostics
-		slices.SortFunc(r.unmatched, func(a, b unmatchedRecv) int {
-			if c := cmp.Compare(a.ch, b.ch); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.post, b.post)
-		})
-		for _, u := range r.unmatched {
-			unmatchedRecvDiag(&t, r.p, u.key, u.ev, e.missing)
-		}
+		r.unmatched.diags(&t, CodeUnmatchedRecv, func(x *unmatchedRec) { unmatchedRecvDiag(&t, r.p, x.key, x.ev, e.missing) }, e.missing)
 		slices.SortFunc(r.sizes, func(a, b sizeMismatch) int { return cmp.Compare(a.seq, b.seq) })
 		for i := range r.sizes {
 			m := &r.sizes[i]
@@ -2678,17 +2792,14 @@ func (e *engine) noRecvDiags() *tracefmt.Diagnostics {
 		if r.remote {
 			continue
 		}
-		var t tracefmt.Diagnostics
-		l := slices.DeleteFunc(r.noRecv, func(m *smsg) bool { return m.cancelled })
-		slices.SortFunc(l, func(a, b *smsg) int {
-			if c := cmp.Compare(a.ch, b.ch); c != 0 {
-				return c
+		for _, m := range r.noRecv {
+			if !m.cancelled {
+				r.neverRecv.add(unmatchedRec{ch: m.ch, seq: uint32(m.id), key: m.key, ev: m.ev, bytes: m.bytes})
 			}
-			return cmp.Compare(a.id, b.id)
-		})
-		for _, m := range l {
-			unmatchedSendDiag(&t, r.p, m.key, m.ev, m.bytes, e.missing)
 		}
+		r.noRecv = nil
+		var t tracefmt.Diagnostics
+		r.neverRecv.diags(&t, CodeUnmatchedSend, func(x *unmatchedRec) { unmatchedSendDiag(&t, r.p, x.key, x.ev, x.bytes, e.missing) }, e.missing)
 		d.Merge(&t)
 	}
 	return d

@@ -354,6 +354,9 @@ func (e *engine) received(m *smsg) uint8 {
 		if m.rcv != nil {
 			return taken(m.rcv.ev >= 0)
 		}
+		if m.never {
+			return rxNotTaken
+		}
 		if !e.settled(m) {
 			e.read(e.ranks[m.from], 1)
 			continue
