@@ -2,6 +2,7 @@ package reconstruct
 
 import (
 	"cmp"
+	"container/heap"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -453,9 +454,7 @@ func (u *unmatchedSet) add(x unmatchedRec) {
 	if len(u.first) < tracefmt.MaxStoredPerCode {
 		u.first = append(u.first, x)
 		if len(u.first) == tracefmt.MaxStoredPerCode {
-			for i := len(u.first)/2 - 1; i >= 0; i-- {
-				u.down(i)
-			}
+			heap.Init(u)
 		}
 		return
 	}
@@ -465,31 +464,19 @@ func (u *unmatchedSet) add(x unmatchedRec) {
 	if top := &u.first[0]; x.before(top) {
 		u.more[top.key.peer]++
 		*top = x
-		u.down(0)
+		heap.Fix(u, 0)
 		return
 	}
 	u.more[x.key.peer]++
 }
 
-// down restores the heap (the largest first) below i.
-func (u *unmatchedSet) down(i int) {
-	h := u.first
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		m := l
-		if r := l + 1; r < len(h) && h[l].before(&h[r]) {
-			m = r
-		}
-		if !h[i].before(&h[m]) {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-}
+// The heap of the first records, the largest first (container/heap's
+// methods; add only fixes it, never pushes nor pops).
+func (u *unmatchedSet) Len() int           { return len(u.first) }
+func (u *unmatchedSet) Less(i, j int) bool { return u.first[j].before(&u.first[i]) }
+func (u *unmatchedSet) Swap(i, j int)      { u.first[i], u.first[j] = u.first[j], u.first[i] }
+func (u *unmatchedSet) Push(any)           { panic("unmatchedSet: Push") }
+func (u *unmatchedSet) Pop() any           { panic("unmatchedSet: Pop") }
 
 // diags adds the set's diagnostics to t, in channel and place order: diag
 // adds the one of a record, which has code; the others (beyond those t
