@@ -361,19 +361,20 @@ func (c *pchan) addRecv(e *engine, x *srecv) {
 	c.filled(e)
 }
 
-// dropUnmatched takes receive x, which no message will match (its
-// sender's log ended), off the channel when it is first: the channel
-// does not keep the receives of a sender whose log was cut short (they
-// are first: they come in order, and no message is left to take them).
-func (c *pchan) dropUnmatched(e *engine, x *srecv) {
-	if c.rh < len(c.recvs) && c.recvs[c.rh] == x && c.sh == len(c.sends) {
-		c.recvs[c.rh] = nil
-		c.rh++
-		c.recvs, c.rh = dropHead(c.recvs, c.rh)
-		if len(c.sends) == 0 && len(c.recvs) == 0 && !c.empty {
-			c.empty = true
-			e.empties++
-		}
+// dropUnmatched empties the channel of receive x, which no message will
+// match, when no message is left on it: its sender's log ended, so none
+// of its receives will ever be matched (a receive not yet completed is
+// found unmatched when it is, without the channel). The channel does not
+// keep the receives from a sender whose log was cut short.
+func (c *pchan) dropUnmatched(e *engine) {
+	if c.sh != len(c.sends) || c.rh == len(c.recvs) {
+		return
+	}
+	clear(c.recvs[c.rh:])
+	c.recvs, c.rh = c.recvs[:0], 0
+	if len(c.sends) == 0 && !c.empty {
+		c.empty = true
+		e.empties++
 	}
 }
 
@@ -839,10 +840,11 @@ type streamRank struct {
 	noRecv     []*smsg // messages to ranks without a log
 	// neverRecv: its messages no receive took, known before the end
 	// (pair), as the records of their diagnostics.
-	neverRecv unmatchedSet
-	enc       itemEnc
-	slot      int16 // in the walk's cache, -1 none
-	file      string
+	neverRecv  unmatchedSet
+	noRecvKept int // noRecv's length after recordNoRecv
+	enc        itemEnc
+	slot       int16 // in the walk's cache, -1 none
+	file       string
 	// remote: another group replays the rank (replay_part.go); rmsgs are
 	// its messages to this group's ranks not yet settled and valued.
 	remote bool
@@ -932,7 +934,15 @@ func (r *streamRank) send(ck commKey, k chanKey, node uint32, bytes uint64, req 
 	}
 	di := r.e.index(int(peer))
 	if di < 0 {
-		r.noRecv = append(r.noRecv, m) // never received: no channel
+		// Never received (no channel): one without a request is the
+		// record of its diagnostic at once; one with a request, once its
+		// request says whether it was cancelled.
+		if req == 0 {
+			r.neverRecv.add(m.unmatched())
+		} else {
+			r.noRecv = append(r.noRecv, m)
+			r.recordNoRecv()
+		}
 		return m.id
 	}
 	if g := r.e.grp; g != nil && g.owner[di] != int32(g.id) {
@@ -950,6 +960,33 @@ func (r *streamRank) send(ck commKey, k chanKey, node uint32, bytes uint64, req 
 		r.e.pair(c)
 	}
 	return m.id
+}
+
+// unmatched is the record of the diagnostic of message m, which no
+// receive took.
+func (m *smsg) unmatched() unmatchedRec {
+	return unmatchedRec{ch: m.ch, seq: uint32(m.id), key: m.key, ev: m.ev, bytes: m.bytes}
+}
+
+// recordNoRecv turns the settled messages of r.noRecv into the records of
+// their diagnostics (the cancelled ones have none) once it holds twice as
+// many as were left unsettled the last time, so that messages to ranks
+// without a log are not held.
+func (r *streamRank) recordNoRecv() {
+	if len(r.noRecv) < 1024 || len(r.noRecv) < 2*r.noRecvKept {
+		return
+	}
+	keep := r.noRecv[:0]
+	for _, m := range r.noRecv {
+		switch {
+		case !m.settled:
+			keep = append(keep, m)
+		case !m.cancelled:
+			r.neverRecv.add(m.unmatched())
+		}
+	}
+	clear(r.noRecv[len(keep):])
+	r.noRecv, r.noRecvKept = keep, len(keep)
 }
 
 // unsettledMin is how many messages a rank must hold unsettled for
@@ -1144,7 +1181,7 @@ func (e *engine) pair(c *pchan) {
 		}
 		m.never = true
 		if !m.cancelled {
-			e.ranks[m.from].neverRecv.add(unmatchedRec{ch: m.ch, seq: uint32(m.id), key: m.key, ev: m.ev, bytes: m.bytes})
+			e.ranks[m.from].neverRecv.add(m.unmatched())
 		}
 		c.sends[c.sh] = nil
 		c.sh++
@@ -1532,7 +1569,7 @@ func (e *engine) resolve(r *streamRank, x *srecv) bool {
 					if x.ev >= 0 {
 						r.unmatched.add(unmatchedRec{ch: x.ch, seq: x.post, key: x.key, ev: x.ev})
 					}
-					x.c.dropUnmatched(e, x)
+					x.c.dropUnmatched(e)
 				}
 				continue
 			}
@@ -2781,7 +2818,7 @@ func (e *engine) noRecvDiags() *tracefmt.Diagnostics {
 		}
 		for _, m := range r.noRecv {
 			if !m.cancelled {
-				r.neverRecv.add(unmatchedRec{ch: m.ch, seq: uint32(m.id), key: m.key, ev: m.ev, bytes: m.bytes})
+				r.neverRecv.add(m.unmatched())
 			}
 		}
 		r.noRecv = nil

@@ -182,7 +182,8 @@ func (t *Diagnostics) Add(d Diagnostic) {
 // AddCounted counts n diagnostics of severity sev and code as Add counts
 // those beyond MaxStoredPerCode of a code, without storing them: for a
 // caller that adds the first MaxStoredPerCode of the code first and
-// keeps only how many the others were.
+// keeps only how many the others were. Used before the table stores
+// MaxStoredPerCode of the code, it counts as elided what Add would store.
 func (t *Diagnostics) AddCounted(sev Severity, code string, n int) {
 	if n <= 0 {
 		return
