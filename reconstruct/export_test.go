@@ -18,3 +18,8 @@ var UnsettledMin = &unsettledMin
 // PreInitMax is the most calls a rank may make before MPI_Init in a
 // replay.
 var PreInitMax = &preInitMax
+
+// YieldTurns is how many operations a rank's replay goes through before it
+// lets the others go first (tests lower it to interleave the ranks all the
+// time).
+var YieldTurns = &yieldTurns

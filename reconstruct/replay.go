@@ -819,6 +819,7 @@ type streamRank struct {
 	lastKind uint8
 	lastEnd  int64
 	queued   bool
+	yielded  bool // its replay let the others go first (replayRank)
 	finished bool
 	rxWait   bool // in its group's rxWaiting (replay_part.go)
 	// blocked: its replay waits (for a value, an instance, a message);
@@ -1483,6 +1484,11 @@ func (e *engine) partial() {
 	e.opts.Partial(path, run)
 }
 
+// yieldTurns is how many operations (or events read) a rank's replay
+// goes through before it lets the other ranks ready to run go first (a
+// variable for the tests).
+var yieldTurns = 4096
+
 // finishRank ends the rank's reading.
 func (e *engine) finishRank(r *streamRank) {
 	if err := r.src.Err(); err != nil {
@@ -1600,7 +1606,11 @@ func (e *engine) resolve(r *streamRank, x *srecv) bool {
 // can go on.
 func (e *engine) advance(r *streamRank) {
 	r.blocked = false
+	r.yielded = false
 	e.replayRank(r)
+	if r.yielded {
+		return // not waiting: queued again
+	}
 	if !r.finished && e.err == nil {
 		r.blocked = true
 		e.wakeReaders(r)
@@ -1636,7 +1646,15 @@ func (e *engine) replayRank(r *streamRank) {
 	if r.lastKind == 0 {
 		r.lastKind, r.lastEnd = posInit, r.initEnd
 	}
-	for e.err == nil {
+	for turn := 0; e.err == nil; turn++ {
+		if turn >= yieldTurns && len(e.runq) > 0 {
+			// A rank that never waits would run ahead of the ranks it
+			// sends to, its messages held until they take them: it
+			// lets the others run, and is queued again.
+			r.yielded = true
+			e.enqueue(r.idx)
+			return
+		}
 		if r.bh < len(r.blk) && r.blk[r.bh].at == r.k {
 			pt := &r.blk[r.bh]
 			in := pt.inst

@@ -249,11 +249,16 @@ func TestReplayRandom(t *testing.T) {
 		n = 500
 	}
 	declined := 0
-	defer func(old, u int) { *reconstruct.SweepMin, *reconstruct.UnsettledMin = old, u }(*reconstruct.SweepMin, *reconstruct.UnsettledMin)
+	defer func(old, u, y int) {
+		*reconstruct.SweepMin, *reconstruct.UnsettledMin, *reconstruct.YieldTurns = old, u, y
+	}(*reconstruct.SweepMin, *reconstruct.UnsettledMin, *reconstruct.YieldTurns)
 	for i := 0; i < n; i++ {
-		// A third with the tables compacted all the time.
+		// A third with the tables compacted all the time; every other
+		// with the ranks' replays interleaved an operation at a time
+		// (the path and diagnostics do not depend on the order).
 		*reconstruct.SweepMin = []int{4096, 4096, 0}[i%3]
 		*reconstruct.UnsettledMin = []int{1024, 1024, 1}[i%3]
+		*reconstruct.YieldTurns = []int{4096, 1}[i%2]
 		ranks := randomRanks(rng)
 		diff, err := compareReplay(dataSources(ranks))
 		if err != nil {
@@ -335,7 +340,9 @@ func testReplayGenerated(t *testing.T) {
 // and no receive takes any message to it, 4× as many in the larger run,
 // which the replay does not keep (only the first of them, for the
 // diagnostics), under either weighting; when its receives are waited for
-// out of order; and when rank 2 has no log at all.
+// out of order; when rank 2 has no log at all; and in a ring one way, where
+// rank 3, with nothing from the cut rank 2 to wait for, would run ahead of
+// rank 0, the replay holding its messages until rank 0 takes them.
 func TestReplayMemory(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("writes and replays 2.4 M events")
@@ -349,10 +356,11 @@ func TestReplayMemory(t *testing.T) {
 		// of the largest block.
 		gen := testgen.New(4)
 		gen.Options.BlockSize = 64 << 10
-		if damage == "reversed" {
+		if damage == "reversed" || damage == "one way" {
 			// A ring both ways whose two receives from the left are
 			// waited for the later first (the one from the right paces
-			// rank 3, whose left neighbour is cut).
+			// rank 3, whose left neighbour is cut); or one way, where
+			// nothing paces rank 3 but the replay's turns.
 			for r := range 4 {
 				gen.Rank(r).Call("MPI_Init")
 			}
@@ -360,7 +368,13 @@ func TestReplayMemory(t *testing.T) {
 				for r := range 4 {
 					rk := gen.Rank(r)
 					left, right := int64((r+3)%4), int64((r+1)%4)
-					a, b, c := rk.Irecv(left, 0, 8), rk.Irecv(left, 0, 8), rk.Irecv(right, 1, 8)
+					a, b := rk.Irecv(left, 0, 8), rk.Irecv(left, 0, 8)
+					if damage == "one way" {
+						rk.Send(right, 0, 8).Send(right, 0, 8)
+						rk.Wait(b).Wait(a)
+						continue
+					}
+					c := rk.Irecv(right, 1, 8)
 					rk.Send(right, 0, 8).Send(right, 0, 8).Send(left, 1, 8)
 					rk.Wait(b).Wait(a).Wait(c)
 				}
@@ -376,7 +390,7 @@ func TestReplayMemory(t *testing.T) {
 		}
 		rank2 := filepath.Join(dir, "rank-00002.mpit")
 		switch damage {
-		case "cut", "reversed":
+		case "cut", "reversed", "one way":
 			if err := os.Truncate(rank2, 100<<10); err != nil {
 				t.Fatal(err)
 			}
@@ -423,7 +437,7 @@ func TestReplayMemory(t *testing.T) {
 	for _, c := range []struct {
 		damage   string
 		measured bool
-	}{{"", false}, {"cut", false}, {"cut", true}, {"missing", false}, {"reversed", false}} {
+	}{{"", false}, {"cut", false}, {"cut", true}, {"missing", false}, {"reversed", false}, {"one way", false}} {
 		small, large := peak(24_000, c.damage, c.measured), peak(96_000, c.damage, c.measured)
 		t.Logf("%q, measured %v: live heap: %d KiB at 24,000 iterations, %d KiB at 96,000", c.damage, c.measured, small>>10, large>>10)
 		if large > small*12/10+256<<10 {
