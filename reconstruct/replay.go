@@ -1647,7 +1647,7 @@ func (e *engine) replayRank(r *streamRank) {
 		r.lastKind, r.lastEnd = posInit, r.initEnd
 	}
 	for turn := 0; e.err == nil; turn++ {
-		if turn >= yieldTurns && len(e.runq) > 0 {
+		if turn > 0 && turn >= yieldTurns && len(e.runq) > 0 {
 			// A rank that never waits would run ahead of the ranks it
 			// sends to, its messages held until they take them: it
 			// lets the others run, and is queued again.
