@@ -361,11 +361,11 @@ func (c *pchan) addRecv(e *engine, x *srecv) {
 	c.filled(e)
 }
 
-// dropUnmatched empties the channel of receive x, which no message will
-// match, when no message is left on it: its sender's log ended, so none
-// of its receives will ever be matched (a receive not yet completed is
-// found unmatched when it is, without the channel). The channel does not
-// keep the receives from a sender whose log was cut short.
+// dropUnmatched empties channel c, one of whose receives was found
+// unmatched, when no message is left on it: its sender's log ended, so
+// none of its receives will ever be matched (a receive not yet completed
+// is found unmatched when it is, without the channel). The channel does
+// not keep the receives from a sender whose log was cut short.
 func (c *pchan) dropUnmatched(e *engine) {
 	if c.sh != len(c.sends) || c.rh == len(c.recvs) {
 		return
@@ -484,10 +484,13 @@ func (u *unmatchedSet) Pop() any           { panic("unmatchedSet: Pop") }
 // stores) are counted, with the severity missing gives their peer.
 func (u *unmatchedSet) diags(t *tracefmt.Diagnostics, code string, diag func(x *unmatchedRec), missing func(int) (tracefmt.Severity, string)) {
 	slices.SortFunc(u.first, func(a, b unmatchedRec) int {
-		if c := cmp.Compare(a.ch, b.ch); c != 0 {
-			return c
+		switch {
+		case a.before(&b):
+			return -1
+		case b.before(&a):
+			return 1
 		}
-		return cmp.Compare(a.seq, b.seq)
+		return 0
 	})
 	for i := range u.first {
 		diag(&u.first[i])

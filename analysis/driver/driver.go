@@ -221,8 +221,8 @@ func (a *Analysis) replay(o Options) (err error) {
 			if stopped = stop.Load(); stopped {
 				return
 			}
-			// The offsets while the model's replay runs: a log without a
-			// clock synchronisation at MPI_Init is read to its end.
+			// The offsets, from the ends of the logs, while the model's
+			// replay runs.
 			offsets = ClockOffsets(t).Offset
 			if stopped = stop.Load(); stopped {
 				return
@@ -249,7 +249,7 @@ func (a *Analysis) replay(o Options) (err error) {
 		mo.Windows = replayWindows / 2 // two replays at once, maybe
 		// Called in the replay's goroutine: replayTrace runs one engine.
 		mo.Partial = func(path float64, run int64) {
-			if !started && run > 0 && (&critpath.Summary{Measured: run}).NeedsWhy(path) {
+			if !started && run > 0 && needsWhy(path, run) {
 				started = true
 				measured()
 			}
@@ -261,21 +261,18 @@ func (a *Analysis) replay(o Options) (err error) {
 	var steps *critpath.StepPath
 	if err == nil {
 		steps = critpath.ReplayPath(res, critpath.WeightsModel, a.Model, nil)
-		if guess && !(&critpath.Summary{Measured: steps.RunTime}).NeedsWhy(steps.Length) {
+		if guess && !needsWhy(steps.Length, steps.RunTime) {
 			stop.Store(true)
 		}
 	} else {
 		stop.Store(true)
 	}
 	wg.Wait()
-	if stop.Load() && mres != nil {
+	if stop.Load() && mres != nil { // as after an error
 		mres.Close()
 		mres = nil
 	}
 	if err != nil {
-		if mres != nil {
-			mres.Close()
-		}
 		return err
 	}
 	a.replays = append(a.replays, res)
@@ -294,6 +291,12 @@ func (a *Analysis) replay(o Options) (err error) {
 		besideGuessed(started, a.mpath != nil, stopped)
 	}
 	return nil
+}
+
+// needsWhy says whether a model path of length below a run of run ns
+// needs the "why" block (critpath.Summary.NeedsWhy).
+func needsWhy(length float64, run int64) bool {
+	return (&critpath.Summary{Measured: run}).NeedsWhy(length)
 }
 
 // besideGuessed, when set (by tests), is told whether a measured replay

@@ -108,7 +108,7 @@ func (j *Job) Analyze(o Options) (*Analysis, error) {
 func (j *Job) measured(a *Analysis, o Options, filtered bool) error {
 	var mine []byte
 	if j.x.Rank() == 0 {
-		need := o.Measured || (&critpath.Summary{Measured: a.Steps.RunTime}).NeedsWhy(a.Steps.Length)
+		need := o.Measured || needsWhy(a.Steps.Length, a.Steps.RunTime)
 		mine = appendClocks([]byte{byte(btoi(need))}, &a.clocks.clocks)
 	}
 	// An error every process got alike leaves the path to MeasuredPath
