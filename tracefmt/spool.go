@@ -148,25 +148,27 @@ func (c *cursor) spoolBlock(b *eventsBlock) (ok bool) {
 	}
 	if b.f.codec == spec.CodecNone {
 		c.src, c.srcOff = r.ra, b.off+spec.BlockHeaderSize
-	} else if int(b.f.raw)+rawSlack <= cap(c.win) {
-		// The block fits the window: decompressed into it, not spooled
-		// (neither written to the spool nor read back).
-		out, err := decompressPooled(payload, int(b.f.raw), c.win[:0])
+	} else {
+		// A block that fits the window is decompressed into it, neither
+		// written to the spool nor read back.
+		held := int(b.f.raw)+rawSlack <= cap(c.win)
+		dst := scratch[:0]
+		if held {
+			dst = c.win[:0]
+		}
+		out, err := decompressPooled(payload, int(b.f.raw), dst)
+		if !held {
+			scratch = out
+		}
 		r.putPayloadBuf()
 		if err != nil {
 			r.diag(DataLoss, CodeUndecodableBlock, b.index, b.off, "decompressing events block: %v; thread %d: %s lost", err, c.thread, nEvents(b.count))
 			return false
 		}
-		c.buf, c.src, c.srcOff = out, heldBlock{}, 0
-		c.rawLen, c.winBase, c.refillAt = len(out), 0, math.MaxInt
-		return true
-	} else {
-		out, err := decompressPooled(payload, int(b.f.raw), scratch[:0])
-		scratch = out
-		r.putPayloadBuf()
-		if err != nil {
-			r.diag(DataLoss, CodeUndecodableBlock, b.index, b.off, "decompressing events block: %v; thread %d: %s lost", err, c.thread, nEvents(b.count))
-			return false
+		if held {
+			c.buf, c.src, c.srcOff = out, heldBlock{}, 0
+			c.rawLen, c.winBase, c.refillAt = len(out), 0, math.MaxInt
+			return true
 		}
 		off, err := r.spool.write(out)
 		if err != nil {
