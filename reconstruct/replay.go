@@ -372,7 +372,12 @@ func (c *pchan) dropUnmatched(e *engine) {
 	}
 	clear(c.recvs[c.rh:])
 	c.recvs, c.rh = c.recvs[:0], 0
-	if len(c.sends) == 0 && !c.empty {
+	c.emptied(e)
+}
+
+// emptied counts the channel in engine.empties once it holds nothing.
+func (c *pchan) emptied(e *engine) {
+	if len(c.sends) == 0 && len(c.recvs) == 0 && !c.empty {
 		c.empty = true
 		e.empties++
 	}
@@ -1192,10 +1197,7 @@ func (e *engine) pair(c *pchan) {
 	}
 	c.sends, c.sh = dropHead(c.sends, c.sh)
 	c.recvs, c.rh = dropHead(c.recvs, c.rh)
-	if len(c.sends) == 0 && len(c.recvs) == 0 && !c.empty {
-		c.empty = true
-		e.empties++
-	}
+	c.emptied(e)
 }
 
 // part takes collective call pr (number abs among the rank's).
