@@ -45,6 +45,10 @@ type Options struct {
 	// in the replay's goroutine; in a partitioned replay (ReplayGroups),
 	// by each group's, concurrently, for its own ranks.
 	Partial func(path float64, run int64)
+	// Cut, when set, collects a part of the graph in a streaming replay
+	// under the weights it is given (not in groups, not under measured
+	// weights): see Cut.
+	Cut *Cut
 
 	// owns, when set, says which ranks (by index) an engine of a
 	// partitioned replay replays (replay_part.go): only they get an

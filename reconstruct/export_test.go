@@ -23,3 +23,8 @@ var PreInitMax = &preInitMax
 // lets the others go first (tests lower it to interleave the ranks all the
 // time).
 var YieldTurns = &yieldTurns
+
+// CutPruneMin is how many chain edges between collectives a Cut with a
+// window holds before it drops those it can (tests lower it to drop them
+// all the time).
+var CutPruneMin = &cutPruneMin

@@ -253,6 +253,10 @@ func newEngine(srcs []tracefmt.Source, w ReplayWeights, opts Options) (*engine, 
 		}
 		r.log = blocks{s: &e.items, limit: min(max(int(blockBudget)/len(srcs), 256), 64<<10)}
 	}
+	if c := opts.Cut; c != nil && opts.owns == nil && opts.measured == nil {
+		e.cut = c
+		c.init(len(e.ranks))
+	}
 	if size <= 4*len(e.ranks)+1024 {
 		// A table by world rank (a world may claim many more ranks than
 		// have a log: then a search).
@@ -320,6 +324,8 @@ type engine struct {
 	events    int64 // read
 	stalls    int   // times no replay could go on
 	shape     shapeCount
+	// cut, when not nil, collects a part of the graph (Options.Cut).
+	cut *Cut
 	// grp, when not nil, is the engine's group among those of a
 	// partitioned replay (replay_part.go): it replays the ranks the group
 	// owns, the others are its proxies.
@@ -1681,6 +1687,9 @@ func (e *engine) replayRank(r *streamRank) {
 			if !e.nbReady(r, in) {
 				return
 			}
+			if c := e.cut; c != nil {
+				c.part(r, in, r.chainW(r.lastKind, r.lastEnd, posPart, pt.start))
+			}
 			r.val, r.lastKind, r.lastEnd = e.instValue(in), posPart, pend
 			if e.err != nil {
 				return
@@ -1769,6 +1778,9 @@ func (e *engine) replayRank(r *streamRank) {
 		}
 		e.shape.crossEdges += count(paired) + count(o.collIn != nil)
 		e.shape.messages += count(paired)
+		if c := e.cut; c != nil {
+			e.cutOp(r, k, o, paired)
+		}
 		r.logItem(&rec)
 		r.items++
 		r.val, r.lastKind, r.lastEnd = val, posOp, end
@@ -1796,6 +1808,9 @@ func (e *engine) replayRank(r *streamRank) {
 			r.nb[r.nh] = spart{}
 			r.nh++
 			e.shape.nbCalls++
+			if c := e.cut; c != nil {
+				c.post(r, k, pt.inst)
+			}
 			e.arrive(pt.inst, r, val, int64(item), true, 0, 0, &pt, false)
 		}
 		r.nb, r.nh = dropHead(r.nb, r.nh)
@@ -1823,6 +1838,9 @@ func (e *engine) finishReplay(r *streamRank) {
 	r.finished = true
 	if r.items == 0 {
 		return
+	}
+	if c := e.cut; c != nil {
+		c.fin(r, r.chainW(r.lastKind, r.lastEnd, posFin, r.finStr))
 	}
 	v := r.val + float64(r.chainW(r.lastKind, r.lastEnd, posFin, r.finStr))
 	if e.fin.rank < 0 || v > e.fin.val || v == e.fin.val && r.idx < e.fin.rank {
@@ -1896,6 +1914,12 @@ func (e *engine) result() (*ReplayResult, error) {
 		res.Close()
 		return nil, err
 	}
+	if e.cut != nil {
+		if err := e.cut.finish(e, res); err != nil {
+			res.Close()
+			return nil, err
+		}
+	}
 	return res, nil
 }
 
@@ -1906,6 +1930,9 @@ func (e *engine) drain() {
 		e.runq = e.runq[1:]
 		r := e.ranks[i]
 		r.queued = false
+		if r.finished {
+			continue // woken while it replayed its end
+		}
 		e.advance(r)
 	}
 }
@@ -1941,18 +1968,7 @@ func (e *engine) back(res *ReplayResult) error {
 	if done, err := k.run(); err != nil || !done {
 		return cmp.Or(err, fmt.Errorf("internal error: reconstruct: the path back leaves the ranks replayed"))
 	}
-	init := nameInit
-	some, all := false, true
-	for _, r := range e.ranks {
-		if r.p.hasInit {
-			some = true
-			all = all && r.p.initTh
-		}
-	}
-	if some && all {
-		init = nameInitThread
-	}
-	res.add(&ReplayStep{Kind: taskgraph.KindInit, Rank: -1, Event: noEvent, SiteRank: -1, ID: taskgraph.Init}, res.sharedName(init))
+	res.add(&ReplayStep{Kind: taskgraph.KindInit, Rank: -1, Event: noEvent, SiteRank: -1, ID: taskgraph.Init}, res.sharedName(e.initName()))
 	res.sites = make(map[int]*tracefmt.Sites)
 	for _, r := range e.ranks {
 		if r.sites != nil {
@@ -1962,6 +1978,22 @@ func (e *engine) back(res *ReplayResult) error {
 	res.path.flush()
 	res.colls.flush()
 	return res.store.err
+}
+
+// initName is MPI_Init's name (nameInit, nameInitThread): MPI_Init_thread
+// when every rank that called one called it.
+func (e *engine) initName() int {
+	some, all := false, true
+	for _, r := range e.ranks {
+		if r.p.hasInit {
+			some = true
+			all = all && r.p.initTh
+		}
+	}
+	if some && all {
+		return nameInitThread
+	}
+	return nameInit
 }
 
 // walker walks the path back over the ranks its engine replayed, giving

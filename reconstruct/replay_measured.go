@@ -56,6 +56,7 @@ func ReplayMeasured(srcs []tracefmt.Source, offsets map[int]int64, opts Options)
 // offsets.
 func (e *engine) measure(offsets map[int]int64) {
 	e.meas = true
+	e.cut = nil // a part is drawn under the model's weights
 	e.mrun = &measuredRun{waits: make(map[waitKey]*Wait)}
 	e.off = make([]int64, len(e.ranks))
 	for i, r := range e.ranks {

@@ -352,40 +352,26 @@ func TestReplayMemory(t *testing.T) {
 	defer func() { *reconstruct.SpillMem = old; *reconstruct.ReplayEvery = nil }()
 	peak := func(iters int, damage string, measured bool) uint64 {
 		dir := t.TempDir()
-		// Blocks of 64 KiB in both: the readers' buffers are the size
-		// of the largest block.
-		gen := testgen.New(4)
-		gen.Options.BlockSize = 64 << 10
+		var body func(rk *testgen.Rank, r int)
 		if damage == "reversed" || damage == "one way" {
 			// A ring both ways whose two receives from the left are
 			// waited for the later first (the one from the right paces
 			// rank 3, whose left neighbour is cut); or one way, where
 			// nothing paces rank 3 but the replay's turns.
-			for r := range 4 {
-				gen.Rank(r).Call("MPI_Init")
-			}
-			for range iters {
-				for r := range 4 {
-					rk := gen.Rank(r)
-					left, right := int64((r+3)%4), int64((r+1)%4)
-					a, b := rk.Irecv(left, 0, 8), rk.Irecv(left, 0, 8)
-					if damage == "one way" {
-						rk.Send(right, 0, 8).Send(right, 0, 8)
-						rk.Wait(b).Wait(a)
-						continue
-					}
-					c := rk.Irecv(right, 1, 8)
-					rk.Send(right, 0, 8).Send(right, 0, 8).Send(left, 1, 8)
-					rk.Wait(b).Wait(a).Wait(c)
+			body = func(rk *testgen.Rank, r int) {
+				left, right := int64((r+3)%4), int64((r+1)%4)
+				a, b := rk.Irecv(left, 0, 8), rk.Irecv(left, 0, 8)
+				if damage == "one way" {
+					rk.Send(right, 0, 8).Send(right, 0, 8)
+					rk.Wait(b).Wait(a)
+					return
 				}
+				c := rk.Irecv(right, 1, 8)
+				rk.Send(right, 0, 8).Send(right, 0, 8).Send(left, 1, 8)
+				rk.Wait(b).Wait(a).Wait(c)
 			}
-			for r := range 4 {
-				gen.Rank(r).Call("MPI_Finalize")
-			}
-		} else {
-			gen.Halo(iters, 9)
 		}
-		if err := gen.WriteDir(dir); err != nil {
+		if err := fourRanks(iters, body).WriteDir(dir); err != nil {
 			t.Fatal(err)
 		}
 		rank2 := filepath.Join(dir, "rank-00002.mpit")
@@ -402,19 +388,7 @@ func TestReplayMemory(t *testing.T) {
 		cut := damage != ""
 		srcs, done := spooledSources(t, dir)
 		defer done()
-		// The writer's pooled encoders go with the second collection.
-		var ms runtime.MemStats
-		for range 3 {
-			runtime.GC()
-		}
-		runtime.ReadMemStats(&ms)
-		base := ms.HeapAlloc
-		most := base
-		*reconstruct.ReplayEvery = func() {
-			runtime.GC()
-			runtime.ReadMemStats(&ms)
-			most = max(most, ms.HeapAlloc)
-		}
+		most := heapPeak()
 		var res *reconstruct.ReplayResult
 		var err error
 		if measured {
@@ -432,7 +406,7 @@ func TestReplayMemory(t *testing.T) {
 			t.Fatalf("rank 2 %s: %d receives unmatched, want at least %d", damage, n, iters/4)
 		}
 		res.Close()
-		return most - base
+		return most()
 	}
 	for _, c := range []struct {
 		damage   string
@@ -444,6 +418,49 @@ func TestReplayMemory(t *testing.T) {
 			t.Errorf("%q, measured %v: live heap grows with the events: %d KiB, %d KiB with 4x the events", c.damage, c.measured, small>>10, large>>10)
 		}
 	}
+}
+
+// fourRanks is a trace of 4 ranks that call body (nil: Halo's
+// exchange) iters times, in blocks of 64 KiB (the readers' buffers are
+// the size of the largest block).
+func fourRanks(iters int, body func(rk *testgen.Rank, r int)) *testgen.Builder {
+	gen := testgen.New(4)
+	gen.Options.BlockSize = 64 << 10
+	if body == nil {
+		return gen.Halo(iters, 9)
+	}
+	for r := range 4 {
+		gen.Rank(r).Call("MPI_Init")
+	}
+	for range iters {
+		for r := range 4 {
+			body(gen.Rank(r), r)
+		}
+	}
+	for r := range 4 {
+		gen.Rank(r).Call("MPI_Finalize")
+	}
+	return gen
+}
+
+// heapPeak starts measuring the live heap's peak, after a collection
+// every 65,536 events a replay reads (reconstruct.ReplayEvery), and
+// returns the function that says it, above what was live before.
+func heapPeak() func() uint64 {
+	// The writer's pooled encoders go with the second collection.
+	var ms runtime.MemStats
+	for range 3 {
+		runtime.GC()
+	}
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	most := base
+	*reconstruct.ReplayEvery = func() {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		most = max(most, ms.HeapAlloc)
+	}
+	return func() uint64 { return most - base }
 }
 
 // spooledSources opens every rank of the trace directory dir, reading

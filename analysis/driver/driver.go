@@ -74,6 +74,11 @@ type Options struct {
 	// processes replay the trace under measured weights when the "why"
 	// block needs it (the model's path far below the run).
 	Why bool
+	// Cut, with Stream, collects a part of the graph in the replay
+	// (reconstruct.Cut: dot's --ranks and --window); its Graph stays nil
+	// when the trace is not replayed or the steps' ids are not the
+	// graph's.
+	Cut *reconstruct.Cut
 }
 
 // Analysis is a trace's task graph and critical path, and what derives
@@ -233,7 +238,7 @@ func (a *Analysis) replay(o Options) (err error) {
 			stopped = errors.Is(merr, reconstruct.ErrStopped)
 		}()
 	}
-	mo := reconstruct.Options{Filtered: filtered, Observe: a.observer(o)}
+	mo := reconstruct.Options{Filtered: filtered, Observe: a.observer(o), Cut: o.Cut}
 	// The "why" block's measured replay starts beside the model's once
 	// the model's path so far is far below the run so far (as on most
 	// real traces: the block will be needed), and is stopped if the whole

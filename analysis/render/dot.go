@@ -51,9 +51,17 @@ type DOTOptions struct {
 
 // TooBigError is WriteDOTCount's refusal of a picture of more than
 // DOTOptions.MaxVertices vertices.
-type TooBigError struct{ Vertices, Max int }
+type TooBigError struct {
+	Vertices, Max int
+	// AtLeast says the picture was not counted whole: it has Vertices
+	// or more.
+	AtLeast bool
+}
 
 func (e *TooBigError) Error() string {
+	if e.AtLeast {
+		return fmt.Sprintf("render: the picture would have more than %d vertices", e.Max)
+	}
 	return fmt.Sprintf("render: the picture would have %d vertices, more than %d", e.Vertices, e.Max)
 }
 

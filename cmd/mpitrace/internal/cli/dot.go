@@ -14,6 +14,7 @@ import (
 	"github.com/mpitrace/mpitrace/analysis/critpath"
 	"github.com/mpitrace/mpitrace/analysis/driver"
 	"github.com/mpitrace/mpitrace/analysis/render"
+	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
@@ -212,17 +213,35 @@ func runDot(opts *dotOptions, s *Streams) error {
 	if opts.Model == "" && s.ErrTTY {
 		fmt.Fprintln(s.Err, "mpitrace: using the default latency model; for this machine's, run 'mpitrace calibrate -o model.json -- mpirun -np 4' and pass --model model.json")
 	}
-	// The streaming replay draws the critical path without the graph; the
-	// graph is built when the picture needs it (a part of it, the whole
-	// graph).
-	dopts := driver.Options{Model: opts.Model, Resolver: resolver,
-		Stream: dotStream && opts.Ranks == nil && opts.Window == nil && (opts.CriticalOnly || !opts.Unfold)}
+	// The streaming replay draws the critical path without the graph, and
+	// a part of the graph (--ranks, --window) from what it collects of
+	// that part; the graph is built when the picture needs it (the whole
+	// graph), or when the replay declines the trace.
+	cut := opts.Ranks != nil || opts.Window != nil
+	var part *reconstruct.Cut
+	if cut && dotStream {
+		// A picture of the path through the part keeps few of its
+		// operations: only a picture of all of them stops at the limit.
+		part = &reconstruct.Cut{}
+		if !opts.CriticalOnly {
+			part.Max = opts.MaxVertices
+		}
+		if opts.Ranks != nil {
+			part.Ranks = opts.Ranks.Contains
+		}
+		if w := opts.Window; w != nil {
+			part.Window = &reconstruct.CutWindow{Start: int64(w.Start), End: int64(w.End)}
+		}
+	}
+	dopts := driver.Options{Model: opts.Model, Resolver: resolver, Cut: part,
+		Stream: dotStream && (cut || opts.CriticalOnly || !opts.Unfold)}
 	a, err := analyze(t, dopts, s)
 	if err != nil {
 		return err
 	}
 	defer func() { a.Close() }()
-	if a.Graph == nil && a.PathErr == nil && !a.NoMPI() && !replayDraws(a.Steps, opts) {
+	partDrawn := part != nil && part.Graph != nil && a.Graph == nil && a.Steps != nil
+	if a.Graph == nil && a.PathErr == nil && !a.NoMPI() && !replayDraws(a.Steps, opts) && !partDrawn {
 		if a, err = withGraph(a, dopts); err != nil {
 			return err
 		}
@@ -243,7 +262,6 @@ func runDot(opts *dotOptions, s *Streams) error {
 	}
 	ro := render.DOTOptions{Unit: opts.Unit, CriticalOnly: opts.CriticalOnly, Ranks: opts.Ranks, Window: opts.Window, Model: modelName,
 		Sites: a.SiteLabel(), MaxVertices: opts.MaxVertices}
-	cut := opts.Ranks != nil || opts.Window != nil
 	whole := !opts.CriticalOnly && !cut
 	folded := !opts.Unfold && !cut && a.Steps != nil && foldsPath(a.Steps, numNodes(a), opts)
 	var drawn int
@@ -258,7 +276,11 @@ func runDot(opts *dotOptions, s *Streams) error {
 		err = writeOutputTo(s, opts.Output, write)
 	default:
 		err = writeOutputTo(s, opts.Output, func(w io.Writer) (err error) {
-			if a.Graph == nil {
+			switch {
+			case a.Graph == nil && cut:
+				drawn, err = render.WriteCutDOT(w, part.Graph, a.Steps, m, ro)
+				return err
+			case a.Graph == nil:
 				drawn, err = render.WriteStepsDOT(w, a.Steps, m, ro)
 				return err
 			}
@@ -268,7 +290,11 @@ func runDot(opts *dotOptions, s *Streams) error {
 	}
 	var tooBig *render.TooBigError
 	if errors.As(err, &tooBig) {
-		return fmt.Errorf("%s: the picture would have %d vertices, more than --max-vertices %d (it is built in memory, about 3 KB a vertex, and Graphviz lays out about %d): %s; --max-vertices 0 lifts the limit", t.Dir, tooBig.Vertices, tooBig.Max, bigDOTGraph, tooBigAdvice(opts))
+		n := fmt.Sprintf("%d vertices, more than --max-vertices %d", tooBig.Vertices, tooBig.Max)
+		if tooBig.AtLeast {
+			n = fmt.Sprintf("more than --max-vertices %d vertices", tooBig.Max)
+		}
+		return fmt.Errorf("%s: the picture would have %s (it is built in memory, about 3 KB a vertex, and Graphviz lays out about %d): %s; --max-vertices 0 lifts the limit", t.Dir, n, bigDOTGraph, tooBigAdvice(opts))
 	}
 	if err != nil {
 		return err

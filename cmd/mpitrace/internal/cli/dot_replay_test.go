@@ -16,9 +16,11 @@ import (
 )
 
 // TestDotReplay: the path drawn folded or merged from the streaming
-// replay, without the graph, is byte for byte the picture drawn from the
-// graph (its vertex ids included), on the stored traces and on generated
-// long ones; and the replay does draw the long ones.
+// replay, without the graph, and a part of the graph drawn from what the
+// replay collected of it (--ranks, --window), are byte for byte the
+// pictures drawn from the graph (their vertex ids included), on the
+// stored traces and on generated long ones; and the replay does draw the
+// long ones.
 func TestDotReplay(t *testing.T) {
 	dirs, err := filepath.Glob(filepath.Join(storedTraces, "v*", "*"))
 	if err != nil || len(dirs) == 0 {
@@ -55,8 +57,13 @@ func TestDotReplay(t *testing.T) {
 	defer func() { dotStream, dotReplayDrew = true, nil }()
 	drew := 0
 	dotReplayDrew = func() { drew++ }
+	pictures := [][]string{{"dot", "--critical-only"}, {"dot"}, {"dot", "--critical-only", "--unfold", "--max-vertices", "0"},
+		// Parts of the graph, from what the replay collected of them.
+		{"dot", "--ranks", "0"}, {"dot", "--ranks", "1-2", "--window", "10us:2ms"}, {"dot", "--window", ":50us", "--critical-only"},
+		{"dot", "--ranks", "0,2", "--window", "1ms:", "--max-vertices", "0"}}
 	for _, dir := range dirs {
-		for _, args := range [][]string{{"dot", "--critical-only"}, {"dot"}, {"dot", "--critical-only", "--unfold", "--max-vertices", "0"}} {
+		for _, args := range pictures {
+			part := slices.Contains(args, "--ranks") || slices.Contains(args, "--window")
 			args := append(args, dir)
 			dotStream = false
 			code0, out0, errs0 := runCLI(t, args...)
@@ -67,13 +74,13 @@ func TestDotReplay(t *testing.T) {
 				t.Errorf("mpitrace %v: from the replay, exit %d, from the graph %d; stdout:\n%s\nstderr:\n%s", args, code1, code0,
 					textdiff.Lines(out0, out1), textdiff.Lines(errs0, errs1))
 			}
-			if long[dir] && drew == before {
-				t.Errorf("mpitrace %v: the replay did not draw the path", args)
+			if long[dir] && code1 == 0 && drew == before {
+				t.Errorf("mpitrace %v: the replay did not draw the picture", args)
 			}
 			if dir == unordered && drew != before {
 				t.Errorf("mpitrace %v: the replay drew a path whose vertices it cannot name", args)
 			}
-			if want := map[bool]string{true: "merged by MPI function and rank", false: "folded: "}[filepath.Base(dir) == "random"]; long[dir] && !slices.Contains(args, "--unfold") && !strings.Contains(out1, want) {
+			if want := map[bool]string{true: "merged by MPI function and rank", false: "folded: "}[filepath.Base(dir) == "random"]; long[dir] && !part && !slices.Contains(args, "--unfold") && !strings.Contains(out1, want) {
 				t.Errorf("mpitrace %v: the picture is not %q:\n%s", args, want, out1)
 			}
 		}
@@ -109,7 +116,7 @@ func TestDotReplay(t *testing.T) {
 	if drew == 0 {
 		t.Error("the replay drew no picture")
 	}
-	t.Logf("the replay drew %d of %d pictures", drew, 3*len(dirs)+len(long)+1)
+	t.Logf("the replay drew %d of %d pictures", drew, len(pictures)*len(dirs)+len(long)+1)
 }
 
 // randomSteps is a 2-rank program whose iterations pick one of five

@@ -236,6 +236,15 @@ func TestDotFoldAndBigGraphs(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "draw fewer --ranks or a shorter --window") || strings.Contains(errs, "--critical-only without --unfold") {
 		t.Errorf("dot --critical-only --ranks 0-1 --max-vertices 500: exit %d, stderr %q", code, errs)
 	}
+	// A part of more operations than --max-vertices is refused by the
+	// replay that collects it, once it has collected that many.
+	code, _, errs = runCLI(t, "dot", dir, "--ranks", "0-1", "--max-vertices", "500", "-o", outFile)
+	if code != 1 || !strings.Contains(errs, "would have more than --max-vertices 500 vertices") || !strings.Contains(errs, "draw fewer --ranks or a shorter --window") || strings.Count(errs, "\n") != 1 {
+		t.Errorf("dot --ranks 0-1 --max-vertices 500: exit %d, stderr %q", code, errs)
+	}
+	if _, err := os.Stat(outFile); !os.IsNotExist(err) {
+		t.Errorf("a refused picture left %s: %v", outFile, err)
+	}
 	if code, out, _ := runCLI(t, "dot", dir, "--unfold", "--max-vertices", "0"); code != 0 || nodes(out) < 10_000 {
 		t.Errorf("dot --unfold --max-vertices 0: exit %d, %d vertices", code, nodes(out))
 	}
