@@ -43,7 +43,7 @@ type Cut struct {
 	pruned  int       // len(pending) after the last prune
 	track   map[*sinst]*cutTrack
 	colls   map[*sinst]bool
-	certain int  // candidate operations whose rank's origin is known
+	sure    int  // candidate operations drawn whatever their rank's origin
 	over    bool // more than Max of them
 }
 
@@ -182,22 +182,32 @@ func (c *Cut) drawn(r *streamRank) bool {
 // drawn: its rank is, and it starts in the window from the origin its
 // rank has, or from either of the two it may have (a rank whose MPI_Init
 // ended at 0 measures from it if it reaches MPI_Finalize, else from its
-// first operation's start, as rankShape).
-func (c *Cut) candidate(r *streamRank, start int64) bool {
+// first operation's start, as rankShape); and whether it will be drawn
+// whichever that origin is.
+func (c *Cut) candidate(r *streamRank, start int64) (cand, sure bool) {
 	if !c.drawn(r) {
-		return false
+		return false, false
 	}
 	w := c.Window
-	if w == nil {
-		return true
-	}
 	switch {
+	case w == nil:
+		return true, true
 	case r.initRec != 0:
-		return w.contains(start - r.initRec)
+		in := w.contains(start - r.initRec)
+		return in, in
 	case !r.hasInit:
-		return w.contains(start - r.firstStart)
+		in := w.contains(start - r.firstStart)
+		return in, in
 	}
-	return w.contains(start) || w.contains(start-r.firstStart)
+	a, b := w.contains(start), w.contains(start-r.firstStart)
+	return a || b, a && b
+}
+
+// senderCand says whether the sending operation of rank r that started
+// at start may be drawn.
+func (c *Cut) senderCand(r *streamRank, start int64) bool {
+	cand, _ := c.candidate(r, start)
+	return cand
 }
 
 func (c *Cut) opEnd(r *streamRank, k uint32) cutEnd { return cutEnd{kind: posOp, ri: r.idx, op: k} }
@@ -333,11 +343,11 @@ func (c *Cut) op(r *streamRank, k uint32, o *sop, w int64, m *smsg, nb *sinst) {
 	if c.over {
 		return
 	}
-	cand := c.candidate(r, o.ostart)
+	cand, sure := c.candidate(r, o.ostart)
 	to := c.opEnd(r, k)
 	if cand {
-		if r.initRec != 0 || !r.hasInit {
-			if c.certain++; c.Max > 0 && c.certain > c.Max {
+		if sure {
+			if c.sure++; c.Max > 0 && c.sure > c.Max {
 				c.over = true
 				c.ranks, c.ops, c.edges, c.pending, c.track, c.colls = nil, nil, nil, nil, nil, nil
 				return
@@ -346,7 +356,7 @@ func (c *Cut) op(r *streamRank, k uint32, o *sop, w int64, m *smsg, nb *sinst) {
 		c.ops = append(c.ops, cutOp{ri: r.idx, op: k, name: o.name, start: o.ostart, end: o.oend, bytes: o.bytes, site: o.site})
 	}
 	c.chain(r, to, cand, posOp, w)
-	if m != nil && (cand || c.candidate(r.e.ranks[m.from], m.start)) {
+	if m != nil && (cand || c.senderCand(r.e.ranks[m.from], m.start)) {
 		c.add(cutEdge{kind: taskgraph.Message, from: cutEnd{kind: posOp, ri: m.from, op: m.node}, to: to, rank: r.rank,
 			bytes: int64(min(m.bytes, 1<<63-1)), class: 2, a: r.idx, b: k})
 	}
