@@ -149,13 +149,15 @@ type cutRank struct {
 	started  bool
 }
 
-// cutTrack is, with a window, a blocking instance whose chain edges to
-// other instances wait: kept once joined to a candidate operation, dropped
-// once every member has passed it without.
+// cutTrack is, with a window, an instance whose chain edges to other
+// instances may wait: kept once joined to a candidate operation, dropped
+// once no operation can join it any more (every member's chain has
+// passed its blocking call, every nonblocking call has completed).
 type cutTrack struct {
-	kept   bool
-	passed int32
-	nb     int32 // nonblocking arrivals
+	kept      bool
+	passed    int32 // blocking members whose chain went on
+	nb        int32 // nonblocking calls
+	completed int32 // of them, completed by an operation
 }
 
 func (c *Cut) init(ranks int) {
@@ -239,10 +241,27 @@ func (c *Cut) pass(in *sinst, toCand bool) {
 	}
 	t := c.trackOf(in)
 	t.passed++
-	if toCand {
+	c.settle(in, t, toCand)
+}
+
+// completed: an operation completes a nonblocking call of instance in, a
+// candidate operation or not.
+func (c *Cut) completed(in *sinst, cand bool) {
+	if c.track == nil {
+		return
+	}
+	t := c.trackOf(in)
+	t.completed++
+	c.settle(in, t, cand)
+}
+
+// settle drops in's track once nothing can join in to a candidate
+// operation (a call never completed keeps it to the end).
+func (c *Cut) settle(in *sinst, t *cutTrack, cand bool) {
+	if cand {
 		t.kept = true
 	}
-	if in.done && !t.kept && int(t.passed) >= in.arrived-int(t.nb) {
+	if in.done && !t.kept && int(t.passed) >= in.arrived-int(t.nb) && t.completed >= t.nb {
 		delete(c.track, in)
 	}
 }
@@ -297,10 +316,7 @@ func (c *Cut) chain(r *streamRank, next cutEnd, nextCand bool, kind uint8, w int
 		switch {
 		case nextCand || cr.prevCand:
 			if next.kind == posPart {
-				c.join(next.in)
-			}
-			if prev.kind == posPart && cr.prevCand {
-				c.join(prev.in)
+				c.join(next.in) // from a candidate (to one: pass)
 			}
 			c.add(e)
 		case prev.kind != posOp && kind != posOp:
@@ -360,8 +376,10 @@ func (c *Cut) op(r *streamRank, k uint32, o *sop, w int64, m *smsg, nb *sinst) {
 		c.add(cutEdge{kind: taskgraph.Message, from: cutEnd{kind: posOp, ri: m.from, op: m.node}, to: to, rank: r.rank,
 			bytes: int64(min(m.bytes, 1<<63-1)), class: 2, a: r.idx, b: k})
 	}
+	if nb != nil {
+		c.completed(nb, cand)
+	}
 	if nb != nil && cand {
-		c.join(nb)
 		c.add(cutEdge{kind: taskgraph.CollOut, from: cutEnd{kind: posPart, in: nb}, to: to, rank: r.rank, class: 2, a: r.idx, b: k})
 	}
 }

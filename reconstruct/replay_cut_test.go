@@ -17,6 +17,7 @@ import (
 	"github.com/mpitrace/mpitrace/reconstruct"
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 	"github.com/mpitrace/mpitrace/tracefmt"
+	"github.com/mpitrace/mpitrace/tracefmt/spec"
 	"github.com/mpitrace/mpitrace/tracefmt/testgen"
 )
 
@@ -69,60 +70,108 @@ func compareCut(rng *rand.Rand, srcs func() []tracefmt.Source) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	m := latency.Default()
-	p, perr := critpath.Compute(g, m)
 	for k := 0; k < 4; k++ {
 		rs, w := cutOptions(rng, g)
 		o := render.DOTOptions{Ranks: rs, Window: w, CriticalOnly: rng.IntN(4) == 0}
-		cut := &reconstruct.Cut{}
 		if rng.IntN(3) == 0 {
-			// A limit, which the cut stops at when it is not the path's
-			// picture (dot's --max-vertices).
 			o.MaxVertices = 1 + rng.IntN(40)
-			if !o.CriticalOnly {
-				cut.Max = o.MaxVertices
-			}
 		}
-		if rs != nil {
-			cut.Ranks = rs.Contains
-		}
-		if w != nil {
-			cut.Window = &reconstruct.CutWindow{Start: int64(w.Start), End: int64(w.End)}
-		}
-		res, rerr := reconstruct.ReplaySources(srcs(), critpath.ModelWeights(m), reconstruct.Options{Cut: cut})
-		var ns *reconstruct.NotStreamableError
-		switch {
-		case errors.As(rerr, &ns):
-			return "declined", nil
-		case perr != nil || rerr != nil:
-			if (perr == nil) != (rerr == nil) {
-				return fmt.Sprintf("graph: %v, replay: %v", perr, rerr), nil
-			}
-			return "declined", nil
-		}
-		sp := critpath.ReplayPath(res, critpath.WeightsModel, m, nil)
-		if !res.Shape.IDs {
-			res.Close()
-			if cut.Graph != nil {
-				return "a cut collected without the graph's ids", nil
-			}
-			return "declined", nil
-		}
-		var want, got bytes.Buffer
-		n0, err0 := render.WriteDOTCount(&want, g, p, m, o)
-		n1, err1 := render.WriteCutDOT(&got, cut.Graph, sp, m, o)
-		res.Close()
-		var big0, big1 *render.TooBigError
-		if errors.As(err0, &big0) && errors.As(err1, &big1) && big1.AtLeast {
-			// The cut stopped at the limit: the graph's picture is over it.
-			continue
-		}
-		if fmt.Sprint(err0) != fmt.Sprint(err1) || n0 != n1 || want.String() != got.String() {
-			return fmt.Sprintf("ranks %v window %v critical-only %v: graph %d vertices (%v), cut %d (%v):\n%s",
-				rs, w, o.CriticalOnly, n0, err0, n1, err1, textdiff.Lines(want.String(), got.String())), nil
+		if diff := drawBoth(srcs, g, o); diff != "" {
+			return diff, nil
 		}
 	}
 	return "", nil
+}
+
+// drawBoth draws the part o asks of graph g, and of a replay of srcs
+// given a Cut (with o's limit when it is not the path's picture, as dot
+// does): "" when they agree, "declined" when the replay cannot replace
+// the graph, else the difference.
+func drawBoth(srcs func() []tracefmt.Source, g *taskgraph.Graph, o render.DOTOptions) string {
+	m := latency.Default()
+	p, perr := critpath.Compute(g, m)
+	cut := &reconstruct.Cut{}
+	if !o.CriticalOnly {
+		cut.Max = o.MaxVertices
+	}
+	if o.Ranks != nil {
+		cut.Ranks = o.Ranks.Contains
+	}
+	if w := o.Window; w != nil {
+		cut.Window = &reconstruct.CutWindow{Start: int64(w.Start), End: int64(w.End)}
+	}
+	res, rerr := reconstruct.ReplaySources(srcs(), critpath.ModelWeights(m), reconstruct.Options{Cut: cut})
+	var ns *reconstruct.NotStreamableError
+	switch {
+	case errors.As(rerr, &ns):
+		return "declined"
+	case perr != nil || rerr != nil:
+		if (perr == nil) != (rerr == nil) {
+			return fmt.Sprintf("graph: %v, replay: %v", perr, rerr)
+		}
+		return "declined"
+	}
+	defer res.Close()
+	sp := critpath.ReplayPath(res, critpath.WeightsModel, m, nil)
+	if !res.Shape.IDs {
+		if cut.Graph != nil {
+			return "a cut collected without the graph's ids"
+		}
+		return "declined"
+	}
+	var want, got bytes.Buffer
+	n0, err0 := render.WriteDOTCount(&want, g, p, m, o)
+	n1, err1 := render.WriteCutDOT(&got, cut.Graph, sp, m, o)
+	var big0, big1 *render.TooBigError
+	if errors.As(err0, &big0) && errors.As(err1, &big1) && big1.AtLeast {
+		return "" // the cut stopped at the limit: the graph's picture is over it
+	}
+	if fmt.Sprint(err0) != fmt.Sprint(err1) || n0 != n1 || want.String() != got.String() {
+		return fmt.Sprintf("ranks %v window %v critical-only %v: graph %d vertices (%v), cut %d (%v):\n%s",
+			o.Ranks, o.Window, o.CriticalOnly, n0, err0, n1, err1, textdiff.Lines(want.String(), got.String()))
+	}
+	return ""
+}
+
+// TestReplayCutMixed: a collective called blocking on one rank and
+// nonblocking on another (an error the trace reports, drawn all the
+// same) is joined to the window by the operation that completes the
+// nonblocking call, after every blocking member has passed it: its edge
+// to the collective before it on the other rank is drawn.
+func TestReplayCutMixed(t *testing.T) {
+	const text = `rank 0
+meta size="2"
+t=0 Call fn=MPI_Init dur=100
+t=200 Coll fn=MPI_Barrier dur=100 comm=1 root=-3 req=0
+t=400 Coll fn=MPI_Barrier dur=100 comm=1 root=-3 req=0
+t=5000 Call fn=MPI_Wtime dur=10
+t=6000 Call fn=MPI_Finalize dur=100
+end reason=finalize
+rank 1
+meta size="2"
+t=0 Call fn=MPI_Init dur=100
+t=150 Coll fn=MPI_Ibarrier dur=10 comm=1 root=-3 req=1
+t=400 Coll fn=MPI_Barrier dur=100 comm=1 root=-3 req=0
+t=5000 Complete fn=MPI_Wait dur=10 flag=1 completions=[{req=1 src=0 stag=0 sbytes=0 flags=0}]
+t=6000 Call fn=MPI_Finalize dur=100
+end reason=finalize
+`
+	ranks, err := tracefmt.ParseText(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcs := dataSources(ranks)
+	g, _, err := reconstruct.BuildFromSources(srcs(), reconstruct.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cp := range []int{4096, 0} {
+		*reconstruct.CutPruneMin = cp
+		if diff := drawBoth(srcs, g, render.DOTOptions{Window: &render.Window{Start: time.Microsecond}}); diff != "" {
+			t.Errorf("prune at %d: %s", cp, diff)
+		}
+	}
+	*reconstruct.CutPruneMin = 4096
 }
 
 var initAtZero = regexp.MustCompile(`t=[0-9]+ Call fn=MPI_Init dur=[0-9]+ `)
@@ -130,7 +179,8 @@ var initAtZero = regexp.MustCompile(`t=[0-9]+ Call fn=MPI_Init dur=[0-9]+ `)
 // TestReplayCut: a part of the graph (dot --ranks, --window) drawn from
 // what a replay collected is the part drawn from the graph, byte for
 // byte, on random traces and MPI-like ones (wildcards, requests,
-// nonblocking and back-to-back collectives, damaged logs).
+// nonblocking and back-to-back collectives, nonblocking ones in flight
+// across rounds, damaged logs).
 func TestReplayCut(t *testing.T) {
 	n := 2000
 	if testing.Short() || raceEnabled { // one goroutine: race finds nothing more
@@ -150,7 +200,11 @@ func TestReplayCut(t *testing.T) {
 		if i%2 == 0 {
 			ranks = randomRanks(rng)
 		} else {
-			text = mutate(rng, genText(rng))
+			if i%4 == 1 {
+				text = mutate(rng, genText(rng))
+			} else {
+				text = mutate(rng, genInFlight(rng))
+			}
 			if rng.IntN(3) == 0 {
 				// MPI_Init ending at 0: a rank's origin is then its first
 				// operation's start unless it reaches MPI_Finalize.
@@ -187,7 +241,8 @@ func TestReplayCut(t *testing.T) {
 // not grow with the trace: the same part (rank 1, or every rank, in
 // the same 10 ms) of a run 4 times longer, within 1.2 times the heap;
 // also when the ranks' chains hold collectives back to back, whose edges
-// the part keeps until it knows whether it draws them.
+// the part keeps until it knows whether it draws them, and with
+// nonblocking collectives.
 func TestReplayCutMemory(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("writes and replays 2.4 M events")
@@ -196,10 +251,10 @@ func TestReplayCutMemory(t *testing.T) {
 	*reconstruct.SpillMem = 0
 	defer func() { *reconstruct.SpillMem = old; *reconstruct.ReplayEvery = nil }()
 	window := &reconstruct.CutWindow{Start: 10e6, End: 20e6}
-	peak := func(iters int, colls bool, cut *reconstruct.Cut) uint64 {
+	peak := func(iters int, colls string, cut *reconstruct.Cut) uint64 {
 		dir := t.TempDir()
 		var body func(rk *testgen.Rank, r int)
-		if colls {
+		if colls != "" {
 			// Times that vary, as a real run's: a log too regular
 			// compresses past the reader's budget against bombs.
 			rng := rand.New(rand.NewPCG(5, 6))
@@ -207,6 +262,11 @@ func TestReplayCutMemory(t *testing.T) {
 				rk.Compute(20_000 + rng.Int64N(10_000))
 				rk.Dur = 300 + rng.Int64N(700)
 				rk.Send(int64((r+1)%4), 0, 8).Recv(int64((r+3)%4), 0, 8)
+				if colls == "nonblocking" {
+					q := rk.Icoll("MPI_Iallreduce", spec.RootNone, 8, 8)
+					rk.Compute(1000).Wait(q)
+					return
+				}
 				rk.Allreduce(8).Barrier().Allreduce(16)
 			}
 		}
@@ -224,23 +284,25 @@ func TestReplayCutMemory(t *testing.T) {
 		if cut.Graph == nil || len(cut.Graph.Ops) == 0 || len(cut.Graph.Edges) == 0 {
 			t.Fatalf("the part is empty: %+v", cut.Graph)
 		}
-		if colls && len(cut.Graph.Colls) == 0 {
+		if colls != "" && len(cut.Graph.Colls) == 0 {
 			t.Fatal("the part has no collectives")
 		}
 		return most()
 	}
+	firstTwo := func() *reconstruct.Cut {
+		return &reconstruct.Cut{Ranks: func(r int) bool { return r < 2 }, Window: window}
+	}
 	for _, c := range []struct {
 		name  string
-		colls bool
+		colls string
 		cut   func() *reconstruct.Cut
 	}{
-		{"rank 1", false, func() *reconstruct.Cut {
+		{"rank 1", "", func() *reconstruct.Cut {
 			return &reconstruct.Cut{Ranks: func(r int) bool { return r == 1 }, Window: window}
 		}},
-		{"every rank", false, func() *reconstruct.Cut { return &reconstruct.Cut{Window: window} }},
-		{"collectives", true, func() *reconstruct.Cut {
-			return &reconstruct.Cut{Ranks: func(r int) bool { return r < 2 }, Window: window}
-		}},
+		{"every rank", "", func() *reconstruct.Cut { return &reconstruct.Cut{Window: window} }},
+		{"collectives", "blocking", firstTwo},
+		{"nonblocking collectives", "nonblocking", firstTwo},
 	} {
 		small, large := peak(24_000, c.colls, c.cut()), peak(96_000, c.colls, c.cut())
 		t.Logf("%s: live heap: %d KiB at 24,000 iterations, %d KiB at 96,000", c.name, small>>10, large>>10)
