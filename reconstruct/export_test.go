@@ -28,3 +28,7 @@ var YieldTurns = &yieldTurns
 // window holds before it drops those it can (tests lower it to drop them
 // all the time).
 var CutPruneMin = &cutPruneMin
+
+// BatchFull is how many messages a group of a partitioned replay sends
+// in a round at most.
+var BatchFull = &batchFull

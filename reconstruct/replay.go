@@ -1183,20 +1183,29 @@ func (e *engine) pair(c *pchan) {
 		c.sh++
 	}
 	// The messages no receive can take any more (their destination's log
-	// ended with no receive left on the channel), of ranks the engine
-	// replays, are kept as the records of their diagnostics, not as
-	// messages: a rank whose peer's log was cut short may send millions.
+	// ended with no receive left on the channel) are kept as the records
+	// of their diagnostics, not as messages: a rank whose peer's log was
+	// cut short may send millions. Those of another group's rank go to
+	// its group, which keeps its records.
 	for c.sh < len(c.sends) && c.rh == len(c.recvs) {
 		m := c.sends[c.sh]
-		if !e.settled(m) || e.ranks[m.from].remote {
+		if !e.settled(m) {
 			break
 		}
 		if d := e.ranks[e.index(int(m.dst))]; !d.done || d.remote {
 			break
 		}
+		s := e.ranks[m.from]
+		if s.remote && e.grp.ending {
+			break // its group has it with the messages left (group.result)
+		}
 		m.never = true
 		if !m.cancelled {
-			e.ranks[m.from].neverRecv.add(m.unmatched())
+			if s.remote {
+				e.grp.never(m)
+			} else {
+				s.neverRecv.add(m.unmatched())
+			}
 		}
 		c.sends[c.sh] = nil
 		c.sh++
@@ -1658,10 +1667,11 @@ func (e *engine) replayRank(r *streamRank) {
 		r.lastKind, r.lastEnd = posInit, r.initEnd
 	}
 	for turn := 0; e.err == nil; turn++ {
-		if turn > 0 && turn >= yieldTurns && len(e.runq) > 0 {
+		if turn > 0 && turn >= yieldTurns && (len(e.runq) > 0 || e.grp != nil && e.grp.full()) {
 			// A rank that never waits would run ahead of the ranks it
 			// sends to, its messages held until they take them: it
-			// lets the others run, and is queued again.
+			// lets the others run (those of other groups once its
+			// group's batches are full), and is queued again.
 			r.yielded = true
 			e.enqueue(r.idx)
 			return
@@ -1926,6 +1936,9 @@ func (e *engine) result() (*ReplayResult, error) {
 // drain replays the ranks of the run queue until it is empty.
 func (e *engine) drain() {
 	for len(e.runq) > 0 && e.err == nil {
+		if e.grp != nil && e.grp.full() {
+			return // the other groups' turn (group.work)
+		}
 		i := e.runq[0]
 		e.runq = e.runq[1:]
 		r := e.ranks[i]

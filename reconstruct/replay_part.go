@@ -255,6 +255,9 @@ type group struct {
 	// for the groups' agreement on when they were done (nbAgree).
 	nbWork     []*sinst
 	nbNoneSent map[rinstKey]bool // instances without participants here, answered
+	// ending: the rounds are over (result); what never sent now goes
+	// with the messages left.
+	ending bool
 }
 
 // owns reports whether the group replays the rank of index i.
@@ -309,6 +312,7 @@ const (
 	xRxAsk               // measured weights: the message's sender waits to know that
 	xNbAsk               // measured weights: a group needs when a nonblocking instance was done
 	xNbDone              // measured weights: a group's members of it, read: the earliest completion seen
+	xNever               // a message of a rank of the group no receive can take: its record
 )
 
 // xmsg is a message between groups (about rank index from).
@@ -461,6 +465,13 @@ func (g *group) answerAsks() (read bool) {
 	clear(g.asks[len(keep):])
 	g.asks = keep
 	return read
+}
+
+// never sends the record of message m, of another group's rank, which no
+// receive can take (its destination's log ended), to its sender's group:
+// the message is then not kept to the end for its diagnostic.
+func (g *group) never(m *smsg) {
+	g.send(int(g.owner[m.from]), xmsg{kind: xNever, from: m.from, m: *m})
 }
 
 // destGroup is the group of message m's destination.
@@ -759,6 +770,14 @@ func (g *group) apply(x *xmsg) {
 			return
 		}
 		g.nbStart(in)
+	case xNever:
+		// px is the group's own rank: the message's record joins its
+		// others that no receive took.
+		if px.remote {
+			e.err = fmt.Errorf("internal error: reconstruct: a record of rank %d's message not received, sent to a group that does not replay it", px.rank)
+			return
+		}
+		px.neverRecv.add(x.m.unmatched())
 	case xAhead:
 		// px is the group's own rank.
 		if px.done {
@@ -926,15 +945,26 @@ func (g *group) rounds(t Transport) (stalls int, err error) {
 	}
 }
 
-// work replays what the group can without the other groups.
+// work replays what the group can without the other groups, or until
+// its batches are full.
 func (g *group) work() {
 	for {
 		g.e.drain()
-		if g.e.err != nil || !g.goAhead() {
+		if g.e.err != nil || g.full() || !g.goAhead() {
 			return
 		}
 	}
 }
+
+// batchFull is how many messages a group sends in a round at most, give
+// or take a rank's yieldTurns operations: a rank that never waits for
+// another group, sending to one, stops there until the next round
+// instead of sending its whole log at once (which the other group would
+// hold until its ranks took it). A variable for the tests.
+var batchFull = 1 << 14
+
+// full says whether the group's batches are full for this round.
+func (g *group) full() bool { return g.pending() >= batchFull }
 
 // pending counts the messages the group has to send.
 func (g *group) pending() int {

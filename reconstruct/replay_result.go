@@ -149,6 +149,7 @@ func (g *group) result(t Transport, stalls int) (*ReplayResult, error) {
 	}
 	match := e.matchDiags()
 	left := make([][]leftMsg, n)
+	g.ending = true // no more rounds: the messages left go with the sums
 	e.leftovers(func(m *smsg) {
 		if own(m.from) {
 			s := e.ranks[m.from]

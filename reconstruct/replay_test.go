@@ -350,7 +350,11 @@ func TestReplayMemory(t *testing.T) {
 	old := *reconstruct.SpillMem
 	*reconstruct.SpillMem = 0 // every store in a file from the start, in both runs
 	defer func() { *reconstruct.SpillMem = old; *reconstruct.ReplayEvery = nil }()
-	peak := func(iters int, damage string, measured bool) uint64 {
+	// Two groups (ReplayGroups) send each other 1,024 messages a round at
+	// most: the rounds then hold less than the events of a run.
+	defer func(b int) { *reconstruct.BatchFull = b }(*reconstruct.BatchFull)
+	*reconstruct.BatchFull = 1024
+	peak := func(iters int, damage string, measured bool, groups int) uint64 {
 		dir := t.TempDir()
 		var body func(rk *testgen.Rank, r int)
 		if damage == "reversed" || damage == "one way" {
@@ -391,9 +395,12 @@ func TestReplayMemory(t *testing.T) {
 		most := heapPeak()
 		var res *reconstruct.ReplayResult
 		var err error
-		if measured {
+		switch {
+		case groups > 1:
+			res, err = reconstruct.ReplayGroups(srcs, replayWeights{}, reconstruct.Options{}, groups)
+		case measured:
 			res, err = reconstruct.ReplayMeasured(srcs, nil, reconstruct.Options{})
-		} else {
+		default:
 			res, err = reconstruct.ReplaySources(srcs, replayWeights{}, reconstruct.Options{})
 		}
 		if err != nil {
@@ -411,11 +418,13 @@ func TestReplayMemory(t *testing.T) {
 	for _, c := range []struct {
 		damage   string
 		measured bool
-	}{{"", false}, {"cut", false}, {"cut", true}, {"missing", false}, {"reversed", false}, {"one way", false}} {
-		small, large := peak(24_000, c.damage, c.measured), peak(96_000, c.damage, c.measured)
-		t.Logf("%q, measured %v: live heap: %d KiB at 24,000 iterations, %d KiB at 96,000", c.damage, c.measured, small>>10, large>>10)
+		groups   int
+	}{{"", false, 1}, {"cut", false, 1}, {"cut", true, 1}, {"missing", false, 1}, {"reversed", false, 1}, {"one way", false, 1},
+		{"cut", false, 2}, {"missing", false, 2}, {"reversed", false, 2}, {"one way", false, 2}} {
+		small, large := peak(24_000, c.damage, c.measured, c.groups), peak(96_000, c.damage, c.measured, c.groups)
+		t.Logf("%q, measured %v, %d groups: live heap: %d KiB at 24,000 iterations, %d KiB at 96,000", c.damage, c.measured, c.groups, small>>10, large>>10)
 		if large > small*12/10+256<<10 {
-			t.Errorf("%q, measured %v: live heap grows with the events: %d KiB, %d KiB with 4x the events", c.damage, c.measured, small>>10, large>>10)
+			t.Errorf("%q, measured %v, %d groups: live heap grows with the events: %d KiB, %d KiB with 4x the events", c.damage, c.measured, c.groups, small>>10, large>>10)
 		}
 	}
 }
@@ -455,12 +464,19 @@ func heapPeak() func() uint64 {
 	runtime.ReadMemStats(&ms)
 	base := ms.HeapAlloc
 	most := base
+	var mu sync.Mutex // the groups of ReplayGroups read at once
 	*reconstruct.ReplayEvery = func() {
+		mu.Lock()
+		defer mu.Unlock()
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
 		most = max(most, ms.HeapAlloc)
 	}
-	return func() uint64 { return most - base }
+	return func() uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return most - base
+	}
 }
 
 // spooledSources opens every rank of the trace directory dir, reading

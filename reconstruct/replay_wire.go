@@ -183,6 +183,25 @@ func (w *wire) name(b []byte, g *group, to int, id taskgraph.NameID) []byte {
 	return appendStr(b, g.e.names.name(id))
 }
 
+// appendMsgKey appends what names message m and its call: its number,
+// channel (the sender's number and key) and event (recDec.msgKey reads
+// them).
+func appendMsgKey(b []byte, m *smsg) []byte {
+	b = binary.AppendVarint(b, int64(m.id))
+	b = binary.AppendUvarint(b, uint64(m.ch))
+	b = binary.AppendUvarint(b, uint64(m.key.comm))
+	b = binary.AppendVarint(b, int64(m.key.peer))
+	b = binary.AppendVarint(b, m.key.tag)
+	return binary.AppendVarint(b, m.ev)
+}
+
+// msgKey reads what appendMsgKey appended into m.
+func (d *recDec) msgKey(m *smsg) {
+	m.id, m.ch = d.i32(), d.u32()
+	m.key = chanKey{comm: d.u32(), peer: d.i32(), tag: d.s()}
+	m.ev = d.s()
+}
+
 // encode appends message x, for group to, to b.
 func (w *wire) encode(b []byte, g *group, to int, x *xmsg) []byte {
 	switch x.kind {
@@ -206,12 +225,7 @@ func (w *wire) encode(b []byte, g *group, to int, x *xmsg) []byte {
 	switch x.kind {
 	case xSend:
 		m := &x.m
-		b = binary.AppendVarint(b, int64(m.id))
-		b = binary.AppendUvarint(b, uint64(m.ch))
-		b = binary.AppendUvarint(b, uint64(m.key.comm))
-		b = binary.AppendVarint(b, int64(m.key.peer))
-		b = binary.AppendVarint(b, m.key.tag)
-		b = binary.AppendVarint(b, m.ev)
+		b = appendMsgKey(b, m)
 		b = binary.AppendUvarint(b, uint64(m.node))
 		b = binary.AppendUvarint(b, m.bytes)
 		b = binary.AppendUvarint(b, m.req)
@@ -226,6 +240,9 @@ func (w *wire) encode(b []byte, g *group, to int, x *xmsg) []byte {
 		b = binary.AppendVarint(b, int64(x.key.src))
 		b = binary.AppendVarint(b, int64(x.key.dst))
 		b = binary.AppendVarint(b, x.key.tag)
+	case xNever:
+		b = appendMsgKey(b, &x.m)
+		b = binary.AppendUvarint(b, x.m.bytes)
 	case xSettle:
 		b = binary.AppendVarint(b, int64(x.m.id))
 		b = appendBool(b, x.m.cancelled)
@@ -342,14 +359,16 @@ func (w *wire) decode(g *group, from int, d *recDec) error {
 		switch k {
 		case xSend:
 			m := &x.m
-			m.id, m.ch = d.i32(), d.u32()
-			m.key = chanKey{comm: d.u32(), peer: d.i32(), tag: d.s()}
-			m.ev, m.node, m.bytes, m.req = d.s(), d.u32(), d.u(), d.u()
+			d.msgKey(m)
+			m.node, m.bytes, m.req = d.u32(), d.u(), d.u()
 			m.settled, m.cancelled = d.bool(), d.bool()
 			m.start, m.end = d.s(), d.s()
 			m.sname = nameOf(d.u())
 			m.ssite, m.dst = d.u32(), d.i32()
 			x.key = pchanKey{ck: d.ck(), src: d.i32(), dst: d.i32(), tag: d.s()}
+		case xNever:
+			d.msgKey(&x.m)
+			x.m.bytes = d.u()
 		case xSettle:
 			x.m.id, x.m.cancelled = d.i32(), d.bool()
 		case xRx:
