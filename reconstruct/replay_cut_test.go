@@ -84,22 +84,12 @@ func compareCut(rng *rand.Rand, srcs func() []tracefmt.Source) (string, error) {
 }
 
 // drawBoth draws the part o asks of graph g, and of a replay of srcs
-// given a Cut (with o's limit when it is not the path's picture, as dot
-// does): "" when they agree, "declined" when the replay cannot replace
+// given o's Cut, as dot does: "" when they agree, "declined" when the replay cannot replace
 // the graph, else the difference.
 func drawBoth(srcs func() []tracefmt.Source, g *taskgraph.Graph, o render.DOTOptions) string {
 	m := latency.Default()
 	p, perr := critpath.Compute(g, m)
-	cut := &reconstruct.Cut{}
-	if !o.CriticalOnly {
-		cut.Max = o.MaxVertices
-	}
-	if o.Ranks != nil {
-		cut.Ranks = o.Ranks.Contains
-	}
-	if w := o.Window; w != nil {
-		cut.Window = &reconstruct.CutWindow{Start: int64(w.Start), End: int64(w.End)}
-	}
+	cut := o.Cut()
 	res, rerr := reconstruct.ReplaySources(srcs(), critpath.ModelWeights(m), reconstruct.Options{Cut: cut})
 	var ns *reconstruct.NotStreamableError
 	switch {

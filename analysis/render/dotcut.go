@@ -11,8 +11,29 @@ import (
 	"github.com/mpitrace/mpitrace/reconstruct/taskgraph"
 )
 
+// Cut returns what a streaming replay is given to collect the part of
+// the graph o draws (o.Ranks, o.Window), for WriteCutDOT; nil when o
+// draws no part. A picture of the path through the part draws few of
+// its operations: only one of all of them stops at o.MaxVertices.
+func (o *DOTOptions) Cut() *reconstruct.Cut {
+	if o.Ranks == nil && o.Window == nil {
+		return nil
+	}
+	c := &reconstruct.Cut{}
+	if !o.CriticalOnly {
+		c.Max = o.MaxVertices
+	}
+	if o.Ranks != nil {
+		c.Ranks = o.Ranks.Contains
+	}
+	if w := o.Window; w != nil {
+		c.Window = &reconstruct.CutWindow{Start: int64(w.Start), End: int64(w.End)}
+	}
+	return c
+}
+
 // WriteCutDOT writes the part of the task graph a streaming replay
-// collected (reconstruct.Cut, of o.Ranks and o.Window) as WriteDOT writes
+// collected (o.Cut's) as WriteDOT writes
 // that part of the graph, without the graph: the same picture, byte for
 // byte. sp is the replay's critical path, whose steps carry the graph's
 // ids (sp.Shape.IDs); it returns the vertices drawn.

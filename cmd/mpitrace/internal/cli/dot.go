@@ -217,21 +217,12 @@ func runDot(opts *dotOptions, s *Streams) error {
 	// a part of the graph (--ranks, --window) from what it collects of
 	// that part; the graph is built when the picture needs it (the whole
 	// graph), or when the replay declines the trace.
+	ro := render.DOTOptions{Unit: opts.Unit, CriticalOnly: opts.CriticalOnly, Ranks: opts.Ranks, Window: opts.Window,
+		MaxVertices: opts.MaxVertices}
 	cut := opts.Ranks != nil || opts.Window != nil
 	var part *reconstruct.Cut
-	if cut && dotStream {
-		// A picture of the path through the part keeps few of its
-		// operations: only a picture of all of them stops at the limit.
-		part = &reconstruct.Cut{}
-		if !opts.CriticalOnly {
-			part.Max = opts.MaxVertices
-		}
-		if opts.Ranks != nil {
-			part.Ranks = opts.Ranks.Contains
-		}
-		if w := opts.Window; w != nil {
-			part.Window = &reconstruct.CutWindow{Start: int64(w.Start), End: int64(w.End)}
-		}
+	if dotStream {
+		part = ro.Cut()
 	}
 	dopts := driver.Options{Model: opts.Model, Resolver: resolver, Cut: part,
 		Stream: dotStream && (cut || opts.CriticalOnly || !opts.Unfold)}
@@ -260,8 +251,7 @@ func runDot(opts *dotOptions, s *Streams) error {
 		reportDiagnostics(s, diags, &traceFlags{})
 		return pathErr
 	}
-	ro := render.DOTOptions{Unit: opts.Unit, CriticalOnly: opts.CriticalOnly, Ranks: opts.Ranks, Window: opts.Window, Model: modelName,
-		Sites: a.SiteLabel(), MaxVertices: opts.MaxVertices}
+	ro.Model, ro.Sites = modelName, a.SiteLabel()
 	whole := !opts.CriticalOnly && !cut
 	folded := !opts.Unfold && !cut && a.Steps != nil && foldsPath(a.Steps, numNodes(a), opts)
 	var drawn int
