@@ -1849,10 +1849,11 @@ func (e *engine) finishReplay(r *streamRank) {
 	if r.items == 0 {
 		return
 	}
+	w := r.chainW(r.lastKind, r.lastEnd, posFin, r.finStr)
 	if c := e.cut; c != nil {
-		c.fin(r, r.chainW(r.lastKind, r.lastEnd, posFin, r.finStr))
+		c.fin(r, w)
 	}
-	v := r.val + float64(r.chainW(r.lastKind, r.lastEnd, posFin, r.finStr))
+	v := r.val + float64(w)
 	if e.fin.rank < 0 || v > e.fin.val || v == e.fin.val && r.idx < e.fin.rank {
 		e.fin = finBest{val: v, rank: r.idx}
 	}

@@ -238,7 +238,7 @@ type group struct {
 	e     *engine
 	defs  *sharedDefs
 	out   [][]byte // by group: the messages for it, encoded (wire)
-	nout  []int    // by group: how many
+	nout  int      // how many, to all groups
 	// reach are, by communicator, the other groups with a member.
 	reach map[commKey][]int
 	w     *wire
@@ -342,7 +342,7 @@ type xmsg struct {
 // few dozen bytes there, where its record is 400.
 func (g *group) send(to int, x xmsg) {
 	g.out[to] = g.w.encode(g.out[to], g, to, &x)
-	g.nout[to]++
+	g.nout++
 }
 
 // sendRec: rank r sent m on channel key to the group to.
@@ -827,7 +827,7 @@ type Transport interface {
 }
 
 func newGroup(id int, owner []int32, e *engine, defs *sharedDefs, groups int) *group {
-	g := &group{id: id, owner: owner, e: e, defs: defs, out: make([][]byte, groups), nout: make([]int, groups), reach: make(map[commKey][]int), w: newWire(groups)}
+	g := &group{id: id, owner: owner, e: e, defs: defs, out: make([][]byte, groups), reach: make(map[commKey][]int), w: newWire(groups)}
 	for i, r := range e.ranks {
 		if !r.remote {
 			e.enqueue(int32(i))
@@ -967,13 +967,7 @@ var batchFull = 1 << 14
 func (g *group) full() bool { return g.pending() >= batchFull }
 
 // pending counts the messages the group has to send.
-func (g *group) pending() int {
-	n := 0
-	for _, k := range g.nout {
-		n += k
-	}
-	return n
-}
+func (g *group) pending() int { return g.nout }
 
 // exchange sends the group's messages and its status st, a batch to
 // each group, and takes the batches of the others: their statuses, by
@@ -984,8 +978,9 @@ func (g *group) exchange(t Transport, st *roundStatus) ([]roundStatus, error) {
 	for to, l := range g.out {
 		b := appendStatus(make([]byte, 0, len(l)+64), st)
 		send[to] = append(b, l...)
-		g.out[to], g.nout[to] = l[:0], 0
+		g.out[to] = l[:0]
 	}
+	g.nout = 0
 	recv, err := t.Alltoall(send)
 	if err != nil {
 		return nil, err
