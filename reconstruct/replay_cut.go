@@ -142,11 +142,10 @@ type cutOp struct {
 
 // cutRank is a rank's place on its chain.
 type cutRank struct {
-	prev     cutEnd
-	posts    int32 // nonblocking posts by the current operation
-	keep     int8  // 0: not asked yet, 1: drawn, -1: not
-	prevCand bool  // prev is a candidate operation
-	started  bool
+	prev     cutEnd // kind 0: none yet (MPI_Init)
+	posts    int32  // nonblocking posts by the current operation
+	keep     int8   // 0: not asked yet, 1: drawn, -1: not
+	prevCand bool   // prev is a candidate operation
 }
 
 // cutTrack is, with a window, an instance whose chain edges to other
@@ -212,7 +211,7 @@ func (c *Cut) senderCand(r *streamRank, start int64) bool {
 	return cand
 }
 
-func (c *Cut) opEnd(r *streamRank, k uint32) cutEnd { return cutEnd{kind: posOp, ri: r.idx, op: k} }
+func opEnd(r *streamRank, k uint32) cutEnd { return cutEnd{kind: posOp, ri: r.idx, op: k} }
 
 func (c *Cut) add(e cutEdge) {
 	for _, x := range [2]cutEnd{e.from, e.to} {
@@ -303,9 +302,8 @@ var cutPruneMin = 4096
 func (c *Cut) chain(r *streamRank, next cutEnd, nextCand bool, kind uint8, w int64) {
 	cr := &c.ranks[r.idx]
 	prev := cr.prev
-	if !cr.started {
+	if prev.kind == 0 {
 		prev = cutEnd{kind: posInit}
-		cr.started = true
 	}
 	if prev.kind == posPart {
 		c.pass(prev.in, nextCand)
@@ -360,7 +358,7 @@ func (c *Cut) op(r *streamRank, k uint32, o *sop, w int64, m *smsg, nb *sinst) {
 		return
 	}
 	cand, sure := c.candidate(r, o.ostart)
-	to := c.opEnd(r, k)
+	to := opEnd(r, k)
 	if cand {
 		if sure {
 			if c.sure++; c.Max > 0 && c.sure > c.Max {
@@ -395,7 +393,7 @@ func (c *Cut) post(r *streamRank, k uint32, in *sinst) {
 	}
 	if cr.prevCand {
 		c.join(in)
-		c.add(cutEdge{kind: taskgraph.CollIn, from: c.opEnd(r, k), to: cutEnd{kind: posPart, in: in}, rank: r.rank, class: 1, a: cr.posts})
+		c.add(cutEdge{kind: taskgraph.CollIn, from: opEnd(r, k), to: cutEnd{kind: posPart, in: in}, rank: r.rank, class: 1, a: cr.posts})
 	}
 	cr.posts++
 }
