@@ -960,11 +960,12 @@ func (g *group) work() {
 // or take a rank's yieldTurns operations: a rank that never waits for
 // another group, sending to one, stops there until the next round
 // instead of sending its whole log at once (which the other group would
-// hold until its ranks took it). A variable for the tests.
+// hold until its ranks took it). A variable for the tests (0 counts as
+// 1: a group with nothing to send is never full).
 var batchFull = 1 << 14
 
 // full says whether the group's batches are full for this round.
-func (g *group) full() bool { return g.pending() >= batchFull }
+func (g *group) full() bool { return g.pending() >= max(batchFull, 1) }
 
 // pending counts the messages the group has to send.
 func (g *group) pending() int { return g.nout }

@@ -173,7 +173,11 @@ func TestReplayGroupsMPILike(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		n = 200 // under the race detector, the groups' goroutines are what it looks at
 	}
+	defer func(b int) { *reconstruct.BatchFull = b }(*reconstruct.BatchFull)
 	for i := 0; i < n; i++ {
+		// Every third with the groups' batches full at every message:
+		// a group stops for the round at each.
+		*reconstruct.BatchFull = []int{1 << 14, 1 << 14, 1}[i%3]
 		text := mutate(rng, genText(rng))
 		ranks, err := tracefmt.ParseText(strings.NewReader(text))
 		if err != nil {
