@@ -251,14 +251,15 @@ func selectView(g *taskgraph.Graph, p *critpath.Path, o *DOTOptions) *view {
 		}
 	}
 	filtered := o.CriticalOnly || o.Ranks != nil || o.Window != nil
-	inRanks := func(r int) bool { return o.Ranks == nil || o.Ranks.Contains(r) }
 	candidate := func(e taskgraph.Edge) bool { return !o.CriticalOnly || v.pathEdges[keyOf(e)] }
 	shared := func(id taskgraph.NodeID) bool { return g.Kind(id) != taskgraph.KindOp }
+	keep := func(id taskgraph.NodeID) bool { return v.keep[id] }
+	set := func(id taskgraph.NodeID) { v.keep[id] = true }
 
 	// Operations.
 	for _, r := range g.Ranks() {
 		first, cnt := g.RankOps(r)
-		if cnt == 0 || !inRanks(r) {
+		if cnt == 0 || !o.inRanks(r) {
 			continue
 		}
 		org := origin(g, r)
@@ -281,19 +282,8 @@ func selectView(g *taskgraph.Graph, p *critpath.Path, o *DOTOptions) *view {
 		}
 	} else {
 		for e := range g.Edges {
-			if !candidate(e) {
-				continue
-			}
-			su, sw := shared(e.From), shared(e.To)
-			switch {
-			case su && sw:
-				if o.Window == nil && inRanks(e.Rank) {
-					v.keep[e.From], v.keep[e.To] = true, true
-				}
-			case su && v.keep[e.To]:
-				v.keep[e.From] = true
-			case sw && v.keep[e.From]:
-				v.keep[e.To] = true
+			if candidate(e) {
+				o.keepShared(e, shared(e.From), shared(e.To), keep, set)
 			}
 		}
 	}
@@ -303,16 +293,13 @@ func selectView(g *taskgraph.Graph, p *critpath.Path, o *DOTOptions) *view {
 		if !candidate(e) {
 			continue
 		}
-		ku, kw := v.keep[e.From], v.keep[e.To]
-		switch {
-		case ku && kw && (!shared(e.From) || !shared(e.To) || inRanks(e.Rank)):
-			v.edges = append(v.edges, drawnEdge{e, -1, -1})
-		case e.Kind == taskgraph.Message && o.Ranks != nil && ku && !inRanks(g.Rank(e.To)):
-			v.stubs[g.Rank(e.To)] = true
-			v.edges = append(v.edges, drawnEdge{e, -1, g.Rank(e.To)})
-		case e.Kind == taskgraph.Message && o.Ranks != nil && kw && !inRanks(g.Rank(e.From)):
-			v.stubs[g.Rank(e.From)] = true
-			v.edges = append(v.edges, drawnEdge{e, g.Rank(e.From), -1})
+		if de, ok := o.drawEdge(e, shared(e.From), shared(e.To), v.keep[e.From], v.keep[e.To], g.Rank); ok {
+			v.edges = append(v.edges, de)
+			for _, r := range [2]int{de.stubFrom, de.stubTo} {
+				if r >= 0 {
+					v.stubs[r] = true
+				}
+			}
 		}
 	}
 	for id, k := range v.keep {
@@ -327,6 +314,45 @@ func selectView(g *taskgraph.Graph, p *critpath.Path, o *DOTOptions) *view {
 		}
 	}
 	return v
+}
+
+// inRanks says whether the picture draws rank r's operations.
+func (o *DOTOptions) inRanks(r int) bool { return o.Ranks == nil || o.Ranks.Contains(r) }
+
+// keepShared keeps what edge e, whose ends are shared vertices or not
+// (su, sw), keeps of the shared vertices in a picture of a part: a
+// shared end whose other end is kept; without a window, both ends of an
+// edge between shared vertices on a drawn rank's chain. keep and set read
+// and set what is kept.
+func (o *DOTOptions) keepShared(e taskgraph.Edge, su, sw bool, keep func(taskgraph.NodeID) bool, set func(taskgraph.NodeID)) {
+	switch {
+	case su && sw:
+		if o.Window == nil && o.inRanks(e.Rank) {
+			set(e.From)
+			set(e.To)
+		}
+	case su && keep(e.To):
+		set(e.From)
+	case sw && keep(e.From):
+		set(e.To)
+	}
+}
+
+// drawEdge says whether a picture draws edge e, whose ends are shared
+// vertices or not (su, sw) and kept or not (ku, kw), and how: between
+// kept ends, or a message to or from a rank not drawn, from or to that
+// rank's stub (rank gives an operation's rank).
+func (o *DOTOptions) drawEdge(e taskgraph.Edge, su, sw, ku, kw bool, rank func(taskgraph.NodeID) int) (drawnEdge, bool) {
+	switch {
+	case ku && kw && (!su || !sw || o.inRanks(e.Rank)):
+		return drawnEdge{e, -1, -1}, true
+	case e.Kind != taskgraph.Message || o.Ranks == nil:
+	case ku && !o.inRanks(rank(e.To)):
+		return drawnEdge{e, -1, rank(e.To)}, true
+	case kw && !o.inRanks(rank(e.From)):
+		return drawnEdge{e, rank(e.From), -1}, true
+	}
+	return drawnEdge{}, false
 }
 
 // origin is the time rank r's window is measured from: the end of its

@@ -51,7 +51,6 @@ func WriteCutDOT(w io.Writer, cg *reconstruct.CutGraph, sp *critpath.StepPath, m
 		// More operations than MaxVertices (reconstruct.Cut.Max).
 		return o.MaxVertices + 1, &TooBigError{Vertices: o.MaxVertices + 1, Max: o.MaxVertices, AtLeast: true}
 	}
-	inRanks := func(r int) bool { return o.Ranks == nil || o.Ranks.Contains(r) }
 	// The vertices of the part, and those of the path among them.
 	ops := make(map[taskgraph.NodeID]*reconstruct.CutOp, len(cg.Ops))
 	for i := range cg.Ops {
@@ -88,22 +87,11 @@ func WriteCutDOT(w io.Writer, cg *reconstruct.CutGraph, sp *critpath.StepPath, m
 			keep[op.ID] = true
 		}
 	}
-	isShared := func(e *reconstruct.CutEdge) (bool, bool) { return e.FromRank < 0, e.ToRank < 0 }
+	has := func(id taskgraph.NodeID) bool { return keep[id] }
+	set := func(id taskgraph.NodeID) { keep[id] = true }
 	for i := range cg.Edges {
-		e := &cg.Edges[i]
-		if !candidate(e) {
-			continue
-		}
-		su, sw := isShared(e)
-		switch {
-		case su && sw:
-			if o.Window == nil && inRanks(e.Rank) {
-				keep[e.From], keep[e.To] = true, true
-			}
-		case su && keep[e.To]:
-			keep[e.From] = true
-		case sw && keep[e.From]:
-			keep[e.To] = true
+		if e := &cg.Edges[i]; candidate(e) {
+			o.keepShared(e.Edge, e.FromRank < 0, e.ToRank < 0, has, set)
 		}
 	}
 	var edges []drawnEdge
@@ -113,17 +101,19 @@ func WriteCutDOT(w io.Writer, cg *reconstruct.CutGraph, sp *critpath.StepPath, m
 		if !candidate(e) {
 			continue
 		}
-		su, sw := isShared(e)
-		ku, kw := keep[e.From], keep[e.To]
-		switch {
-		case ku && kw && (!su || !sw || inRanks(e.Rank)):
-			edges = append(edges, drawnEdge{e.Edge, -1, -1})
-		case e.Kind == taskgraph.Message && o.Ranks != nil && ku && !inRanks(e.ToRank):
-			stubs[e.ToRank] = true
-			edges = append(edges, drawnEdge{e.Edge, -1, e.ToRank})
-		case e.Kind == taskgraph.Message && o.Ranks != nil && kw && !inRanks(e.FromRank):
-			stubs[e.FromRank] = true
-			edges = append(edges, drawnEdge{e.Edge, e.FromRank, -1})
+		rank := func(id taskgraph.NodeID) int {
+			if id == e.From {
+				return e.FromRank
+			}
+			return e.ToRank
+		}
+		if de, ok := o.drawEdge(e.Edge, e.FromRank < 0, e.ToRank < 0, keep[e.From], keep[e.To], rank); ok {
+			edges = append(edges, de)
+			for _, r := range [2]int{de.stubFrom, de.stubTo} {
+				if r >= 0 {
+					stubs[r] = true
+				}
+			}
 		}
 	}
 	vertices := len(keep) + len(stubs)
