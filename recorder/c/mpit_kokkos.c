@@ -18,13 +18,22 @@
  *
  * Names (regions, kernels, labels, spaces) get one string id per distinct
  * text: each thread keeps a cache by hash, the core's table (a lock) is
- * asked on a miss. */
+ * asked on a miss.
+ *
+ * Signal handlers may push and pop regions (a profiler's timer, a
+ * program's own handler). Every entry point marks the thread busy (kt_enter)
+ * while it changes the thread's stack and name cache; a call that lands
+ * meanwhile, from a handler interrupting it, touches neither: it records
+ * nothing, and a region it pushes is counted (kt_nested) so that its pop
+ * closes it and not the region the interrupted code was opening or closing.
+ * A call from a handler that lands anywhere else nests like any other. */
 #define _GNU_SOURCE
 #include "mpit_core.h"
 
 #define MPITRACE_API_ONLY
 #include "mpitrace.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +71,37 @@ typedef struct {
 } kthread;
 
 static MPIT_TLS kthread *kt_self;
+/* The thread is inside one of this file's entry points. */
+static MPIT_TLS volatile sig_atomic_t kt_busy;
+/* Regions pushed by a signal handler while the thread was busy, not yet
+ * popped: the innermost open regions, never recorded. */
+static MPIT_TLS uint32_t kt_nested;
+
+/* kt_enter marks the thread busy; 0 when it already was (the caller is a
+ * signal handler that interrupted an entry point: it must change nothing
+ * the interrupted call may be changing). kt_leave ends what kt_enter began.
+ * The signal fences keep the compiler from moving the stack's and cache's
+ * stores out of the busy span. */
+static inline int kt_enter(void) {
+    if (kt_busy) return 0;
+    kt_busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return 1;
+}
+
+static inline void kt_leave(void) {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    kt_busy = 0;
+}
+
+/* KT_ENTRY runs the statement as the body of an entry point: not at all
+ * when the thread is busy. */
+#define KT_ENTRY(stmt)                                                                                                 \
+    do {                                                                                                               \
+        if (!kt_enter()) return;                                                                                       \
+        stmt;                                                                                                          \
+        kt_leave();                                                                                                    \
+    } while (0)
 /* The thread's last generation, kept when its state is freed (at Kokkos'
  * finalisation), so that a kernel after it does not get an id given
  * before. */
@@ -203,7 +243,7 @@ MPIT_HIDDEN int mpit_kokkos_open(void) { return kt_self && (kt_self->n > 0 || kt
 
 static void ev_meta(kthread *t, const char *key, const char *value);
 
-MPIT_HIDDEN void mpit_kokkos_thread_end(void) {
+static void thread_end(void) {
     kthread *t = kt_self;
     if (!t) return;
     if (t->too_deep) {
@@ -221,10 +261,12 @@ MPIT_HIDDEN void mpit_kokkos_thread_end(void) {
     free(t);
 }
 
+MPIT_HIDDEN void mpit_kokkos_thread_end(void) { KT_ENTRY(thread_end()); }
+
 /* ------------------------------------------------------------------ */
 /* Regions                                                             */
 
-static void region_push(const char *name, size_t n) {
+static void region_push_in(const char *name, size_t n) {
     kthread *t = kt();
     if (!t) return;
     uint64_t id;
@@ -240,7 +282,7 @@ static void region_push(const char *name, size_t n) {
     mpit_commit(tb, p, now);
 }
 
-static void region_pop(void) {
+static void region_pop_in(void) {
     kthread *t = kt();
     if (!t) return;
     uint64_t now = mpit_now();
@@ -249,6 +291,25 @@ static void region_pop(void) {
         return;
     }
     if (!pop_kind(t, FR_REGION, now)) ev_end(FR_REGION, now, MPIT_END_UNMATCHED);
+}
+
+static void region_push(const char *name, size_t n) {
+    if (!kt_enter()) {
+        kt_nested++;
+        return;
+    }
+    region_push_in(name, n);
+    kt_leave();
+}
+
+static void region_pop(void) {
+    if (!kt_enter()) {
+        if (kt_nested) kt_nested--;
+        return;
+    }
+    if (kt_nested) kt_nested--;
+    else region_pop_in();
+    kt_leave();
 }
 
 MPIT_HIDDEN void mpit_region_push(const char *name) { region_push(name, SIZE_MAX); }
@@ -299,9 +360,7 @@ static void ev_named(kthread *t, int kind, const char *name, uint64_t a) {
     mpit_commit(tb, p, now);
 }
 
-KOKKOSP void kokkosp_init_library(const int loadSeq, const uint64_t interfaceVer, const uint32_t devInfoCount,
-                                  struct Kokkos_Profiling_KokkosPDeviceInfo *deviceInfo) {
-    (void)deviceInfo; /* never dereferenced: Kokkos passes what it likes */
+static void init_library(int loadSeq, uint64_t interfaceVer, uint32_t devInfoCount) {
     kthread *t = kt();
     if (!t) return;
     __atomic_store_n(&K.active, 1, __ATOMIC_RELEASE);
@@ -315,6 +374,12 @@ KOKKOSP void kokkosp_init_library(const int loadSeq, const uint64_t interfaceVer
     ev_meta(t, "kokkos.device_info_count", v);
 }
 
+KOKKOSP void kokkosp_init_library(const int loadSeq, const uint64_t interfaceVer, const uint32_t devInfoCount,
+                                  struct Kokkos_Profiling_KokkosPDeviceInfo *deviceInfo) {
+    (void)deviceInfo; /* never dereferenced: Kokkos passes what it likes */
+    KT_ENTRY(init_library(loadSeq, interfaceVer, devInfoCount));
+}
+
 /* Kokkos may finalize after MPI_Finalize: nothing here calls MPI. The
  * log's end record waits for the later of the two (mpit_final_flush). */
 KOKKOSP void kokkosp_finalize_library(void) {
@@ -324,7 +389,7 @@ KOKKOSP void kokkosp_finalize_library(void) {
     if (mpit_G.finalized) mpit_final_flush(MPIT_END_FINALIZE, 0);
 }
 
-KOKKOSP void kokkosp_parse_args(int argc, char **argv) {
+static void parse_args(int argc, char **argv) {
     kthread *t = kt();
     if (!t) return;
     char buf[1024];
@@ -348,13 +413,15 @@ KOKKOSP void kokkosp_parse_args(int argc, char **argv) {
     if (!same) ev_meta(t, "kokkos.tool_args", buf);
 }
 
+KOKKOSP void kokkosp_parse_args(int argc, char **argv) { KT_ENTRY(parse_args(argc, argv)); }
+
 KOKKOSP void kokkosp_print_help(char *progName) {
     (void)progName;
     printf("mpitrace records Kokkos kernels, regions, fences, deep copies and allocations\n"
            "with the MPI calls of each rank; it takes no tool arguments. See `mpitrace regions`.\n");
 }
 
-static void kernel_begin(int type, const char *name, uint32_t dev, uint64_t *kid) {
+static void kernel_begin_in(int type, const char *name, uint32_t dev, uint64_t *kid) {
     kthread *t = kt();
     if (!t) {
         if (kid) *kid = 0;
@@ -375,7 +442,7 @@ static void kernel_begin(int type, const char *name, uint32_t dev, uint64_t *kid
     mpit_commit(tb, p, now);
 }
 
-static void kernel_end(uint64_t kid) {
+static void kernel_end_in(uint64_t kid) {
     uint64_t now = mpit_now();
     kthread *t = kt_self;
     if (!t) return;
@@ -388,6 +455,20 @@ static void kernel_end(uint64_t kid) {
     while (t->n > idx + 1) close_top(t, MPIT_END_UNWOUND, now);
     close_top(t, 0, now);
 }
+
+/* A kernel begun in a signal handler while the thread was busy gets id 0,
+ * as one past the stack's depth does; its end, also in the handler, finds
+ * the thread busy and does nothing. */
+static void kernel_begin(int type, const char *name, uint32_t dev, uint64_t *kid) {
+    if (!kt_enter()) {
+        if (kid) *kid = 0;
+        return;
+    }
+    kernel_begin_in(type, name, dev, kid);
+    kt_leave();
+}
+
+static void kernel_end(uint64_t kid) { KT_ENTRY(kernel_end_in(kid)); }
 
 KOKKOSP void kokkosp_begin_parallel_for(const char *name, const uint32_t devID, uint64_t *kID) {
     kernel_begin(MPIT_KERNEL_FOR, name, devID, kID);
@@ -411,7 +492,7 @@ KOKKOSP void kokkosp_pop_profile_region(void) { region_pop(); }
 
 static size_t space_len(const struct Kokkos_Profiling_SpaceHandle *h) { return strnlen(h->name, sizeof h->name); }
 
-static void alloc_event(int kind, const struct Kokkos_Profiling_SpaceHandle *space, const char *label, uint64_t size) {
+static void alloc_event_in(int kind, const struct Kokkos_Profiling_SpaceHandle *space, const char *label, uint64_t size) {
     kthread *t = kt();
     if (!t) return;
     uint64_t id[2];
@@ -422,6 +503,10 @@ static void alloc_event(int kind, const struct Kokkos_Profiling_SpaceHandle *spa
     if (kind == MPIT_KIND_ALLOC) p = mpit_put_alloc(p, MPIT_GAP(tb, now), id[0], id[1], size);
     else p = mpit_put_free(p, MPIT_GAP(tb, now), id[0], id[1], size);
     mpit_commit(tb, p, now);
+}
+
+static void alloc_event(int kind, const struct Kokkos_Profiling_SpaceHandle *space, const char *label, uint64_t size) {
+    KT_ENTRY(alloc_event_in(kind, space, label, size));
 }
 
 KOKKOSP void kokkosp_allocate_data(const struct Kokkos_Profiling_SpaceHandle space, const char *label, const void *const ptr,
@@ -435,15 +520,13 @@ KOKKOSP void kokkosp_deallocate_data(const struct Kokkos_Profiling_SpaceHandle s
     alloc_event(MPIT_KIND_FREE, &space, label, size);
 }
 
-KOKKOSP void kokkosp_begin_deep_copy(struct Kokkos_Profiling_SpaceHandle dst_handle, const char *dst_name,
-                                     const void *dst_ptr, struct Kokkos_Profiling_SpaceHandle src_handle,
-                                     const char *src_name, const void *src_ptr, uint64_t size) {
-    (void)dst_ptr, (void)src_ptr;
+static void begin_deep_copy(const struct Kokkos_Profiling_SpaceHandle *dst_handle, const char *dst_name,
+                            const struct Kokkos_Profiling_SpaceHandle *src_handle, const char *src_name, uint64_t size) {
     kthread *t = kt();
     if (!t) return;
     uint64_t id[4];
-    mpit_tb *tb = named_tb(t, 4, (const char *const[]){dst_handle.name, dst_name, src_handle.name, src_name},
-                           (const size_t[]){space_len(&dst_handle), SIZE_MAX, space_len(&src_handle), SIZE_MAX}, id);
+    mpit_tb *tb = named_tb(t, 4, (const char *const[]){dst_handle->name, dst_name, src_handle->name, src_name},
+                           (const size_t[]){space_len(dst_handle), SIZE_MAX, space_len(src_handle), SIZE_MAX}, id);
     if (push(t, FR_COPY, tb != NULL) < 0) {
         if (tb) mpit_abandon(tb);
         return;
@@ -455,7 +538,16 @@ KOKKOSP void kokkosp_begin_deep_copy(struct Kokkos_Profiling_SpaceHandle dst_han
     mpit_commit(tb, p, now);
 }
 
-KOKKOSP void kokkosp_end_deep_copy(void) {
+/* A deep copy begun in a signal handler while the thread was busy is not
+ * recorded; its end, also in the handler, does nothing. */
+KOKKOSP void kokkosp_begin_deep_copy(struct Kokkos_Profiling_SpaceHandle dst_handle, const char *dst_name,
+                                     const void *dst_ptr, struct Kokkos_Profiling_SpaceHandle src_handle,
+                                     const char *src_name, const void *src_ptr, uint64_t size) {
+    (void)dst_ptr, (void)src_ptr;
+    KT_ENTRY(begin_deep_copy(&dst_handle, dst_name, &src_handle, src_name, size));
+}
+
+static void end_deep_copy(void) {
     uint64_t now = mpit_now();
     kthread *t = kt_self;
     if (!t) return;
@@ -466,7 +558,9 @@ KOKKOSP void kokkosp_end_deep_copy(void) {
     pop_kind(t, FR_COPY, now);
 }
 
-KOKKOSP void kokkosp_create_profile_section(const char *name, uint32_t *sec) {
+KOKKOSP void kokkosp_end_deep_copy(void) { KT_ENTRY(end_deep_copy()); }
+
+static void create_profile_section(const char *name, uint32_t *sec) {
     kthread *t = kt();
     uint64_t id = 0;
     mpit_tb *tb = t ? named_tb(t, 1, &name, (const size_t[]){SIZE_MAX}, &id) : NULL;
@@ -486,6 +580,11 @@ KOKKOSP void kokkosp_create_profile_section(const char *name, uint32_t *sec) {
     if (sec) *sec = s;
 }
 
+KOKKOSP void kokkosp_create_profile_section(const char *name, uint32_t *sec) {
+    if (sec) *sec = 0;
+    KT_ENTRY(create_profile_section(name, sec));
+}
+
 static uint64_t section_name(uint32_t sec) {
     pthread_mutex_lock(&K.mu);
     uint64_t id = sec >= 1 && sec <= K.nsec ? K.sec[sec - 1] : 0;
@@ -493,7 +592,7 @@ static uint64_t section_name(uint32_t sec) {
     return id;
 }
 
-static void section_event(uint32_t sec, int begin) {
+static void section_event_in(uint32_t sec, int begin) {
     uint64_t now = mpit_now();
     mpit_tb *tb = kt() ? mpit_marker_tb() : NULL;
     if (!tb) return;
@@ -511,6 +610,8 @@ static void section_event(uint32_t sec, int begin) {
     mpit_commit(tb, p, now);
 }
 
+static void section_event(uint32_t sec, int begin) { KT_ENTRY(section_event_in(sec, begin)); }
+
 KOKKOSP void kokkosp_start_profile_section(const uint32_t sec) { section_event(sec, 1); }
 KOKKOSP void kokkosp_stop_profile_section(const uint32_t sec) { section_event(sec, 0); }
 
@@ -518,26 +619,35 @@ KOKKOSP void kokkosp_stop_profile_section(const uint32_t sec) { section_event(se
  * section. */
 KOKKOSP void kokkosp_destroy_profile_section(const uint32_t sec) { (void)sec; }
 
-KOKKOSP void kokkosp_profile_event(const char *name) {
+/* named_event appends an event of one name (a mark, a DualView's sync or
+ * modify) as an entry point. */
+static void named_event(int kind, const char *name, uint64_t a) {
+    if (!kt_enter()) return;
     kthread *t = kt();
-    if (t) ev_named(t, MPIT_KIND_MARK, name, 0);
+    if (t) ev_named(t, kind, name, a);
+    kt_leave();
 }
 
-KOKKOSP void kokkosp_declare_metadata(const char *key, const char *value) {
+/* meta_event appends a Meta event as an entry point. */
+static void meta_event(const char *key, const char *value) {
+    if (!kt_enter()) return;
     kthread *t = kt();
     if (t) ev_meta(t, key ? key : "", value ? value : "");
+    kt_leave();
 }
+
+KOKKOSP void kokkosp_profile_event(const char *name) { named_event(MPIT_KIND_MARK, name, 0); }
+
+KOKKOSP void kokkosp_declare_metadata(const char *key, const char *value) { meta_event(key, value); }
 
 KOKKOSP void kokkosp_dual_view_sync(const char *label, const void *const ptr, bool is_device) {
     (void)ptr;
-    kthread *t = kt();
-    if (t) ev_named(t, MPIT_KIND_DUALVIEW, label, is_device ? MPIT_DUALVIEW_DEVICE : 0);
+    named_event(MPIT_KIND_DUALVIEW, label, is_device ? MPIT_DUALVIEW_DEVICE : 0);
 }
 
 KOKKOSP void kokkosp_dual_view_modify(const char *label, const void *const ptr, bool is_device) {
     (void)ptr;
-    kthread *t = kt();
-    if (t) ev_named(t, MPIT_KIND_DUALVIEW, label, MPIT_DUALVIEW_MODIFY | (is_device ? MPIT_DUALVIEW_DEVICE : 0));
+    named_event(MPIT_KIND_DUALVIEW, label, MPIT_DUALVIEW_MODIFY | (is_device ? MPIT_DUALVIEW_DEVICE : 0));
 }
 
 /* Global fencing (a fence around every kernel, so that asynchronous
@@ -547,8 +657,7 @@ KOKKOSP void kokkosp_dual_view_modify(const char *label, const void *const ptr, 
 KOKKOSP void kokkosp_request_tool_settings(const uint32_t num, struct Kokkos_Tools_ToolSettings *settings) {
     if (num < 1 || !settings) return;
     settings->requires_global_fencing = K.fences != 0;
-    kthread *t = kt();
-    if (t) ev_meta(t, "kokkos.global_fencing", K.fences ? "on" : "off");
+    meta_event("kokkos.global_fencing", K.fences ? "on" : "off");
 }
 
 KOKKOSP void kokkosp_provide_tool_programming_interface(const uint32_t num, struct Kokkos_Tools_ToolProgrammingInterface funcs) {
