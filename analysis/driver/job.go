@@ -83,6 +83,11 @@ type ProcessStats struct {
 	Exchanges int   `json:"exchanges"`
 	Sent      int64 `json:"bytes_sent"`
 	Received  int64 `json:"bytes_received"`
+	// NodeProcesses counts the job's processes on the process's node
+	// (itself included), Gomaxprocs the Go threads it ran Go code on at
+	// once (runtime.GOMAXPROCS: its share of the node's processors).
+	NodeProcesses int `json:"node_processes"`
+	Gomaxprocs    int `json:"gomaxprocs"`
 }
 
 // agreed is an Exchange's error that every process got alike from the

@@ -11,6 +11,7 @@ package mpicomm
 typedef struct {
 	int (*init)(int *, int *);
 	int (*finalize)(void);
+	int (*local_size)(int *);
 	void (*abort)(int);
 	int (*allreduce_i64)(int64_t *, int, int);
 	int (*allgather_i64)(const int64_t *, int, int64_t *);
@@ -33,6 +34,7 @@ static void *mpicomm_load(const char *path, mpicomm_fns *f, const char **why) {
 #define SYM(field, name) if (!(*(void **)&f->field = dlsym(h, name))) { *why = dlerror(); return NULL; }
 	SYM(init, "mpicomm_init")
 	SYM(finalize, "mpicomm_finalize")
+	SYM(local_size, "mpicomm_local_size")
 	SYM(abort, "mpicomm_abort")
 	SYM(allreduce_i64, "mpicomm_allreduce_i64")
 	SYM(allgather_i64, "mpicomm_allgather_i64")
@@ -49,6 +51,7 @@ static void *mpicomm_load(const char *path, mpicomm_fns *f, const char **why) {
 
 static int c_init(mpicomm_fns *f, int *r, int *s) { return f->init(r, s); }
 static int c_finalize(mpicomm_fns *f) { return f->finalize(); }
+static int c_local_size(mpicomm_fns *f, int *n) { return f->local_size(n); }
 static void c_abort(mpicomm_fns *f, int code) { f->abort(code); }
 static int c_allreduce(mpicomm_fns *f, int64_t *b, int n, int op) { return f->allreduce_i64(b, n, op); }
 static int c_allgather_i64(mpicomm_fns *f, const int64_t *m, int n, int64_t *a) { return f->allgather_i64(m, n, a); }
@@ -116,7 +119,15 @@ func (l library) bcast(b []byte, root int) int {
 	return int(C.c_bcast(l.f, byteArg(b), C.int(len(b)), C.int(root)))
 }
 
-func (l library) finalize() int  { return int(C.c_finalize(l.f)) }
+func (l library) finalize() int { return int(C.c_finalize(l.f)) }
+
+func (l library) localSize(n *int) int {
+	var v C.int
+	rc := int(C.c_local_size(l.f, &v))
+	*n = int(v)
+	return rc
+}
+
 func (l library) abort(code int) { C.c_abort(l.f, C.int(code)) }
 
 func (l library) errorString(code int) string {

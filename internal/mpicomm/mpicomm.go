@@ -337,6 +337,17 @@ func (c *Comm) Abort(code int) {
 	select {} // MPI_Abort does not return
 }
 
+// LocalSize is the number of the job's processes on this one's node
+// (those that share its memory, MPI_COMM_TYPE_SHARED), this one included.
+// Every process calls it.
+func (c *Comm) LocalSize() (int, error) {
+	var n int
+	if err := c.do(func() int { return c.lib.localSize(&n) }); err != nil {
+		return 0, err
+	}
+	return max(n, 1), nil
+}
+
 // Finalize ends MPI; the Comm is not used after.
 func (c *Comm) Finalize() error {
 	err := c.do(func() int { return c.lib.finalize() })

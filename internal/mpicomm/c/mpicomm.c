@@ -32,6 +32,19 @@ int mpicomm_init(int *rank, int *size)
 
 int mpicomm_finalize(void) { return MPI_Finalize(); }
 
+/* mpicomm_local_size sets *n to the number of the job's processes that
+ * share this one's memory (its node). */
+int mpicomm_local_size(int *n)
+{
+    MPI_Comm node;
+    int rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = MPI_Comm_size(node, n);
+    MPI_Comm_free(&node);
+    return rc;
+}
+
 void mpicomm_abort(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
 
 /* op: 0 sum, 1 max, 2 min. */
