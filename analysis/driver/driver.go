@@ -286,9 +286,9 @@ func (a *Analysis) replay(o Options) (err error) {
 	a.Steps = steps
 	switch {
 	case mres == nil:
-	case merr == nil && maps.Equal(offsets, a.clocks.clocks.Offset):
+	case merr == nil && maps.Equal(offsets, a.clockOffsets().Offset):
 		a.replays = append(a.replays, mres)
-		a.mpath = critpath.ReplayPath(mres, critpath.WeightsMeasured, nil, &a.clocks.clocks)
+		a.mpath = critpath.ReplayPath(mres, critpath.WeightsMeasured, nil, a.clockOffsets())
 	default:
 		mres.Close() // MeasuredPath replays with the offsets seen
 	}
@@ -376,7 +376,26 @@ func ClockOffsets(t *tracefmt.Trace) *critpath.Clocks {
 		}
 		rr.Close()
 	}
+	shareClocks(t, &c.clocks)
 	return &c.clocks
+}
+
+// clockOffsets is the ranks' clock offsets the analysis saw, ranks that
+// read one clock sharing one (shareClocks). Once every rank was read.
+func (a *Analysis) clockOffsets() *critpath.Clocks {
+	shareClocks(a.Trace, &a.clocks.clocks)
+	return &a.clocks.clocks
+}
+
+// shareClocks gives the ranks that read one clock (tracefmt's
+// ClockGroups: one host, one boot) one offset, and its uncertainty: 0
+// between them, where the recorder's measurement by messages errs by
+// what a process waits for a core (docs/reconstruction.md, "Measured
+// weights"). Idempotent: called whenever the offsets are used.
+func shareClocks(t *tracefmt.Trace, c *critpath.Clocks) {
+	for r, src := range tracefmt.ShareOffsets(t.ClockGroups(), c.Offset) {
+		c.Err[r] = c.Err[src] // rank 0's: none
+	}
 }
 
 // Close releases the temporary files of the replays.
@@ -572,13 +591,13 @@ func (a *Analysis) MeasuredPath() (*critpath.StepPath, error) {
 	}
 	if a.Graph != nil {
 		var p *critpath.Path
-		if p, a.mpathErr = critpath.ComputeMeasured(a.Graph, &a.clocks.clocks); p != nil {
+		if p, a.mpathErr = critpath.ComputeMeasured(a.Graph, a.clockOffsets()); p != nil {
 			a.mpath = p.StepPath()
 		}
 		return a.mpath, a.mpathErr
 	}
 	res, err := safely(func() (*reconstruct.ReplayResult, error) {
-		return reconstruct.ReplayTraceMeasured(a.Trace, a.clocks.clocks.Offset, reconstruct.Options{Filtered: RecordFilter(a.Trace) != ""})
+		return reconstruct.ReplayTraceMeasured(a.Trace, a.clockOffsets().Offset, reconstruct.Options{Filtered: RecordFilter(a.Trace) != ""})
 	})
 	if err != nil {
 		// Where the model's replay went, this one goes too but for a
@@ -589,13 +608,13 @@ func (a *Analysis) MeasuredPath() (*critpath.StepPath, error) {
 			return nil, err
 		}
 		var p *critpath.Path
-		if p, a.mpathErr = critpath.ComputeMeasured(g, &a.clocks.clocks); p != nil {
+		if p, a.mpathErr = critpath.ComputeMeasured(g, a.clockOffsets()); p != nil {
 			a.mpath = p.StepPath()
 		}
 		return a.mpath, a.mpathErr
 	}
 	a.replays = append(a.replays, res)
-	a.mpath = critpath.ReplayPath(res, critpath.WeightsMeasured, nil, &a.clocks.clocks)
+	a.mpath = critpath.ReplayPath(res, critpath.WeightsMeasured, nil, a.clockOffsets())
 	return a.mpath, nil
 }
 

@@ -441,7 +441,7 @@ func TestClockOffsets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, want := ClockOffsets(a.Trace), a.clocks.clocks
+		got, want := ClockOffsets(a.Trace), *a.clockOffsets()
 		if eq := maps.Equal(got.Offset, want.Offset) && maps.Equal(got.Err, want.Err); eq != same {
 			t.Errorf("%s: offsets %v, errors %v; the analysis observed %v, %v (want the same: %v)", dir, got.Offset, got.Err, want.Offset, want.Err, same)
 		}

@@ -109,7 +109,7 @@ func (j *Job) measured(a *Analysis, o Options, filtered bool) error {
 	var mine []byte
 	if j.x.Rank() == 0 {
 		need := o.Measured || needsWhy(a.Steps.Length, a.Steps.RunTime)
-		mine = appendClocks([]byte{byte(btoi(need))}, &a.clocks.clocks)
+		mine = appendClocks([]byte{byte(btoi(need))}, a.clockOffsets())
 	}
 	// An error every process got alike leaves the path to MeasuredPath
 	// on process 0; one this process found alone (an MPI error: xerr)
@@ -154,7 +154,7 @@ func (j *Job) measured(a *Analysis, o Options, filtered bool) error {
 	}
 	if res != nil {
 		a.replays = append(a.replays, res)
-		a.mpath = critpath.ReplayPath(res, critpath.WeightsMeasured, nil, &a.clocks.clocks)
+		a.mpath = critpath.ReplayPath(res, critpath.WeightsMeasured, nil, a.clockOffsets())
 	}
 	return nil
 }

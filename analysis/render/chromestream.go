@@ -29,6 +29,10 @@ type StreamOptions struct {
 	// Size is the world's size; Logged the ranks with a log, in order.
 	Size   int
 	Logged []int
+	// ClockGroups are the ranks that read one clock
+	// (tracefmt.Trace.ClockGroups): each group's ranks share one offset
+	// (tracefmt.ShareOffsets).
+	ClockGroups [][]int
 	// Open opens the event stream of a rank; StreamChrome closes it with
 	// close. It is called twice per rank (two passes).
 	Open func(rank int) (src tracefmt.Source, close func() error, err error)
@@ -95,7 +99,14 @@ func StreamChrome(w io.Writer, o StreamOptions) error {
 			return err
 		}
 		s.ranks[i] = sr
-		s.cw.offsets[r], origins[r] = sr.off, sr.origin
+		origins[r] = sr.origin
+		if sr.offFound {
+			s.cw.offsets[r] = sr.off
+		}
+	}
+	tracefmt.ShareOffsets(o.ClockGroups, s.cw.offsets)
+	for _, sr := range s.ranks {
+		sr.off = s.cw.offsets[sr.rank]
 	}
 	s.cw.raw(`{"displayTimeUnit":"ns","traceEvents":[`)
 	for _, sr := range s.ranks {
@@ -132,22 +143,24 @@ type streamer struct {
 
 // streamRank is a rank in the second pass.
 type streamRank struct {
-	rank    int
-	off     int64
-	origin  int64
-	src     tracefmt.Source
-	closeFn func() error
-	strs    *tracefmt.Strings
-	idx     int64 // index of the current event
-	at      int64 // its start on the common clock
-	rl      *reconstruct.RankLinker
-	threads map[int]bool
-	ends    *os.File // the span ends, 8 bytes each in begin order
-	endsR   *bufio.Reader
-	nSpans  int64
-	read    int64      // span ends read
-	path    pathCursor // its events on the critical path, from the current one on
-	err     error
+	rank int
+	off  int64
+	// offFound: off is the log's ClockSync offset (else 0, none found).
+	offFound bool
+	origin   int64
+	src      tracefmt.Source
+	closeFn  func() error
+	strs     *tracefmt.Strings
+	idx      int64 // index of the current event
+	at       int64 // its start on the common clock
+	rl       *reconstruct.RankLinker
+	threads  map[int]bool
+	ends     *os.File // the span ends, 8 bytes each in begin order
+	endsR    *bufio.Reader
+	nSpans   int64
+	read     int64      // span ends read
+	path     pathCursor // its events on the critical path, from the current one on
+	err      error
 }
 
 func (sr *streamRank) close() {
@@ -224,7 +237,7 @@ func (s *streamer) firstPass(r int, dir string) (*streamRank, error) {
 	if err := src.Err(); err != nil {
 		return nil, err
 	}
-	sr.off, _ = co.Offset()
+	sr.off, sr.offFound = co.Offset()
 	if spans != nil {
 		if err := spans.finish(); err != nil {
 			return nil, fmt.Errorf("export: rank %d: temporary file: %w", r, err)

@@ -246,7 +246,7 @@ func streamExport(t *tracefmt.Trace, opts *exportOptions, s *Streams, path *rend
 		ranks = append(ranks, f.Header.Rank)
 	}
 	slices.Sort(ranks)
-	so := render.StreamOptions{Ranks: opts.Ranks, Window: opts.Window, Size: t.Size, Logged: ranks, Path: path}
+	so := render.StreamOptions{Ranks: opts.Ranks, Window: opts.Window, Size: t.Size, Logged: ranks, Path: path, ClockGroups: t.ClockGroups()}
 	// The second pass reads every rank at once: with many ranks, their
 	// readers spool their blocks (256 KiB each as the recorder writes
 	// them) to a temporary file and hold a window of a few KiB each.

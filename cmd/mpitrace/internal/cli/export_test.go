@@ -459,6 +459,23 @@ func TestExportCriticalMarks(t *testing.T) {
 				}
 			}
 		}
+		// Every rank's offset, those of ranks of one clock shared.
+		offs := map[int]int64{}
+		for _, f := range tr.Files {
+			rr, err := tr.OpenRank(f.Header.Rank)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var co render.ClockOffset
+			for rr.Next() {
+				co.Event(rr.Event())
+			}
+			if off, ok := co.Offset(); ok {
+				offs[f.Header.Rank] = off
+			}
+			rr.Close()
+		}
+		tracefmt.ShareOffsets(tr.ClockGroups(), offs)
 		var want []string
 		for _, f := range tr.Files {
 			r := f.Header.Rank
@@ -469,13 +486,11 @@ func TestExportCriticalMarks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var co render.ClockOffset
 			var evs []tracefmt.Event
 			for rr.Next() {
-				co.Event(rr.Event())
 				evs = append(evs, *rr.Event())
 			}
-			off, _ := co.Offset()
+			off := offs[r]
 			for i, ev := range evs {
 				if onPath[[2]int64{int64(r), int64(i)}] {
 					fn, _ := rr.Strings().Lookup(ev.Fn())
