@@ -147,7 +147,7 @@ func (e *engine) collectiveWaits(in *sinst, last int64) {
 			run.EarlyExits++
 			run.EarlyExitsNS += in.doneT - x
 		}
-		if st := CollectiveWaitState(cl); st != "" {
+		if st := CollectiveWaitState(cl, in.bytes); st != "" {
 			run.add(st, int(in.who[j]), in.lowName, in.sites[j], min(x-s, last-s))
 		}
 	}
@@ -168,7 +168,9 @@ func (e *engine) collectiveWaits(in *sinst, last int64) {
 		return
 	}
 	rs, re := times(order[rj])
-	first, seen := int64(0), false
+	// Early reduce: the root waits for the last of the others to arrive
+	// (Scalasca 2.6's definition; before, for the first).
+	lastSend, seen := int64(0), false
 	for _, j := range order {
 		if int(in.who[j]) == root {
 			continue
@@ -180,13 +182,28 @@ func (e *engine) collectiveWaits(in *sinst, last int64) {
 			}
 			continue
 		}
-		if !seen || s < first {
-			first, seen = s, true
+		if !seen || s > lastSend {
+			lastSend, seen = s, true
 		}
 	}
 	if nToOne && seen && e.ownRank(int32(root)) {
-		run.add(StateEarlyReduce, root, in.lowName, in.sites[order[rj]], min(re-rs, first-rs))
+		run.add(StateEarlyReduce, root, in.lowName, in.sites[order[rj]], min(re-rs, lastSend-rs))
 	}
+}
+
+// instBytes is the bytes a process of instance in (collBytes): once it
+// is complete, those it was weighed with; before, from the calls known
+// (the members of a nonblocking instance timed have all arrived, in an
+// order that depends on how the ranks are replayed).
+func (e *engine) instBytes(in *sinst) int64 {
+	if in.done {
+		return in.bytes
+	}
+	recs := make([]*partRec, len(in.parts))
+	for i := range in.parts {
+		recs[i] = &in.parts[i]
+	}
+	return collBytes(in.lowFn, recs, in.members.len())
 }
 
 // ownRank reports whether the engine replays world rank w (all of them
@@ -500,7 +517,7 @@ func (e *engine) retime(r *streamRank) bool {
 		// The wait is at the call that waited.
 		o := &r.q[i]
 		if bestColl != nil {
-			if st := CollectiveWaitState(e.class(bestColl.lowName)); st != "" {
+			if st := CollectiveWaitState(e.class(bestColl.lowName), e.instBytes(bestColl)); st != "" {
 				run.add(st, r.rank, bestColl.lowName, o.site, w)
 			}
 		} else {

@@ -25,7 +25,12 @@ const (
 	// ClassBarrier: MPI_Barrier, MPI_Ibarrier.
 	ClassBarrier
 	// ClassNxN: every member's result needs every member's contribution
-	// (Scalasca's "wait at N×N").
+	// (Scalasca's "wait at N×N": MPI_Allreduce, MPI_Allgather(v),
+	// MPI_Alltoall, MPI_Reduce_scatter(_block) and their nonblocking
+	// forms). Not MPI_Alltoallv and MPI_Alltoallw, whose members may
+	// exchange with a few others only (a sparse Alltoallv does not make
+	// each wait for all), nor the calls that make communicators, which
+	// move no data: Scalasca leaves both out.
 	ClassNxN
 	// ClassOneToN and ClassNToOne: rooted collectives where the root
 	// sends to all (late broadcast) or all send to the root (early
@@ -60,20 +65,20 @@ func ClassifyWait(name string) WaitClass {
 }
 
 var nxnNames = map[string]bool{
-	"Allreduce": true, "Allgather": true, "Allgatherv": true, "Alltoall": true, "Alltoallv": true, "Alltoallw": true,
+	"Allreduce": true, "Allgather": true, "Allgatherv": true, "Alltoall": true,
 	"Reduce_scatter": true, "Reduce_scatter_block": true,
-	"Comm_dup": true, "Comm_dup_with_info": true, "Comm_split": true, "Comm_split_type": true, "Comm_create": true,
-	"Cart_create": true, "Cart_sub": true, "Graph_create": true, "Dist_graph_create": true, "Dist_graph_create_adjacent": true,
-	"Intercomm_merge": true,
 }
 
 // CollectiveWaitState is the wait state of a member's wait at a
-// collective of class c ("" for none: rooted collectives have their own).
-func CollectiveWaitState(c WaitClass) string {
+// collective of class c that moves bytes a process (the latency model's
+// measure: collBytes) ("" for none: rooted collectives have their own,
+// and an N×N collective that moves no data, a count of 0, makes no one
+// wait for data, as Scalasca has it).
+func CollectiveWaitState(c WaitClass, bytes int64) string {
 	switch {
 	case c&ClassBarrier != 0:
 		return StateBarrier
-	case c&ClassNxN != 0:
+	case c&ClassNxN != 0 && bytes > 0:
 		return StateNxN
 	}
 	return ""

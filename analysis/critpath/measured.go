@@ -294,7 +294,7 @@ func weighMeasured(g *taskgraph.Graph, clocks *Clocks) *measured {
 				m.clamps.EarlyExits++
 				m.clamps.EarlyExitsNS += m.done[c] - e
 			}
-			m.collWait(cl, name, fn, r, g.PartSite(v, r), min(e-s, last-s))
+			m.collWait(v, cl, name, fn, r, g.PartSite(v, r), min(e-s, last-s))
 		}
 		m.rootedWaits(v, cl, name, fn, parts)
 	}
@@ -449,7 +449,7 @@ func (m *measured) waitGroup(v taskgraph.RankView, ri, i int, s, e, t int64, to 
 	r := m.ranks[ri]
 	if bestColl != taskgraph.None {
 		_, _, cname, cfn := m.orig.Describe(bestColl)
-		m.collWait(m.class[cfn], cname, cfn, r, site, w)
+		m.collWait(bestColl, m.class[cfn], cname, cfn, r, site, w)
 		return w
 	}
 	m.addWait(StateLateSender, r, name, fn, site, w)
@@ -459,8 +459,8 @@ func (m *measured) waitGroup(v taskgraph.RankView, ri, i int, s, e, t int64, to 
 // rootedWaits adds the waits of a blocking rooted collective v (of class
 // cl, function name, name index fn) with a known root: at a 1×N one each
 // member's wait for the root to arrive (late broadcast), at an N×1 one the
-// root's wait for the first other member to arrive (early reduce: before,
-// nothing could be sent to it).
+// root's wait for the last other member to arrive (early reduce, as
+// Scalasca 2.6 defines it: before, the root cannot have all it gets).
 func (m *measured) rootedWaits(v taskgraph.NodeID, cl nameClass, name string, fn int, parts []int) {
 	oneToN, nToOne := cl&classOneToN != 0, cl&classNToOne != 0
 	root, ok := m.g.CollectiveRoot(v)
@@ -475,7 +475,7 @@ func (m *measured) rootedWaits(v taskgraph.NodeID, cl nameClass, name string, fn
 	if !ok {
 		return
 	}
-	first, seen := int64(0), false
+	lastSend, seen := int64(0), false
 	for _, r := range parts {
 		if r == root {
 			continue
@@ -483,19 +483,20 @@ func (m *measured) rootedWaits(v taskgraph.NodeID, cl nameClass, name string, fn
 		s, e, _ := times(r)
 		if oneToN {
 			m.addWait(StateLateBroadcast, r, name, fn, m.g.PartSite(v, r), min(e-s, rs-s))
-		} else if !seen || s < first {
-			first, seen = s, true
+		} else if !seen || s > lastSend {
+			lastSend, seen = s, true
 		}
 	}
 	if nToOne && seen {
-		m.addWait(StateEarlyReduce, root, name, fn, m.g.PartSite(v, root), min(re-rs, first-rs))
+		m.addWait(StateEarlyReduce, root, name, fn, m.g.PartSite(v, root), min(re-rs, lastSend-rs))
 	}
 }
 
-// collWait adds a member's wait at a collective (of class cl, function
+// collWait adds a member's wait at collective v (of class cl, function
 // name, name index fn), at call site site of rank r's table.
-func (m *measured) collWait(cl nameClass, name string, fn int, r int, site uint32, ns int64) {
-	if st := reconstruct.CollectiveWaitState(cl); st != "" {
+func (m *measured) collWait(v taskgraph.NodeID, cl nameClass, name string, fn int, r int, site uint32, ns int64) {
+	info, _ := m.orig.Collective(v)
+	if st := reconstruct.CollectiveWaitState(cl, info.Bytes); st != "" {
 		m.addWait(st, r, name, fn, site, ns)
 	}
 }

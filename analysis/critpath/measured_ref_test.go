@@ -157,7 +157,7 @@ func refWeigh(g *taskgraph.Graph, clocks *Clocks) *refMeasured {
 				m.clamps.EarlyExits++
 				m.clamps.EarlyExitsNS += m.done[c] - e
 			}
-			m.refCollWait(name, r, g.PartSite(v, r), min(e-s, last-s))
+			m.refCollWait(v, name, r, g.PartSite(v, r), min(e-s, last-s))
 		}
 		m.refRootedWaits(v, name, parts)
 	}
@@ -270,7 +270,7 @@ func (m *refMeasured) refWaitGroup(r int, off int64, v, end taskgraph.NodeID, in
 	_, site := g.OpSite(v)
 	if bestColl != taskgraph.None {
 		_, _, cname, _ := g.Describe(bestColl)
-		m.refCollWait(cname, r, site, w)
+		m.refCollWait(bestColl, cname, r, site, w)
 		return
 	}
 	m.refAddWait(StateLateSender, r, name, site, w)
@@ -278,8 +278,8 @@ func (m *refMeasured) refWaitGroup(r int, off int64, v, end taskgraph.NodeID, in
 
 // rootedWaits adds the waits of a blocking rooted collective v with a
 // known root: at a 1×N one each member's wait for the root to arrive
-// (late broadcast), at an N×1 one the root's wait for the first other
-// member to arrive (early reduce: before, nothing could be sent to it).
+// (late broadcast), at an N×1 one the root's wait for the last other
+// member to arrive (early reduce, Scalasca 2.6's definition).
 func (m *refMeasured) refRootedWaits(v taskgraph.NodeID, name string, parts []int) {
 	oneToN, nToOne := rooted(name)
 	root, ok := m.g.CollectiveRoot(v)
@@ -294,7 +294,7 @@ func (m *refMeasured) refRootedWaits(v taskgraph.NodeID, name string, parts []in
 	if !ok {
 		return
 	}
-	first, seen := int64(0), false
+	last, seen := int64(0), false
 	for _, r := range parts {
 		if r == root {
 			continue
@@ -302,22 +302,23 @@ func (m *refMeasured) refRootedWaits(v taskgraph.NodeID, name string, parts []in
 		s, e, _ := times(r)
 		if oneToN {
 			m.refAddWait(StateLateBroadcast, r, name, m.g.PartSite(v, r), min(e-s, rs-s))
-		} else if !seen || s < first {
-			first, seen = s, true
+		} else if !seen || s > last {
+			last, seen = s, true
 		}
 	}
 	if nToOne && seen {
-		m.refAddWait(StateEarlyReduce, root, name, m.g.PartSite(v, root), min(re-rs, first-rs))
+		m.refAddWait(StateEarlyReduce, root, name, m.g.PartSite(v, root), min(re-rs, last-rs))
 	}
 }
 
-// collWait adds a member's wait at a collective, at call site site of
-// rank r's table.
-func (m *refMeasured) refCollWait(name string, r int, site uint32, ns int64) {
+// collWait adds a member's wait at collective v, at call site site of
+// rank r's table: an N×N one only when it moves data.
+func (m *refMeasured) refCollWait(v taskgraph.NodeID, name string, r int, site uint32, ns int64) {
+	info, _ := m.g.Collective(v)
 	switch {
 	case barrier(name):
 		m.refAddWait(StateBarrier, r, name, site, ns)
-	case nxn(name):
+	case nxn(name) && info.Bytes > 0:
 		m.refAddWait(StateNxN, r, name, site, ns)
 	}
 }

@@ -330,9 +330,14 @@ func TestMeasuredRooted(t *testing.T) {
 		{"MPI_Bcast", 1, []member{{1000, 6500}, {6000, 6300}, {9000, 9200}},
 			map[string]int64{"late_broadcast MPI_Bcast 0": 5000}, 2},
 		// Root 0 arrives at 1000, the first other member at 4000 (and
-		// leaves before the last arrives).
+		// leaves before the last arrives), the last at 7000: the root
+		// waited for the last (Scalasca 2.6), 6000.
 		{"MPI_Reduce", 0, []member{{1000, 7300}, {4000, 4200}, {7000, 7200}},
-			map[string]int64{"early_reduce MPI_Reduce 0": 3000}, 1},
+			map[string]int64{"early_reduce MPI_Reduce 0": 6000}, 1},
+		// The root arrives after the first and before the last: it waited
+		// for the last, 2000.
+		{"MPI_Reduce", 0, []member{{5000, 7300}, {4000, 4200}, {7000, 7200}},
+			map[string]int64{"early_reduce MPI_Reduce 0": 2000}, 1},
 	} {
 		b := testgen.New(3)
 		for r, mb := range c.members {

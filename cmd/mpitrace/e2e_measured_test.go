@@ -197,3 +197,49 @@ func TestCritpathLateSender(t *testing.T) {
 		})
 	}
 }
+
+// TestCollectiveWaitStates: the waitstates fixture under both MPIs, 3
+// ranks, its delays by sleeps (so the waits do not depend on the load,
+// only bounded by it): Early Reduce is the root's wait for the last
+// sender (Scalasca 2.6: 300 ms, where the first sender's would be 50 ms);
+// a sparse MPI_Alltoallv and an MPI_Allgather of count 0 are no Wait at
+// N×N, whatever the others waited, while an MPI_Allreduce of one int is,
+// for ranks 0 and 1: 100 ms, or 300 ms where the MPI_Alltoallv did not
+// make them wait for rank 2 (MPICH returns from a sparse one at once).
+func TestCollectiveWaitStates(t *testing.T) {
+	const ms = int64(1e6)
+	for _, m := range mpis {
+		t.Run(m.name, func(t *testing.T) {
+			m.require(t)
+			bin := m.compile(t, "waitstates")
+			waits := func(mode string) map[string]int64 {
+				j, _ := critpathMeasured(t, m, 3, bin, mode)
+				got := map[string]int64{}
+				for _, w := range j.Summary.Run.WaitStates {
+					got[fmt.Sprintf("%s %d %s", w.State, w.Rank, w.Function)] += w.Time
+				}
+				return got
+			}
+			red := waits("reduce")
+			// Rank 2 entered at least 300 ms after rank 0 left the
+			// barrier, rank 1 at least 50 ms: a wait above 175 ms is the
+			// last sender's.
+			if er := red["early_reduce 0 MPI_Reduce"]; er < 175*ms {
+				t.Errorf("early reduce on rank 0: %d ns, want the wait for the last sender, about 300 ms: %v", er, red)
+			}
+			a2a := waits("alltoallv")
+			for k, v := range a2a {
+				if strings.Contains(k, "wait_at_nxn") && k != "wait_at_nxn 0 MPI_Allreduce" && k != "wait_at_nxn 1 MPI_Allreduce" {
+					t.Errorf("%s: %d ns: a sparse MPI_Alltoallv, or an MPI_Allgather of count 0 (or rank 2's MPI_Allreduce, which it entered last), is no wait at N×N", k, v)
+				}
+			}
+			// Ranks 0 and 1 waited for rank 2 at the Allreduce of one int.
+			for _, r := range []int{0, 1} {
+				k := fmt.Sprintf("wait_at_nxn %d MPI_Allreduce", r)
+				if v := a2a[k]; v < 50*ms {
+					t.Errorf("%s: %d ns, want at least the 100 ms rank 2 slept before it: %v", k, v, a2a)
+				}
+			}
+		})
+	}
+}
