@@ -230,7 +230,10 @@ type rankPass struct {
 	partBase int
 	mprobe   map[chanKey]*probeRes // receive channel → the posting numbers reserved by matched probes
 	cancels  int
-	pending  [4]int
+	// cancelFreed counts receives cancelled and freed (or left at the
+	// end) without a completion (unfinishedRecv).
+	cancelFreed int
+	pending     [4]int
 	// completes marks the operations of Wait/Test-family calls, which
 	// take effect at their end (see reorder).
 	completes []uint64
@@ -1019,7 +1022,7 @@ func (p *rankPass) start(name nameInfo, ev *tracefmt.Event, idx int64) {
 			p.diag(tracefmt.Error, CodeBadStart, "event %d: start of request %d, which is already active", idx, q)
 			p.dropSend(e) // its earlier message goes
 		}
-		e.active, e.unknown = true, false
+		e.active, e.unknown, e.cancelled = true, false, false
 		switch e.kind {
 		case reqSend:
 			if e.commOK {
@@ -1047,7 +1050,10 @@ func (p *rankPass) reqFree(name nameInfo, ev *tracefmt.Event, idx int64) {
 		return
 	}
 	if name.cls&clsCancel != 0 {
-		return // the completion says whether it was cancelled
+		// The completion says whether it was cancelled; freed without one,
+		// it is taken as cancelled (unfinishedRecv).
+		e.cancelled = e.active
+		return
 	}
 	if e.kind == reqRecv && e.active {
 		if p.unfinishedRecv(e) {
@@ -1061,7 +1067,17 @@ func (p *rankPass) reqFree(name nameInfo, ev *tracefmt.Event, idx int64) {
 // unfinishedRecv makes a receive that has no completing operation take its
 // message in the matching order; it needs a known source and tag. It
 // reports whether it could.
+//
+// A receive cancelled (MPI_Cancel) and then freed, or left at the end,
+// without a completion to say whether the cancellation succeeded, is
+// taken as cancelled: it takes no message (graph500 cancels and frees its
+// persistent wildcard receives at its end). Were it not, its message
+// would be left without a receive, and said so.
 func (p *rankPass) unfinishedRecv(e *reqEntry) bool {
+	if e.cancelled {
+		p.cancelFreed++
+		return false
+	}
 	if !e.commOK || e.mrecv {
 		return false
 	}
@@ -1119,6 +1135,9 @@ func (p *rankPass) Finish(end rankEnd) {
 	}
 	if p.cancels > 0 {
 		p.diag(tracefmt.Info, CodeCancelled, "%d cancelled requests: no message", p.cancels)
+	}
+	if p.cancelFreed > 0 {
+		p.diag(tracefmt.Info, CodeCancelled, "%d receives cancelled (MPI_Cancel) and freed or left without a completion: taken as cancelled, no message", p.cancelFreed)
 	}
 	if p.outside > 0 {
 		p.diag(tracefmt.Info, CodeOutsideInit, "%d calls before MPI_Init or after MPI_Finalize are not vertices", p.outside)

@@ -17,6 +17,7 @@ type reqEntry struct {
 	active     bool
 	unknown    bool // persistent, and a loss hid whether it is active (gaps.go)
 	mrecv      bool // an MPI_Imrecv: posted where its MPI_Improbe matched
+	cancelled  bool // MPI_Cancel was called on it since it was last started
 	commOK     bool
 	comm       uint32 // rank-local communicator key id
 	peer       int64  // destination or requested source

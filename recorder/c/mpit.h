@@ -79,6 +79,11 @@ MPIT_HIDDEN void mpit_rec_start(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, i
                                 const MPI_Request *reqs);
 MPIT_HIDDEN void mpit_rec_reqfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1,
                                   const mpit_reqcopy *req);
+/* mpit_rec_cancel records an MPI_Cancel of the request (a ReqFree event
+ * that frees nothing: the request stays the program's until it completes
+ * or is freed). */
+MPIT_HIDDEN void mpit_rec_cancel(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1,
+                                 const mpit_reqcopy *req);
 
 /* Completion: the wrapper copies the request handles and their ids before
  * the PMPI call (mpit_req_copy, mpit_req_peek) and passes the statuses the

@@ -645,6 +645,12 @@ MPIT_HIDDEN void mpit_rec_reqfree(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1,
     mpit_commit(tb, p, t1);
 }
 
+MPIT_HIDDEN void mpit_rec_cancel(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, const mpit_reqcopy *req) {
+    uint8_t *p = mpit_reserve(tb, MPIT_MAXSIZE_REQFREE);
+    p = mpit_put_reqfree(p, MPIT_LOGID(fn), MPIT_GAP(tb, t0), t1 - t0, req->id, MPIT_SITE(tb));
+    mpit_commit(tb, p, t1);
+}
+
 MPIT_HIDDEN void mpit_rec_complete(mpit_tb *tb, int fn, uint64_t t0, uint64_t t1, int flag,
                                    const mpit_reqcopy *before, const int *idx, int nidx, const MPI_Status *st,
                                    int status_by_request) {
