@@ -66,7 +66,8 @@ type Why struct {
 
 // WhyCause is the time of one cause beyond the model on the run's path:
 // "inside" (time inside the calls of Function that no wait explains,
-// which the model weighs 0), "message" (messages received by Function:
+// which the model weighs 0: the computation before each call is on both
+// and in neither column), "message" (messages received by Function:
 // measured minus the model's latency), "collective" (the collective
 // Function: measured minus model), "skew" (MPI_Init ending at different
 // times on different ranks).
@@ -247,7 +248,13 @@ func ExplainSteps(modelLength float64, m Model, meas *StepPath, top int, names S
 			if shift != 0 {
 				add(fromCause, from.Name, fr, fs, shift, 0)
 			}
-			add("inside", st.Name, tr, ts, w-shift, mod)
+			// The computation before the call (mod, on both) is not the
+			// call's: the row says the time inside the call alone, which
+			// the model weighs 0 (it once said the computation too, as
+			// miniFE's "inside MPI_Comm_size ... 372726.943 us" where the
+			// call took 40.7 µs).
+			why.ModelOfRun += mod
+			add("inside", st.Name, tr, ts, w-shift-mod, 0)
 			admit(candidate{weight: w - mod, hop: true, index: i - 1}, item(mod))
 		}
 		return nil
