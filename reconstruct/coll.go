@@ -302,7 +302,7 @@ func (b *build) collectives(members map[commKey][]int32) error {
 		}
 		b.checkInstance(inst, pool[inst.first:inst.first+inst.n], recs)
 		coll := taskgraph.Collective{Name: recs[0].name, GID: inst.key.gid, Members: inst.members.list,
-			Procs: inst.members.len(), Bytes: collBytes(recs[0].fn, recs, inst.members.len()), Parts: parts}
+			Procs: inst.members.len(), Bytes: collBytes(recs[0].fn, recs, inst.members.len()), MovesData: movesData(recs), Parts: parts}
 		coll.Root, coll.HasRoot = collRoot(recs)
 		id, err := b.gb.AddCollective(coll)
 		if err != nil {

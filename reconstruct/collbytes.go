@@ -50,6 +50,18 @@ var collMeasure = map[string]int{
 	"MPI_Alltoallw":            measureMeanBlock,
 }
 
+// movesData reports whether some member of an instance sent or received
+// a byte (the wait states' "moves data": collBytes, a mean, may round to
+// 0 when few do).
+func movesData(recs []*partRec) bool {
+	for _, pr := range recs {
+		if pr.bytes > 0 || pr.rbytes > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // collBytes returns the bytes per process of a collective instance.
 func collBytes(fn string, recs []*partRec, procs int) int64 {
 	if commCollectives[fn] {

@@ -608,7 +608,7 @@ type sinst struct {
 	bestSite uint32  // and its call's site
 	bestEv   int64   // and event
 	doneT    int64   // measured weights: when it was done, on rank 0's clock
-	bytes    int64   // bytes a process (collBytes), once complete
+	data     bool    // some member sent or received a byte (movesData), once complete
 	w        float64 // its weight, with val
 	// Measured weights of a nonblocking instance (replay_measured.go):
 	// its last arrival, the ranks whose calls completed it, the earliest
@@ -1399,7 +1399,7 @@ func (e *engine) complete(in *sinst) {
 	}
 	procs := in.members.len()
 	info := taskgraph.CollectiveInfo{Name: e.names.name(in.lowName), Bytes: collBytes(in.lowFn, recs, procs), Procs: procs}
-	in.bytes = info.Bytes
+	in.data = movesData(recs)
 	switch {
 	case e.meas && in.anyNB:
 		// Its weight needs the calls that complete it (instValue).

@@ -138,6 +138,12 @@ func (e *engine) collectiveWaits(in *sinst, last int64) {
 	// instance: each counts its own ranks' waits, and the groups' runs are
 	// added up (group.result).
 	run := e.mrun
+	var first int64 // the first exit
+	for i, j := range order {
+		if _, x := times(j); i == 0 || x < first {
+			first = x
+		}
+	}
 	for _, j := range order {
 		if !e.ownRank(in.who[j]) {
 			continue
@@ -147,9 +153,23 @@ func (e *engine) collectiveWaits(in *sinst, last int64) {
 			run.EarlyExits++
 			run.EarlyExitsNS += in.doneT - x
 		}
-		if st := CollectiveWaitState(cl, in.bytes); st != "" {
+		if st := CollectiveWaitState(cl, in.data); st != "" {
 			run.add(st, int(in.who[j]), in.lowName, in.sites[j], min(x-s, last-s))
 		}
+		if st := CollectiveCompletionState(cl, in.data); st != "" {
+			run.add(st, int(in.who[j]), in.lowName, in.sites[j], CompletionWait(x, last, first))
+		}
+	}
+	if cl&ClassScan != 0 {
+		starts, ends := make([]int64, len(order)), make([]int64, len(order))
+		for i, j := range order {
+			starts[i], ends[i] = times(j)
+		}
+		ScanWaits(starts, ends, func(i int, ns int64) {
+			if j := order[i]; e.ownRank(in.who[j]) {
+				run.add(StateEarlyScan, int(in.who[j]), in.lowName, in.sites[j], ns)
+			}
+		})
 	}
 	oneToN, nToOne := cl&ClassOneToN != 0, cl&ClassNToOne != 0
 	if !oneToN && !nToOne {
@@ -191,19 +211,20 @@ func (e *engine) collectiveWaits(in *sinst, last int64) {
 	}
 }
 
-// instBytes is the bytes a process of instance in (collBytes): once it
-// is complete, those it was weighed with; before, from the calls known
-// (the members of a nonblocking instance timed have all arrived, in an
-// order that depends on how the ranks are replayed).
-func (e *engine) instBytes(in *sinst) int64 {
+// instData reports whether some member of instance in sent or received a
+// byte (movesData): once it is complete, as it found; before, from the
+// calls known (the members of a nonblocking instance timed have all
+// arrived, in an order that depends on how the ranks are replayed).
+func (e *engine) instData(in *sinst) bool {
 	if in.done {
-		return in.bytes
+		return in.data
 	}
-	recs := make([]*partRec, len(in.parts))
 	for i := range in.parts {
-		recs[i] = &in.parts[i]
+		if in.parts[i].bytes > 0 || in.parts[i].rbytes > 0 {
+			return true
+		}
 	}
-	return collBytes(in.lowFn, recs, in.members.len())
+	return false
 }
 
 // ownRank reports whether the engine replays world rank w (all of them
@@ -517,7 +538,7 @@ func (e *engine) retime(r *streamRank) bool {
 		// The wait is at the call that waited.
 		o := &r.q[i]
 		if bestColl != nil {
-			if st := CollectiveWaitState(e.class(bestColl.lowName), e.instBytes(bestColl)); st != "" {
+			if st := CollectiveWaitState(e.class(bestColl.lowName), e.instData(bestColl)); st != "" {
 				run.add(st, r.rank, bestColl.lowName, o.site, w)
 			}
 		} else {

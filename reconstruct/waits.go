@@ -11,6 +11,12 @@ const (
 	StateBarrier       = "wait_at_barrier"
 	StateLateBroadcast = "late_broadcast"
 	StateEarlyReduce   = "early_reduce"
+	StateEarlyScan     = "early_scan"
+	// StateBarrierCompletion and StateNxNCompletion: the time a member
+	// spent in a barrier (an N×N collective that moves data) after the
+	// first member left it.
+	StateBarrierCompletion = "barrier_completion"
+	StateNxNCompletion     = "nxn_completion"
 )
 
 // WaitClass says what a function's waits are, by its name.
@@ -37,6 +43,9 @@ const (
 	// reduce).
 	ClassOneToN
 	ClassNToOne
+	// ClassScan: MPI_Scan and MPI_Exscan (blocking), whose member r needs
+	// the contributions of the members below it (early scan).
+	ClassScan
 )
 
 // ClassifyWait returns the wait class of the MPI function name.
@@ -52,6 +61,8 @@ func ClassifyWait(name string) WaitClass {
 		c |= ClassOneToN
 	case "MPI_Reduce", "MPI_Gather", "MPI_Gatherv":
 		c |= ClassNToOne
+	case "MPI_Scan", "MPI_Exscan":
+		c |= ClassScan
 	}
 	if name == "MPI_Barrier" || name == "MPI_Ibarrier" {
 		c |= ClassBarrier
@@ -70,16 +81,55 @@ var nxnNames = map[string]bool{
 }
 
 // CollectiveWaitState is the wait state of a member's wait at a
-// collective of class c that moves bytes a process (the latency model's
-// measure: collBytes) ("" for none: rooted collectives have their own,
-// and an N×N collective that moves no data, a count of 0, makes no one
-// wait for data, as Scalasca has it).
-func CollectiveWaitState(c WaitClass, bytes int64) string {
+// collective of class c; data says some member sent or received a byte
+// ("" for none: rooted collectives have their own, and an N×N collective
+// that moves no data, a count of 0, makes no one wait for data, as
+// Scalasca has it).
+func CollectiveWaitState(c WaitClass, data bool) string {
 	switch {
 	case c&ClassBarrier != 0:
 		return StateBarrier
-	case c&ClassNxN != 0 && bytes > 0:
+	case c&ClassNxN != 0 && data:
 		return StateNxN
 	}
 	return ""
+}
+
+// CollectiveCompletionState is the state of a member's time in a
+// blocking collective of class c (data: it moves some) after the first
+// member left it: Scalasca's Barrier Completion and N×N Completion ("" for
+// none).
+func CollectiveCompletionState(c WaitClass, data bool) string {
+	switch {
+	case c&ClassBarrier != 0:
+		return StateBarrierCompletion
+	case c&ClassNxN != 0 && data:
+		return StateNxNCompletion
+	}
+	return ""
+}
+
+// CompletionWait is a member's completion time, leaving at x a blocking
+// collective whose last member arrived at last and first member left at
+// first: from the later of the two (an exit before the last arrival is
+// clock error, clamped elsewhere) to x.
+func CompletionWait(x, last, first int64) int64 { return max(0, x-max(first, last)) }
+
+// ScanWaits calls add(j, ns) with the early-scan wait of each member j of
+// a blocking MPI_Scan or MPI_Exscan, given by start and end in world rank
+// order (the communicator's order when it follows the world's, as
+// MPI_COMM_WORLD's and a split's without reordering keys): from its
+// arrival to the last arrival of the members below it, at most its call.
+func ScanWaits(start, end []int64, add func(j int, ns int64)) {
+	var below int64
+	for j := range start {
+		if j > 0 {
+			if w := min(end[j]-start[j], below-start[j]); w > 0 {
+				add(j, w)
+			}
+		}
+		if j == 0 || start[j] > below {
+			below = start[j]
+		}
+	}
 }

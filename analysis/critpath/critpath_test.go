@@ -153,7 +153,7 @@ func finishRandomGraph(rng *rand.Rand, b *taskgraph.Builder, members []int32, cl
 	}
 	ids := make([]taskgraph.NodeID, len(colls))
 	for i, c := range colls {
-		id, err := b.AddCollective(taskgraph.Collective{Name: c.name, GID: 1, Members: members, Bytes: int64(i * 8), Parts: c.parts,
+		id, err := b.AddCollective(taskgraph.Collective{Name: c.name, GID: 1, Members: members, Bytes: int64(i * 8), MovesData: i > 0, Parts: c.parts,
 			Root: c.root, HasRoot: c.root >= 0})
 		if err != nil {
 			return nil, err

@@ -185,6 +185,7 @@ const (
 	classBarrier      = reconstruct.ClassBarrier
 	classNxN          = reconstruct.ClassNxN
 	classOneToN       = reconstruct.ClassOneToN
+	classScan         = reconstruct.ClassScan
 	classNToOne       = reconstruct.ClassNToOne
 )
 
@@ -287,6 +288,7 @@ func weighMeasured(g *taskgraph.Graph, clocks *Clocks) *measured {
 		if nb {
 			continue
 		}
+		comp := reconstruct.CollectiveCompletionState(cl, m.orig.CollectiveMovesData(v))
 		for _, r := range parts {
 			s, e, _ := g.PartTimes(v, r)
 			s, e = s+clocks.off(r), e+clocks.off(r)
@@ -295,6 +297,12 @@ func weighMeasured(g *taskgraph.Graph, clocks *Clocks) *measured {
 				m.clamps.EarlyExitsNS += m.done[c] - e
 			}
 			m.collWait(v, cl, name, fn, r, g.PartSite(v, r), min(e-s, last-s))
+			if comp != "" {
+				m.addWait(comp, r, name, fn, g.PartSite(v, r), reconstruct.CompletionWait(e, last, exit))
+			}
+		}
+		if cl&classScan != 0 {
+			m.scanWaits(v, name, fn, parts)
 		}
 		m.rootedWaits(v, cl, name, fn, parts)
 	}
@@ -492,11 +500,25 @@ func (m *measured) rootedWaits(v taskgraph.NodeID, cl nameClass, name string, fn
 	}
 }
 
+// scanWaits adds the early-scan waits of the members of blocking
+// MPI_Scan or MPI_Exscan v (function name, name index fn), in world rank
+// order (reconstruct.ScanWaits).
+func (m *measured) scanWaits(v taskgraph.NodeID, name string, fn int, parts []int) {
+	ranks := slices.Sorted(slices.Values(parts))
+	starts, ends := make([]int64, len(ranks)), make([]int64, len(ranks))
+	for i, r := range ranks {
+		s, e, _ := m.g.PartTimes(v, r)
+		starts[i], ends[i] = s+m.clocks.off(r), e+m.clocks.off(r)
+	}
+	reconstruct.ScanWaits(starts, ends, func(i int, ns int64) {
+		m.addWait(StateEarlyScan, ranks[i], name, fn, m.g.PartSite(v, ranks[i]), ns)
+	})
+}
+
 // collWait adds a member's wait at collective v (of class cl, function
 // name, name index fn), at call site site of rank r's table.
 func (m *measured) collWait(v taskgraph.NodeID, cl nameClass, name string, fn int, r int, site uint32, ns int64) {
-	info, _ := m.orig.Collective(v)
-	if st := reconstruct.CollectiveWaitState(cl, info.Bytes); st != "" {
+	if st := reconstruct.CollectiveWaitState(cl, m.orig.CollectiveMovesData(v)); st != "" {
 		m.addWait(st, r, name, fn, site, ns)
 	}
 }
@@ -534,8 +556,14 @@ func stateIndex(state string) uint8 {
 		return 3
 	case StateLateBroadcast:
 		return 4
+	case StateEarlyReduce:
+		return 5
+	case StateEarlyScan:
+		return 6
+	case StateBarrierCompletion:
+		return 7
 	}
-	return 5 // StateEarlyReduce
+	return 8 // StateNxNCompletion
 }
 
 // Wait states (Scalasca's names).
@@ -546,6 +574,11 @@ const (
 	StateBarrier       = reconstruct.StateBarrier
 	StateLateBroadcast = reconstruct.StateLateBroadcast
 	StateEarlyReduce   = reconstruct.StateEarlyReduce
+	StateEarlyScan     = reconstruct.StateEarlyScan
+	// StateBarrierCompletion and StateNxNCompletion: time in a collective
+	// after its first member left.
+	StateBarrierCompletion = reconstruct.StateBarrierCompletion
+	StateNxNCompletion     = reconstruct.StateNxNCompletion
 )
 
 // WaitKey is what wait states are summed by. Site is a call site id (0:

@@ -23,7 +23,8 @@ func randomWaitGraph(rng *rand.Rand, maxNodes int, long bool) (*taskgraph.Graph,
 	}
 	names := []taskgraph.NameID{b.Name("MPI_Send"), b.Name("MPI_Recv"), b.Name("MPI_Isend"), b.Name("MPI_Irecv"),
 		b.Name("MPI_Wait"), b.Name("MPI_Waitall"), b.Name("MPI_Sendrecv"), b.Name("MPI_Ssend_c")}
-	collNames := []taskgraph.NameID{b.Name("MPI_Barrier"), b.Name("MPI_Allreduce"), b.Name("MPI_Bcast"), b.Name("MPI_Reduce"), b.Name("MPI_Iallreduce")}
+	collNames := []taskgraph.NameID{b.Name("MPI_Barrier"), b.Name("MPI_Allreduce"), b.Name("MPI_Bcast"), b.Name("MPI_Reduce"), b.Name("MPI_Iallreduce"), b.Name("MPI_Scan")}
+	blocking := []int{0, 1, 2, 3, 5}
 	var (
 		ops   []opRef
 		msgs  []msg
@@ -90,7 +91,7 @@ func randomWaitGraph(rng *rand.Rand, maxNodes int, long bool) (*taskgraph.Graph,
 			ops = append(ops, me)
 			budget--
 		case x < 19: // a blocking collective
-			c := coll{name: collNames[rng.IntN(4)], root: -1}
+			c := coll{name: collNames[blocking[rng.IntN(len(blocking))]], root: -1}
 			for r := 0; r < size; r++ {
 				if rng.IntN(3) > 0 {
 					start := clock[r] + int64(rng.IntN(40))

@@ -158,6 +158,33 @@ func refWeigh(g *taskgraph.Graph, clocks *Clocks) *refMeasured {
 				m.clamps.EarlyExitsNS += m.done[c] - e
 			}
 			m.refCollWait(v, name, r, g.PartSite(v, r), min(e-s, last-s))
+			// After the first member left (and after the last arrived).
+			if from := max(exit, last); e > from && (barrier(name) || nxn(name) && g.CollectiveMovesData(v)) {
+				st := StateBarrierCompletion
+				if !barrier(name) {
+					st = StateNxNCompletion
+				}
+				m.refAddWait(st, r, name, g.PartSite(v, r), e-from)
+			}
+		}
+		if scan(name) {
+			// Each member waits for the last arrival below it.
+			for _, r := range parts {
+				s, e, _ := g.PartTimes(v, r)
+				s, e = s+clocks.off(r), e+clocks.off(r)
+				below, any := int64(0), false
+				for _, q := range parts {
+					if q < r {
+						qs, _, _ := g.PartTimes(v, q)
+						if qs += clocks.off(q); !any || qs > below {
+							below, any = qs, true
+						}
+					}
+				}
+				if any {
+					m.refAddWait(StateEarlyScan, r, name, g.PartSite(v, r), min(e-s, below-s))
+				}
+			}
 		}
 		m.refRootedWaits(v, name, parts)
 	}
@@ -314,11 +341,10 @@ func (m *refMeasured) refRootedWaits(v taskgraph.NodeID, name string, parts []in
 // collWait adds a member's wait at collective v, at call site site of
 // rank r's table: an N×N one only when it moves data.
 func (m *refMeasured) refCollWait(v taskgraph.NodeID, name string, r int, site uint32, ns int64) {
-	info, _ := m.g.Collective(v)
 	switch {
 	case barrier(name):
 		m.refAddWait(StateBarrier, r, name, site, ns)
-	case nxn(name) && info.Bytes > 0:
+	case nxn(name) && m.g.CollectiveMovesData(v):
 		m.refAddWait(StateNxN, r, name, site, ns)
 	}
 }
@@ -344,6 +370,7 @@ func blockingSend(name string) bool { return classify(name)&classBlockingSend !=
 func blockingRecv(name string) bool { return classify(name)&classBlockingRecv != 0 }
 func barrier(name string) bool      { return classify(name)&classBarrier != 0 }
 func nxn(name string) bool          { return classify(name)&classNxN != 0 }
+func scan(name string) bool         { return classify(name)&classScan != 0 }
 func rooted(name string) (oneToN, nToOne bool) {
 	c := classify(name)
 	return c&classOneToN != 0, c&classNToOne != 0

@@ -205,7 +205,8 @@ func TestCritpathLateSender(t *testing.T) {
 // a sparse MPI_Alltoallv and an MPI_Allgather of count 0 are no Wait at
 // N×N, whatever the others waited, while an MPI_Allreduce of one int is,
 // for ranks 0 and 1: 100 ms, or 300 ms where the MPI_Alltoallv did not
-// make them wait for rank 2 (MPICH returns from a sparse one at once).
+// make them wait for rank 2 (MPICH returns from a sparse one at once);
+// Early Scan is each rank's wait for the last arrival below it.
 func TestCollectiveWaitStates(t *testing.T) {
 	const ms = int64(1e6)
 	for _, m := range mpis {
@@ -239,6 +240,17 @@ func TestCollectiveWaitStates(t *testing.T) {
 				if v := a2a[k]; v < 50*ms {
 					t.Errorf("%s: %d ns, want at least the 100 ms rank 2 slept before it: %v", k, v, a2a)
 				}
+			}
+			// Early scan: each rank waits for the last arrival below it.
+			sc := waits("scan")
+			if v := sc["early_scan 1 MPI_Scan"]; v < 150*ms {
+				t.Errorf("early scan on rank 1: %d ns, want about rank 0's 200 ms: %v", v, sc)
+			}
+			if v := sc["early_scan 2 MPI_Scan"]; v < 50*ms || v > 190*ms {
+				t.Errorf("early scan on rank 2: %d ns, want about 100 ms (rank 0's 200 less its own 100): %v", v, sc)
+			}
+			if v, ok := sc["early_scan 0 MPI_Scan"]; ok {
+				t.Errorf("early scan on rank 0, which has no rank below it: %d ns", v)
 			}
 		})
 	}

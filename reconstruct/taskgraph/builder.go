@@ -319,6 +319,9 @@ type Collective struct {
 	Procs int
 	// Bytes is the bytes per process the latency model takes.
 	Bytes int64
+	// MovesData says some member sent or received a byte (Bytes, a mean,
+	// may round to 0 when few do).
+	MovesData bool
 	// Parts are the recorded calls, one per participating rank, sorted by
 	// rank.
 	Parts []Part
@@ -348,7 +351,7 @@ func (b *Builder) AddCollective(c Collective) (NodeID, error) {
 	}
 	ci := uint32(len(b.colls))
 	col := collective{name: c.Name, gid: c.GID, members: c.Members, procs: c.Procs, bytes: c.Bytes,
-		first: uint32(len(b.parts)), n: uint32(len(c.Parts)), root: -1}
+		first: uint32(len(b.parts)), n: uint32(len(c.Parts)), root: -1, data: c.MovesData}
 	if c.HasRoot && c.Root >= 0 && c.Root < b.size {
 		col.root = int32(c.Root)
 	}

@@ -196,6 +196,7 @@ type collective struct {
 	first, n    uint32 // participants: Graph.parts[first : first+n], by rank
 	start, end  int64
 	nonblocking bool
+	data        bool  // some member sent or received a byte
 	root        int32 // world rank, -1: none or not known
 }
 
@@ -474,6 +475,12 @@ type CollectiveInfo struct {
 	Name  string
 	Bytes int64 // bytes per process
 	Procs int   // members of the communicator
+}
+
+// CollectiveMovesData reports whether some member of collective node v
+// sent or received a byte.
+func (g *Graph) CollectiveMovesData(v NodeID) bool {
+	return g.Kind(v) == KindCollective && g.colls[v-g.collBase].data
 }
 
 // Collective returns the model inputs of collective node v; ok is false

@@ -195,10 +195,11 @@ func writeMPIStats(j *driver.Job, file, library string) error {
 // runtime of every process would run its collector's workers on every
 // processor of the node, on the processors the other processes replay on
 // (docs/performance.md: halo100 at P = 2 on 2 cores, 6.2 → 5.5 s). The
-// setting is left alone when the user set GOMAXPROCS, when the process is
-// alone on its node, and when the launcher bound the process to fewer
-// processors than the node has (its affinity, runtime.NumCPU, is then its
-// share already).
+// setting is left alone when the user set GOMAXPROCS and when the process
+// is alone on its node; a process the launcher bound to fewer processors
+// (its affinity, runtime.NumCPU) takes the smaller of the two: bound to a
+// core, one; bound to a socket that other processes share, its share of
+// the node.
 func shareProcessors(local int, getenv func(string) string, online int) {
 	n := processorShare(local, getenv("GOMAXPROCS") != "", online, runtime.NumCPU())
 	if n > 0 && n < runtime.GOMAXPROCS(0) {
@@ -211,10 +212,10 @@ func shareProcessors(local int, getenv func(string) string, online int) {
 // the user set GOMAXPROCS, online counts the node's processors (0:
 // unknown), affinity those the process may run on.
 func processorShare(local int, set bool, online, affinity int) int {
-	if set || local <= 1 || online <= 0 || affinity < online {
+	if set || local <= 1 || online <= 0 {
 		return 0
 	}
-	return max(1, online/local)
+	return max(1, min(affinity, online/local))
 }
 
 // onlineCPUs counts the processors file lists (Linux's
