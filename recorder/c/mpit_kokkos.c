@@ -258,6 +258,7 @@ static void thread_end(void) {
     }
     kt_gen = t->gen;
     kt_self = NULL;
+    kt_nested = 0; /* a handler's regions left open go with the rest */
     free(t);
 }
 
