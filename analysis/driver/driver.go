@@ -735,32 +735,39 @@ var ThisMachine = func() (string, int) {
 	if err != nil {
 		return "", 0
 	}
-	return h, onlineCPUs()
+	return h, OnlineCPUs()
 }
 
-// onlineCPUs is the machine's online CPUs, not those this process may
+// OnlineCPUs is the machine's online CPUs, not those this process may
 // run on (runtime.NumCPU): under a launcher that binds it to a core (Open
 // MPI's mpirun with 1 or 2 processes, --mpi), the machine still has what
-// the recorded ranks shared.
-func onlineCPUs() int {
-	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+// the recorded ranks shared. At least runtime.NumCPU, which it is when
+// Linux's list cannot be read.
+func OnlineCPUs() int { return max(cpusListed("/sys/devices/system/cpu/online"), runtime.NumCPU()) }
+
+// cpusListed counts the processors file lists (Linux's
+// /sys/devices/system/cpu/online: "0-3,6"), 0 when it cannot be read.
+func cpusListed(file string) int {
+	b, err := os.ReadFile(file)
 	if err != nil {
-		return runtime.NumCPU()
+		return 0
 	}
 	n := 0
-	for _, r := range strings.Split(strings.TrimSpace(string(b)), ",") {
-		lo, hi, ok := strings.Cut(r, "-")
-		a, err1 := strconv.Atoi(lo)
-		z, err2 := a, error(nil)
-		if ok {
-			z, err2 = strconv.Atoi(hi)
+	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return 0
 		}
-		if err1 != nil || err2 != nil || z < a {
-			return runtime.NumCPU()
+		z := a
+		if isRange {
+			if z, err = strconv.Atoi(hi); err != nil || z < a {
+				return 0
+			}
 		}
 		n += z - a + 1
 	}
-	return max(n, runtime.NumCPU())
+	return n
 }
 
 // Hosts counts the ranks of t per host (the headers' hostname) and gives

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -105,7 +104,7 @@ func runMPI(ctx context.Context, s *Streams, dir string, m *mpiFlags, body func(
 		fmt.Fprintf(s.Err, "mpitrace: process %d: %v\n", comm.Rank(), err)
 		comm.Abort(ExitError)
 	}
-	shareProcessors(local, os.Getenv, onlineCPUs("/sys/devices/system/cpu/online"))
+	shareProcessors(local, os.Getenv, driver.OnlineCPUs())
 	j, err := driver.OpenJob(dir, comm, checkTraceDir)
 	if err == nil {
 		j.Stats.NodeProcesses, j.Stats.Gomaxprocs = local, runtime.GOMAXPROCS(0)
@@ -216,29 +215,4 @@ func processorShare(local int, set bool, online, affinity int) int {
 		return 0
 	}
 	return max(1, min(affinity, online/local))
-}
-
-// onlineCPUs counts the processors file lists (Linux's
-// /sys/devices/system/cpu/online, e.g. "0-3,6"), 0 when it cannot be read.
-func onlineCPUs(file string) int {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return 0
-		}
-		z := a
-		if isRange {
-			if z, err = strconv.Atoi(hi); err != nil || z < a {
-				return 0
-			}
-		}
-		n += z - a + 1
-	}
-	return n
 }

@@ -1,10 +1,6 @@
 package cli
 
-import (
-	"os"
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 // TestProcessorShare: a process of the job runs on its share of its
 // node's processors, or on fewer when the launcher bound it to fewer,
@@ -35,34 +31,5 @@ func TestProcessorShare(t *testing.T) {
 		if got := processorShare(c.local, c.set, c.online, c.affinity); got != c.want {
 			t.Errorf("processorShare(%d, %v, %d, %d) = %d, want %d", c.local, c.set, c.online, c.affinity, got, c.want)
 		}
-	}
-}
-
-// TestOnlineCPUs reads Linux's list of online processors.
-func TestOnlineCPUs(t *testing.T) {
-	dir := t.TempDir()
-	for text, want := range map[string]int{
-		"0\n":          1,
-		"0-1\n":        2,
-		"0-3,6\n":      5,
-		"0-3,8-11\n":   8,
-		"0,2,4\n":      3,
-		"":             0,
-		"x\n":          0,
-		"3-1\n":        0,
-		"0-\n":         0,
-		"-1\n":         0,
-		"0-63,128-191": 128,
-	} {
-		f := filepath.Join(dir, "online")
-		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if got := onlineCPUs(f); got != want {
-			t.Errorf("onlineCPUs(%q) = %d, want %d", text, got, want)
-		}
-	}
-	if got := onlineCPUs(filepath.Join(dir, "missing")); got != 0 {
-		t.Errorf("onlineCPUs of a missing file = %d", got)
 	}
 }
