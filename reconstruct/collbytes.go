@@ -1,6 +1,9 @@
 package reconstruct
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // blockingName maps a collective's name to its blocking, small-count form:
 // MPI_Iallreduce_c → MPI_Allreduce.
@@ -54,13 +57,11 @@ var collMeasure = map[string]int{
 // a byte (the wait states' "moves data": collBytes, a mean, may round to
 // 0 when few do).
 func movesData(recs []*partRec) bool {
-	for _, pr := range recs {
-		if pr.bytes > 0 || pr.rbytes > 0 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(recs, (*partRec).movesData)
 }
+
+// movesData reports whether the call sent or received a byte.
+func (pr *partRec) movesData() bool { return pr.bytes > 0 || pr.rbytes > 0 }
 
 // collBytes returns the bytes per process of a collective instance.
 func collBytes(fn string, recs []*partRec, procs int) int64 {

@@ -116,14 +116,14 @@ func (e *engine) measuredCollective(in *sinst) float64 {
 		}
 	}
 	in.doneT = max(last, exit)
-	e.collectiveWaits(in, last)
+	e.collectiveWaits(in, last, exit)
 	return max(0, float64(in.doneT)-float64(last))
 }
 
 // collectiveWaits adds the waits at blocking instance in, whose last
-// member arrived at last (weighMeasured's collective loop and
-// rootedWaits).
-func (e *engine) collectiveWaits(in *sinst, last int64) {
+// member arrived at last and first member left at first
+// (measuredCollective's).
+func (e *engine) collectiveWaits(in *sinst, last, first int64) {
 	order := make([]int, len(in.parts))
 	for j := range order {
 		order[j] = j
@@ -138,12 +138,6 @@ func (e *engine) collectiveWaits(in *sinst, last int64) {
 	// instance: each counts its own ranks' waits, and the groups' runs are
 	// added up (group.result).
 	run := e.mrun
-	var first int64 // the first exit
-	for i, j := range order {
-		if _, x := times(j); i == 0 || x < first {
-			first = x
-		}
-	}
 	for _, j := range order {
 		if !e.ownRank(in.who[j]) {
 			continue
@@ -220,7 +214,7 @@ func (e *engine) instData(in *sinst) bool {
 		return in.data
 	}
 	for i := range in.parts {
-		if in.parts[i].bytes > 0 || in.parts[i].rbytes > 0 {
+		if in.parts[i].movesData() {
 			return true
 		}
 	}
